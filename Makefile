@@ -1,0 +1,52 @@
+# StreamApp Operator — developer entry points. Every target installs what it needs into .venv.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+OUT := out
+
+.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## demo: run the simulator on the sample scenario with all three protocols, side by side
+demo: $(STAMP)
+	@mkdir -p $(OUT)
+	$(VENV)/bin/streamapp simulate bench/scenarios/demo.yaml \
+	  --protocol eager --protocol cooperative --protocol streamapp \
+	  --plot $(OUT)/demo-timeline.png
+
+## test: lint, type-check, then every test tier (unit, property, integration on the local control plane)
+test: $(STAMP) lint k8s-binaries
+	$(PY) -m pytest
+
+## unit: the fast tiers only (no control plane)
+unit: $(STAMP)
+	$(PY) -m pytest -m "not integration"
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check operator tests e2e bench
+	$(VENV)/bin/ruff format --check operator tests e2e bench
+	$(VENV)/bin/mypy
+
+## bench: run the benchmarks and rewrite bench/RESULTS.md
+bench: $(STAMP)
+	$(PY) bench/run.py --write bench/RESULTS.md
+
+## k8s-binaries: build (once, cached in ~/.cache/streamapp/k8s/<version>) the control-plane binaries
+k8s-binaries: $(STAMP)
+	$(PY) e2e/cluster.py build
+
+cluster-up: $(STAMP) k8s-binaries
+	$(PY) e2e/cluster.py up
+
+cluster-down: $(STAMP)
+	$(PY) e2e/cluster.py down
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis
