@@ -1,0 +1,150 @@
+"""Configuration of an app's rebalancing: the `spec.rebalance` block and the app's shape.
+
+The same block is read from a StreamApp resource and from a simulator scenario, so parsing (camelCase
+keys, Kubernetes-style durations) and validation live here, next to the engine that uses them, and every
+error names the offending key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+Protocol = Literal["eager", "cooperative", "streamapp"]
+PROTOCOLS: tuple[Protocol, ...] = ("eager", "cooperative", "streamapp")
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class ConfigError(ValueError):
+    """A rebalance configuration value is missing, malformed or out of range."""
+
+
+def parse_duration(value: object, key: str = "duration") -> float:
+    """Seconds from `300`, `"300"`, `"5m"`, `"1h30m"` or `"250ms"` (the Kubernetes/Go style)."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{key}: expected a duration such as 5m or 30s, got {value!r}")
+    text = value.strip() if isinstance(value, str) else None
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif text is not None and re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif text is not None and re.fullmatch(rf"(?:{_DURATION_PART.pattern})+", text):
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+    else:
+        raise ConfigError(f"{key}: expected a duration such as 5m, 30s or 1h30m, got {value!r}")
+    if seconds < 0:
+        raise ConfigError(f"{key}: must not be negative, got {value!r}")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest Go-style spelling of a duration (`300.0` → `5m`), for generated YAML and docs."""
+    if seconds and seconds % 3600 == 0:
+        return f"{int(seconds // 3600)}h"
+    if seconds and seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{round(seconds * 1000)}ms"
+
+
+@dataclass(frozen=True)
+class RebalanceConfig:
+    """How an app's tasks move between members (DESIGN.md §4 `spec.rebalance`).
+
+    `handoff_lag` is this project's refinement of KIP-441: a *planned* move away from a live owner waits
+    until the successor's reported lag is at most `handoff_lag` records, so the pause at handoff is only
+    the owner's final batch; `acceptable_recovery_lag` still decides who counts as caught up (may take a
+    task that nobody processes, may be promoted at the probing re-check when `handoff_lag` is never met).
+    """
+
+    protocol: Protocol = "streamapp"
+    scheduled_rebalance_max_delay: float = 300.0
+    acceptable_recovery_lag: int = 10_000
+    handoff_lag: int = 0
+    max_warmup_replicas: int = 2
+    probing_rebalance_interval: float = 600.0
+    standby_replicas: int = 0
+    failover_to_standby: bool = True
+    drain_on_scale_in: bool = True
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
+        _require(self.acceptable_recovery_lag >= 0, "acceptableRecoveryLag", "must be >= 0")
+        _require(self.handoff_lag >= 0, "handoffLag", "must be >= 0")
+        _require(self.max_warmup_replicas >= 1, "maxWarmupReplicas", "must be >= 1")
+        _require(self.standby_replicas >= 0, "standbyReplicas", "must be >= 0")
+        _require(self.probing_rebalance_interval > 0, "probingRebalanceInterval", "must be > 0")
+        _require(self.scheduled_rebalance_max_delay >= 0, "scheduledRebalanceMaxDelay", "must be >= 0")
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None) -> RebalanceConfig:
+        """Read a camelCase `rebalance` block; unknown keys are errors (a typo must not pass silently)."""
+        spec = dict(spec or {})
+        known = {_camel(f.name): f.name for f in fields(cls)}
+        unknown = sorted(set(spec) - set(known))
+        if unknown:
+            raise ConfigError(f"rebalance: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        values: dict[str, Any] = {}
+        for key, raw in spec.items():
+            values[known[key]] = _coerce(key, raw)
+        return cls(**values)
+
+    def to_spec(self) -> dict[str, Any]:
+        """The camelCase block with durations spelled the Kubernetes way (inverse of `from_spec`)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[_camel(f.name)] = format_duration(value) if f.name in _DURATION_FIELDS else value
+        return out
+
+
+_DURATION_FIELDS = {"scheduled_rebalance_max_delay", "probing_rebalance_interval"}
+_INT_FIELDS = {"acceptableRecoveryLag", "handoffLag", "maxWarmupReplicas", "standbyReplicas"}
+_BOOL_FIELDS = {"failoverToStandby", "drainOnScaleIn"}
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """The shape of one app as the engine sees it: how many tasks, how many members, how they move."""
+
+    partitions: int
+    replicas: int
+    rebalance: RebalanceConfig = field(default_factory=RebalanceConfig)
+
+    def __post_init__(self) -> None:
+        _require(self.partitions >= 1, "partitions", "must be >= 1")
+        _require(self.replicas >= 0, "replicas", "must be >= 0")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _coerce(key: str, raw: object) -> object:
+    if key in ("scheduledRebalanceMaxDelay", "probingRebalanceInterval"):
+        return parse_duration(raw, key)
+    if key in _INT_FIELDS:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise ConfigError(f"{key}: expected an integer, got {raw!r}")
+        return raw
+    if key in _BOOL_FIELDS:
+        if not isinstance(raw, bool):
+            raise ConfigError(f"{key}: expected true or false, got {raw!r}")
+        return raw
+    if key == "protocol":
+        if raw not in PROTOCOLS:
+            raise ConfigError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {raw!r}")
+        return raw
+    raise ConfigError(f"rebalance: unknown key {key}")
+
+
+def _require(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: {message}")

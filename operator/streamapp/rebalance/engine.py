@@ -1,0 +1,113 @@
+"""The rebalance engine: one pure function from what is observed to what every member should do.
+
+`plan(app, members, previous, now)` is all the operator, the simulator and the tests call. It reads no
+clock and does no I/O: time is an argument and the intent of an in-flight handoff travels in
+`previous`, so the same inputs always give the same plan and a restarted operator resumes exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from streamapp.rebalance.config import AppConfig
+from streamapp.rebalance.draft import Draft
+from streamapp.rebalance.eager import plan_eager
+from streamapp.rebalance.handoff import revoke_moves, warm_handoffs
+from streamapp.rebalance.model import Assignment, Event, EventKind, MemberView, Plan
+from streamapp.rebalance.placement import desired_owners, takeover_owner
+from streamapp.rebalance.quotas import quotas
+from streamapp.rebalance.reservations import HoldRules, held_tasks, settle
+from streamapp.rebalance.roster import Roster
+from streamapp.rebalance.standbys import place_standbys
+
+
+def plan(app: AppConfig, members: Iterable[MemberView], previous: Assignment, now: float) -> Plan:
+    """Compute the next assignment of `app` from the members as observed at time `now`."""
+    config = app.rebalance
+    roster = Roster.build(members, app.replicas, config.acceptable_recovery_lag)
+    draft = Draft(previous, app.partitions)
+    if config.protocol == "eager":
+        plan_eager(draft, roster, now)
+    else:
+        _plan_incremental(draft, roster, app, now)
+    return _finish(draft, roster, app, now)
+
+
+def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) -> None:
+    """Cooperative and streamapp: move only what must move, hold tasks of lost members."""
+    config = app.rebalance
+    aware = config.protocol == "streamapp"
+    settle(
+        draft,
+        roster,
+        HoldRules(config.scheduled_rebalance_max_delay, aware and config.failover_to_standby),
+        now,
+    )
+    _drop_copies_off_live_members(draft, roster, keep_standbys=aware)
+    if not (aware and config.drain_on_scale_in and roster.live):
+        for member in roster.draining:
+            for task in draft.owned_by(member):
+                draft.revoke(task)
+
+    def capacity(member: int) -> float:
+        return roster.capacity(member) if aware else 1.0
+
+    held = held_tasks(draft)
+    owned = {m: 0 for m in roster.live}
+    for task in range(draft.partitions):
+        owner = draft.owner(task)
+        if owner in owned:
+            owned[owner] += 1
+    quota = None if draft.reservations else quotas(draft.partitions, roster.live, capacity, owned)
+    desired = desired_owners(draft, roster, quota, held, aware, capacity)
+    for task, target in enumerate(desired):
+        if target is not None and draft.active[task] is None:
+            draft.assign(task, takeover_owner(task, target, roster) if aware else target)
+    if aware:
+        probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
+        warm_handoffs(draft, roster, desired, config, probe_due)
+        place_standbys(draft, roster, desired, config.standby_replicas, capacity)
+        _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
+    else:
+        revoke_moves(draft, desired)
+    draft.membership = roster.live
+
+
+def _drop_copies_off_live_members(draft: Draft, roster: Roster, keep_standbys: bool) -> None:
+    """Warmups need a live member; standbys survive only on members reserved after a loss."""
+    for task in range(draft.partitions):
+        draft.warmups[task] = tuple(m for m in draft.warmups[task] if roster.is_live(m))
+        draft.standbys[task] = tuple(
+            m
+            for m in draft.standbys[task]
+            if keep_standbys and (roster.is_live(m) or m in draft.reservations)
+        )
+
+
+def _schedule_probe(draft: Draft, now: float, interval: float, probe_due: bool) -> None:
+    """Re-check warmups every probing interval while any are running (a fallback to reports)."""
+    if not any(draft.warmups):
+        draft.next_probe_at = None
+    elif draft.next_probe_at is None or probe_due:
+        draft.next_probe_at = now + interval
+
+
+def _finish(draft: Draft, roster: Roster, app: AppConfig, now: float) -> Plan:
+    previous = draft.previous
+    assignment, changed = draft.freeze()
+    if previous.in_flight() and not assignment.in_flight() and not _homeless(assignment, roster):
+        draft.event(Event(EventKind.REBALANCE_COMPLETED, detail=f"generation {assignment.generation}"))
+    events = draft.all_events()
+    owners = {t.active for t in assignment.tasks}
+    removable = tuple(sorted(m for m in roster.members if m >= app.replicas and m not in owners))
+    deadlines = [r.deadline for r in assignment.reservations]
+    if assignment.next_probe_at is not None:
+        deadlines.append(assignment.next_probe_at)
+    wake_at = min((d for d in deadlines if d > now), default=None)
+    reason = "; ".join(e.describe() for e in events) if events else "no change"
+    return Plan(assignment, changed, wake_at, events, removable, reason)
+
+
+def _homeless(assignment: Assignment, roster: Roster) -> bool:
+    """Tasks nobody owns although a live member could take them."""
+    return bool(roster.live) and any(t.active is None for t in assignment.tasks)

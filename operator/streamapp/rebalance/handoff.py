@@ -1,0 +1,88 @@
+"""Moving a task from its live owner to its balanced owner (Kafka Streams' TaskMovement).
+
+The cooperative baseline revokes at once and lets the new owner restore while nobody processes. The
+state-aware protocol never takes a task from a live, processing owner for a cold one: the destination
+first warms the task in the background (at most `maxWarmupReplicas` at once, a standby counts as warm),
+and the owner is revoked only when the destination reports a lag of at most `handoffLag` — or, at the
+probing re-check, at most `acceptableRecoveryLag` — so the only pause is the owner's final batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from streamapp.rebalance.config import RebalanceConfig
+from streamapp.rebalance.draft import Draft
+from streamapp.rebalance.model import EventKind
+from streamapp.rebalance.roster import Roster
+
+
+def revoke_moves(draft: Draft, desired: Sequence[int | None]) -> None:
+    """Cooperative: revoke every task whose balanced owner is another member."""
+    for task in _moving(draft, desired):
+        draft.revoke(task)
+
+
+def warm_handoffs(
+    draft: Draft,
+    roster: Roster,
+    desired: Sequence[int | None],
+    config: RebalanceConfig,
+    probe_due: bool,
+) -> None:
+    """State-aware: hand over caught-up tasks, warm up the others within the warmup budget."""
+    _cancel_unwanted_warmups(draft, desired)
+    waiting: list[int] = []
+    for task in _moving(draft, desired):
+        target = desired[task]
+        assert target is not None
+        lag = roster.lag(target, task)
+        ready = lag is not None and (
+            lag <= config.handoff_lag or (probe_due and roster.caught_up(target, task))
+        )
+        if ready:
+            if target in draft.warmups[task]:
+                draft.note(EventKind.WARMUP_PROMOTED, target, task)
+            draft.revoke(task, successor=target)
+        elif target not in draft.standbys[task]:
+            waiting.append(task)
+    _start_warmups(draft, desired, waiting, config.max_warmup_replicas, roster)
+
+
+def _moving(draft: Draft, desired: Sequence[int | None]) -> list[int]:
+    """Tasks with a current owner (not yet revoked) whose balanced owner is someone else."""
+    return [
+        task
+        for task in range(draft.partitions)
+        if (owner := draft.owner(task)) is not None and desired[task] is not None and desired[task] != owner
+    ]
+
+
+def _cancel_unwanted_warmups(draft: Draft, desired: Sequence[int | None]) -> None:
+    """A warmup is kept only on the task's balanced owner while that owner does not own it yet."""
+    for task in range(draft.partitions):
+        for member in draft.warmups[task]:
+            if member != desired[task] or draft.active[task] == member:
+                draft.drop_warmup(task, member)
+
+
+def _start_warmups(
+    draft: Draft, desired: Sequence[int | None], waiting: list[int], budget: int, roster: Roster
+) -> None:
+    """Keep the warmups already running, start new ones — draining members' tasks first — up to budget."""
+    running = [t for t in waiting if draft.warmups[t]]
+    fresh = sorted(
+        (t for t in waiting if not draft.warmups[t]), key=lambda t: (_not_draining(draft, roster, t), t)
+    )
+    for task in running[budget:]:
+        for member in draft.warmups[task]:
+            draft.drop_warmup(task, member)
+    for task in fresh[: max(0, budget - len(running))]:
+        target = desired[task]
+        assert target is not None
+        draft.add_warmup(task, target)
+
+
+def _not_draining(draft: Draft, roster: Roster, task: int) -> bool:
+    owner = draft.active[task]
+    return owner is None or owner < roster.replicas

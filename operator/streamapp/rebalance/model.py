@@ -1,0 +1,214 @@
+"""The engine's vocabulary as immutable values: what it observes, what it persists, what it decides.
+
+Everything here is plain data so the same values travel through the operator (persisted in status and
+member specs), the simulator and the property tests. Tuples keep the values hashable and their order
+deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """One member as the shell observed it.
+
+    `alive` means its pod exists and is ready (liveness comes from the kubelet, not from heartbeats).
+    `lags` holds, for every task the member has local state of, how many changelog records it still has
+    to apply; a task missing from it means no state at all. `acked_generation` is the newest generation
+    whose target the member has applied — it is what confirms a revocation.
+    """
+
+    id: int
+    alive: bool = True
+    zone: str | None = None
+    capacity: float = 1.0
+    lags: Mapping[int, int] = field(default_factory=dict)
+    acked_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAssignment:
+    """Who does what for one task.
+
+    `active` is the single owner; while `revoking_since` is set the owner has been asked (at that
+    generation) to let go and keeps the task until it acknowledges. `epoch` fences stale owners and is
+    bumped on every change of active owner.
+    """
+
+    active: int | None = None
+    epoch: int = 0
+    revoking_since: int | None = None
+    standbys: tuple[int, ...] = ()
+    warmups: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Tasks of a lost member are held for it until `deadline` (delayed reassignment, KIP-415)."""
+
+    member: int
+    deadline: float
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """The persisted intent of an app: current targets plus everything an in-flight handoff needs.
+
+    `membership` is the set of live members the last full assignment was computed for (the eager
+    protocol compares against it); `next_probe_at` is when caught-up warmups are re-checked even
+    without a fresh report.
+    """
+
+    generation: int = 0
+    tasks: tuple[TaskAssignment, ...] = ()
+    reservations: tuple[Reservation, ...] = ()
+    membership: tuple[int, ...] = ()
+    next_probe_at: float | None = None
+
+    @staticmethod
+    def empty(partitions: int) -> Assignment:
+        """The assignment of an app that has never been planned: every task unassigned."""
+        return Assignment(tasks=tuple(TaskAssignment() for _ in range(partitions)))
+
+    def in_flight(self) -> bool:
+        """Whether a handoff is under way (revocations awaiting acks or warmups catching up)."""
+        return any(t.revoking_since is not None or t.warmups for t in self.tasks)
+
+    def reserved_for(self, member: int) -> Reservation | None:
+        """The reservation held for `member`, if any."""
+        return next((r for r in self.reservations if r.member == member), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form for persisting intent (status, member specs, simulator traces)."""
+        return {
+            "generation": self.generation,
+            "tasks": [
+                {
+                    "active": t.active,
+                    "epoch": t.epoch,
+                    "revokingSince": t.revoking_since,
+                    "standbys": list(t.standbys),
+                    "warmups": list(t.warmups),
+                }
+                for t in self.tasks
+            ],
+            "reservations": [{"member": r.member, "deadline": r.deadline} for r in self.reservations],
+            "membership": list(self.membership),
+            "nextProbeAt": self.next_probe_at,
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Assignment:
+        """Inverse of `to_dict`."""
+        return Assignment(
+            generation=int(data["generation"]),
+            tasks=tuple(
+                TaskAssignment(
+                    active=t["active"],
+                    epoch=int(t["epoch"]),
+                    revoking_since=t["revokingSince"],
+                    standbys=tuple(t["standbys"]),
+                    warmups=tuple(t["warmups"]),
+                )
+                for t in data["tasks"]
+            ),
+            reservations=tuple(
+                Reservation(int(r["member"]), float(r["deadline"])) for r in data["reservations"]
+            ),
+            membership=tuple(data["membership"]),
+            next_probe_at=data["nextProbeAt"],
+        )
+
+
+class EventKind(StrEnum):
+    """What happened in one planning step; the operator turns these into Kubernetes Events."""
+
+    MEMBER_LOST = "MemberLost"
+    MEMBER_RETURNED = "MemberReturned"
+    RESERVATION_EXPIRED = "ReservationExpired"
+    FAILED_OVER = "FailedOverToStandby"
+    TASKS_REVOKED = "TasksRevoked"
+    TASKS_ASSIGNED = "TasksAssigned"
+    WARMUP_STARTED = "WarmupStarted"
+    WARMUP_PROMOTED = "WarmupPromoted"
+    WARMUP_CANCELLED = "WarmupCancelled"
+    REBALANCE_COMPLETED = "RebalanceCompleted"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One fact about a planning step, grouped per member so a busy step stays readable."""
+
+    kind: EventKind
+    member: int | None = None
+    tasks: tuple[int, ...] = ()
+    detail: str = ""
+
+    def describe(self) -> str:
+        """A one-line human-readable form, e.g. `WarmupStarted member 3: tasks 4,7`."""
+        who = f" member {self.member}" if self.member is not None else ""
+        what = f": tasks {_task_list(self.tasks)}" if self.tasks else ""
+        extra = f" ({self.detail})" if self.detail else ""
+        return f"{self.kind.value}{who}{what}{extra}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The engine's answer: the new intent, when to look again, what happened and why."""
+
+    assignment: Assignment
+    changed: bool
+    wake_at: float | None
+    events: tuple[Event, ...]
+    removable: tuple[int, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class MemberTarget:
+    """What one member must do, as written to its StreamAppMember spec."""
+
+    active: Mapping[int, int]
+    revoking: Mapping[int, int]
+    standby: tuple[int, ...]
+    warmup: tuple[int, ...]
+
+    def is_empty(self) -> bool:
+        """Whether the member holds nothing at all (a drained member may then be removed)."""
+        return not (self.active or self.revoking or self.standby or self.warmup)
+
+
+def member_targets(assignment: Assignment) -> dict[int, MemberTarget]:
+    """Split an assignment into per-member targets (tasks → epochs for owned tasks)."""
+    active: dict[int, dict[int, int]] = {}
+    revoking: dict[int, dict[int, int]] = {}
+    standby: dict[int, list[int]] = {}
+    warmup: dict[int, list[int]] = {}
+    for task, t in enumerate(assignment.tasks):
+        if t.active is not None:
+            bucket = revoking if t.revoking_since is not None else active
+            bucket.setdefault(t.active, {})[task] = t.epoch
+        for m in t.standbys:
+            standby.setdefault(m, []).append(task)
+        for m in t.warmups:
+            warmup.setdefault(m, []).append(task)
+    members = sorted(set(active) | set(revoking) | set(standby) | set(warmup))
+    return {
+        m: MemberTarget(
+            active=active.get(m, {}),
+            revoking=revoking.get(m, {}),
+            standby=tuple(standby.get(m, ())),
+            warmup=tuple(warmup.get(m, ())),
+        )
+        for m in members
+    }
+
+
+def _task_list(tasks: tuple[int, ...], limit: int = 12) -> str:
+    shown = ",".join(str(t) for t in tasks[:limit])
+    return shown + (f",… ({len(tasks)} in all)" if len(tasks) > limit else "")

@@ -1,0 +1,112 @@
+"""Where each task's active copy should live once things settle (sticky, balanced, state-aware).
+
+Two passes, as in Kafka's sticky assignors: first every live owner keeps what it owns up to its quota,
+then the rest go to members with room — for the state-aware protocol preferring the member a handoff
+in flight is warming, then one already caught up (a standby, a returning member), and only then the
+least loaded. A lazy heap keeps the second pass O(T log M), so planning cost
+grows with the tasks that move, not with tasks × members.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Collection, Mapping
+
+from streamapp.rebalance.draft import Draft
+from streamapp.rebalance.roster import Roster
+
+
+def desired_owners(
+    draft: Draft,
+    roster: Roster,
+    quota: Mapping[int, int] | None,
+    held: Collection[int],
+    state_aware: bool,
+    capacity: Callable[[int], float],
+) -> list[int | None]:
+    """The balanced owner of every task; None for tasks held for a lost member or with nobody live.
+
+    With `quota` None (a reservation is active) nothing is taken from a live owner: load-balancing
+    waits until the lost member returns or its delay expires, and only homeless tasks are placed.
+    """
+    desired: list[int | None] = [None] * draft.partitions
+    if not roster.live:
+        return desired
+    load = dict.fromkeys(roster.live, 0)
+    pending: list[int] = []
+    for task in range(draft.partitions):
+        if task in held:
+            continue
+        owner = draft.owner(task)
+        if owner is not None and owner in load and (quota is None or load[owner] < quota[owner]):
+            desired[task] = owner
+            load[owner] += 1
+        else:
+            pending.append(task)
+    chooser = _LeastLoaded(load, quota, capacity)
+    for task in pending:
+        member = _with_state(task, draft, roster, chooser) if state_aware else None
+        if member is None:
+            member = chooser.least_loaded()
+        chooser.take(member)
+        desired[task] = member
+    return desired
+
+
+def takeover_owner(task: int, desired: int, roster: Roster) -> int:
+    """Who takes a task that nobody processes: never wait for a warmup when someone has state.
+
+    The balanced owner if it is caught up; else any caught-up live member; else the most caught-up
+    member when it is ahead of the balanced owner (KAFKA-13600: never stall, never restore from
+    scratch when less will do). Balance is restored later by a warm handoff.
+    """
+    if roster.caught_up(desired, task):
+        return desired
+    lags = roster.lags_for(task)
+    if not lags:
+        return desired
+    best_lag, best = lags[0]
+    own = roster.lag(desired, task)
+    return best if own is None or best_lag < own else desired
+
+
+def _with_state(task: int, draft: Draft, roster: Roster, chooser: _LeastLoaded) -> int | None:
+    """A member already warming the task (the plan in flight), else a caught-up one, with room."""
+    for member in draft.warmups[task]:
+        if chooser.has_room(member):
+            return member
+    for lag, member in roster.lags_for(task):
+        if lag > roster.acceptable_lag:
+            break
+        if chooser.has_room(member):
+            return member
+    return None
+
+
+class _LeastLoaded:
+    """Members by load relative to capacity, with room left under their quota."""
+
+    def __init__(
+        self, load: dict[int, int], quota: Mapping[int, int] | None, capacity: Callable[[int], float]
+    ):
+        self._load = load
+        self._quota = quota
+        self._capacity = capacity
+        self._heap = [(load[m] / capacity(m), m) for m in load]
+        heapq.heapify(self._heap)
+
+    def has_room(self, member: int) -> bool:
+        return member in self._load and (self._quota is None or self._load[member] < self._quota[member])
+
+    def least_loaded(self) -> int:
+        while self._heap:
+            ratio, member = self._heap[0]
+            if ratio != self._load[member] / self._capacity(member) or not self.has_room(member):
+                heapq.heappop(self._heap)
+                continue
+            return member
+        raise AssertionError("quotas leave no room for a pending task")
+
+    def take(self, member: int) -> None:
+        self._load[member] += 1
+        heapq.heappush(self._heap, (self._load[member] / self._capacity(member), member))

@@ -1,0 +1,98 @@
+"""Who still owns what: acknowledged revocations, lost members, and delayed reassignment.
+
+This is the part of a planning step that reacts to the world rather than to balance. A revocation
+ends when the owner acknowledges it or its pod is gone. A member whose pod is gone keeps its tasks
+reserved until `scheduledRebalanceMaxDelay` passes (KIP-415), because it usually comes back with its
+state; a caught-up standby may take over at once instead (`failoverToStandby`). The deadline is
+persisted with the assignment, so a restarted operator neither forgets nor extends it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamapp.rebalance.draft import Draft
+from streamapp.rebalance.model import Event, EventKind
+from streamapp.rebalance.roster import Roster
+
+
+@dataclass(frozen=True)
+class HoldRules:
+    """What a protocol does with a lost member's tasks."""
+
+    delay: float
+    failover_to_standby: bool
+
+
+def settle(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
+    """Bring ownership up to date with what the members acknowledged and which pods exist."""
+    _release_acknowledged(draft, roster)
+    _welcome_back(draft, roster)
+    _handle_gone_owners(draft, roster, rules, now)
+    _expire(draft, roster, now)
+
+
+def held_tasks(draft: Draft) -> set[int]:
+    """Tasks whose owner is lost but still within its reservation."""
+    return {t for t, owner in enumerate(draft.active) if owner is not None and owner in draft.reservations}
+
+
+def _release_acknowledged(draft: Draft, roster: Roster) -> None:
+    for task, since in enumerate(draft.revoking):
+        owner = draft.active[task]
+        if since is None or owner is None:
+            continue
+        if roster.acked(owner) >= since or not roster.alive(owner):
+            draft.release(task)
+
+
+def _welcome_back(draft: Draft, roster: Roster) -> None:
+    for member in sorted(draft.reservations):
+        if roster.alive(member):
+            del draft.reservations[member]
+            draft.event(Event(EventKind.MEMBER_RETURNED, member, tuple(draft.owned_by(member))))
+
+
+def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
+    for task, owner in enumerate(draft.active):
+        if owner is None or roster.alive(owner):
+            continue
+        standby = _caught_up_standby(task, draft, roster) if rules.failover_to_standby else None
+        if standby is not None:
+            draft.release(task)
+            draft.assign(task, standby, EventKind.FAILED_OVER)
+        elif rules.delay > 0 and owner < roster.replicas:
+            if owner not in draft.reservations:
+                draft.reservations[owner] = now + rules.delay
+                draft.event(
+                    Event(
+                        EventKind.MEMBER_LOST,
+                        owner,
+                        tuple(draft.owned_by(owner)),
+                        f"reserved for {rules.delay:g}s",
+                    )
+                )
+        else:
+            draft.release(task)
+            draft.note(EventKind.MEMBER_LOST, owner, task, "released at once")
+
+
+def _expire(draft: Draft, roster: Roster, now: float) -> None:
+    for member, deadline in sorted(draft.reservations.items()):
+        owned = draft.owned_by(member)
+        if owned and now < deadline and member < roster.replicas:
+            continue
+        del draft.reservations[member]
+        for task in owned:
+            draft.release(task)
+        if owned:
+            draft.event(Event(EventKind.RESERVATION_EXPIRED, member, tuple(owned)))
+
+
+def _caught_up_standby(task: int, draft: Draft, roster: Roster) -> int | None:
+    candidates = sorted(
+        (roster.lag(m, task) or 0, m)
+        for m in draft.standbys[task]
+        if roster.is_live(m) and roster.caught_up(m, task)
+    )
+    return candidates[0][1] if candidates else None
