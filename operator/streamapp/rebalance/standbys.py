@@ -4,12 +4,11 @@ Each task gets min(standbyReplicas, live members − 1) standbys, never on the m
 about to own it. Copies (active + standby) are balanced with the same capacity-weighted quotas as
 active tasks; a standby already in place is kept while its member has room (restoring a standby costs
 background I/O, so stickiness matters here too). New standbys go first to a member that already has
-the task's state, then to the least-loaded member in a zone the task does not use yet.
+the task's state, then round the ring of live members, preferring zones the task does not use yet.
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
 
 from streamapp.rebalance.draft import Draft
@@ -70,19 +69,21 @@ def _keep(
 def _fill(
     draft: Draft, roster: Roster, home: list[int | None], room: dict[int, int], kept: list[int], per_task: int
 ) -> None:
-    """Give every task its missing standbys, most room first."""
-    heap = [(-room[m], m) for m in roster.live if room[m] > 0]
-    heapq.heapify(heap)
+    """Give every task its missing standbys."""
+    ring = roster.live
+    position = {m: i for i, m in enumerate(ring)}
     for task in range(draft.partitions):
+        owner = home[task]
+        start = position[owner] if owner in position else task % len(ring)
         while kept[task] < per_task:
-            member = _choose(task, draft, roster, home, room, heap)
+            member = _choose(task, draft, roster, home, room, ring, start)
             if member is None:
                 break
+            if room[member] <= 0:
+                member = _make_room(task, draft, roster, home, room) or member
             draft.standbys[task] = (*draft.standbys[task], member)
             room[member] -= 1
             kept[task] += 1
-            if room[member] > 0:
-                heapq.heappush(heap, (-room[member], member))
 
 
 def _choose(
@@ -91,12 +92,15 @@ def _choose(
     roster: Roster,
     home: list[int | None],
     room: dict[int, int],
-    heap: list[tuple[int, int]],
+    ring: tuple[int, ...],
+    start: int,
 ) -> int | None:
-    """A caught-up holder of the task's state in a new zone; else the roomiest member in a new zone.
+    """A caught-up holder of the task's state in a new zone; else the next member round the ring.
 
-    Falls back to the roomiest member in an already-used zone: a standby in the same zone still
-    protects against a pod or node loss.
+    Walking the ring from the task's home member spreads copies the way replicas are spread on a
+    hash ring: with balanced actives every member ends with the same number of copies. A member in a
+    zone the task already uses is taken only when no other zone has room (it still protects against
+    a pod or node loss), and a member without room only when nobody has room (a copy beats balance).
     """
     excluded = {home[task], draft.active[task], *draft.standbys[task]}
     used_zones = {roster.zone(m) for m in excluded if m is not None} - {None}
@@ -110,22 +114,41 @@ def _choose(
             break
         if member not in excluded and room.get(member, 0) > 0 and fits(member):
             return member
-    popped: list[tuple[int, int]] = []
-    chosen: int | None = None
-    fallback: int | None = None
-    while heap:
-        entry = heapq.heappop(heap)
-        neg_room, member = entry
-        if -neg_room != room[member] or room[member] <= 0:
-            continue
-        popped.append(entry)
+    same_zone: int | None = None
+    no_room: int | None = None
+    for step in range(1, len(ring) + 1):
+        member = ring[(start + step) % len(ring)]
         if member in excluded:
             continue
-        if fits(member):
-            chosen = member
-            break
-        if fallback is None:
-            fallback = member
-    for entry in popped:
-        heapq.heappush(heap, entry)
-    return chosen if chosen is not None else fallback
+        if room[member] > 0 and fits(member):
+            return member
+        if room[member] > 0 and same_zone is None:
+            same_zone = member
+        if no_room is None or (fits(member), room[member]) > (fits(no_room), room[no_room]):
+            no_room = member
+    return same_zone if same_zone is not None else no_room
+
+
+def _make_room(
+    task: int, draft: Draft, roster: Roster, home: list[int | None], room: dict[int, int]
+) -> int | None:
+    """Free a full member for `task` by moving another task's standby to a member with room.
+
+    Kept standbys can corner the fill (three members, each the only legal place for the next task's
+    copy); one such swap is the augmenting step that restores balance. Rare, so a scan is fine.
+    """
+    eligible = set(roster.live) - {home[task], draft.active[task], *draft.standbys[task]}
+    with_room = [m for m in roster.live if room[m] > 0]
+    for other in range(draft.partitions):
+        copies = draft.standbys[other]
+        taken = {home[other], draft.active[other], *copies}
+        for full in copies:
+            if full not in eligible or other == task:
+                continue
+            spare = next((m for m in with_room if m not in taken), None)
+            if spare is not None:
+                draft.standbys[other] = tuple(spare if m == full else m for m in copies)
+                room[spare] -= 1
+                room[full] += 1
+                return full
+    return None

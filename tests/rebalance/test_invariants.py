@@ -1,0 +1,199 @@
+"""Property tests of DESIGN.md §5 over random event sequences, for every protocol where they apply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from world import World
+
+from streamapp.rebalance import PROTOCOLS, AppConfig, Assignment, RebalanceConfig, plan
+
+ZONES = ("a", "b", "c")
+
+
+@dataclass(frozen=True)
+class Setup:
+    app: AppConfig
+    zones: tuple[str, ...]
+    capacities: tuple[float, ...]
+
+
+@st.composite
+def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
+    config = RebalanceConfig(
+        protocol=draw(st.sampled_from(protocols)),
+        scheduled_rebalance_max_delay=draw(st.sampled_from([0.0, 30.0, 300.0])),
+        acceptable_recovery_lag=draw(st.sampled_from([0, 100, 10_000])),
+        handoff_lag=draw(st.sampled_from([0, 50])),
+        max_warmup_replicas=draw(st.integers(1, 3)),
+        standby_replicas=draw(st.integers(0, 2)),
+        failover_to_standby=draw(st.booleans()),
+        drain_on_scale_in=draw(st.booleans()),
+        probing_rebalance_interval=draw(st.sampled_from([60.0, 600.0])),
+    )
+    app = AppConfig(draw(st.integers(1, 24)), draw(st.integers(1, 6)), config)
+    zones = draw(st.sampled_from([(), ZONES[:2], ZONES]))
+    capacities = draw(st.sampled_from([(), (1.0, 2.0)]))
+    return Setup(app, zones, capacities)
+
+
+# One step of the world: (kind, member, value). Members beyond the app's size exercise scale-in.
+events = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["plan", "apply", "catchup", "lag", "kill", "revive", "scale", "advance", "apply_all"]
+        ),
+        st.integers(0, 7),
+        st.integers(0, 400),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+def run(world: World, kind: str, member: int, value: int) -> None:
+    """Interpret one random event; every plan is followed by the invariant checks."""
+    if kind == "plan":
+        before = world.assignment
+        result = world.replan()
+        check_step(world, before, result.assignment)
+    elif kind == "apply" and member in world.members:
+        world.apply(member)
+    elif kind == "apply_all":
+        for m in sorted(world.members, reverse=value % 2 == 0):
+            world.apply(m)
+    elif kind == "catchup" and member in world.members:
+        world.catch_up(member)
+    elif kind == "lag" and member in world.members:
+        world.members[member].lags[value % world.app.partitions] = value * 50
+    elif kind == "kill":
+        world.kill(member)
+    elif kind == "revive":
+        world.revive(member)
+    elif kind == "scale":
+        world.scale(1 + value % 7)
+    elif kind == "advance":
+        world.now += value
+    assert not world.double_owned(), f"two members process one task: {world.double_owned()}"
+
+
+def check_step(world: World, before: Assignment, after: Assignment) -> None:
+    """Invariants 1, 2 and 5 across one planning step, plus the shape of copies."""
+    config = world.app.rebalance
+    views = {v.id: v for v in world.views()}
+    live = {i for i, v in views.items() if v.alive and i < world.app.replicas}
+
+    barrier = any(t.revoking_since is not None for t in after.tasks)
+
+    def alive(i: int) -> bool:
+        return i in views and views[i].alive
+
+    for task, (old, new) in enumerate(zip(before.tasks, after.tasks, strict=True)):
+        # 1. Single owner: a new owner only after the old one let go (acknowledged) or is gone.
+        if new.active is not None and new.active != old.active:
+            assert new.epoch > old.epoch, f"task {task}: owner changed without a new epoch"
+            if old.active is not None:
+                acked = (
+                    old.revoking_since is not None
+                    and views[old.active].acked_generation >= old.revoking_since
+                )
+                assert acked or not alive(old.active), f"task {task}: taken from {old.active} without its ack"
+            assert new.active in live, f"task {task}: given to {new.active}, which is not live"
+        # 2. Nothing dropped (eager's stop-the-world barrier is the one documented exception).
+        if new.active is None and not (config.protocol == "eager" and barrier):
+            assert not live, f"task {task} unassigned although members {sorted(live)} are live"
+        elif new.active is not None and not alive(new.active):
+            reservation = after.reserved_for(new.active)
+            assert reservation is not None and reservation.deadline > world.now, (
+                f"task {task} held for lost member {new.active} without a live reservation"
+            )
+        # 5. No cold takeover while a warm owner lives (state-aware protocol).
+        newly_revoked = new.revoking_since is not None and old.revoking_since is None
+        if config.protocol == "streamapp" and newly_revoked and live and new.active is not None:
+            draining = new.active >= world.app.replicas
+            if not draining or config.drain_on_scale_in:
+                assert new.warmups, f"task {task} revoked from a live owner with no successor"
+                lag = views[new.warmups[0]].lags.get(task)
+                assert lag is not None and lag <= config.acceptable_recovery_lag, (
+                    f"task {task} revoked for a successor with lag {lag}"
+                )
+        # Copies: distinct members, never the owner, within the configured counts.
+        copies = (*new.standbys, *new.warmups)
+        assert len(set(copies)) == len(copies) and new.active not in copies, f"task {task}: bad copies {new}"
+        live_standbys = [m for m in new.standbys if alive(m)]
+        assert len(live_standbys) <= config.standby_replicas, f"task {task}: too many standbys {new.standbys}"
+        assert all(alive(m) or after.reserved_for(m) for m in new.standbys), (
+            f"task {task}: standby on a gone member"
+        )
+    warming = sum(1 for t in after.tasks if t.warmups and t.revoking_since is None)
+    if config.protocol == "streamapp":
+        assert warming <= config.max_warmup_replicas
+    else:
+        assert warming == 0
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups(), events)
+def test_invariants_hold_over_random_histories(setup: Setup, history: list[tuple[str, int, int]]) -> None:
+    world = World.start(setup.app, setup.zones, setup.capacities)
+    for kind, member, value in history:
+        run(world, kind, member, value)
+    run(world, "plan", 0, 0)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups(), events)
+def test_plans_are_deterministic(setup: Setup, history: list[tuple[str, int, int]]) -> None:
+    """7. Same inputs → same plan, whatever order the members are listed in."""
+    world = World.start(setup.app, setup.zones, setup.capacities)
+    for kind, member, value in history:
+        run(world, kind, member, value)
+    views = world.views()
+    first = plan(world.app, views, world.assignment, world.now)
+    again = plan(world.app, list(reversed(views)), world.assignment, world.now)
+    assert first == again
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups(), events)
+def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[tuple[str, int, int]]) -> None:
+    """3 and 6: once events stop and copies catch up, a balanced stable assignment is reached."""
+    world = World.start(setup.app, setup.zones, setup.capacities)
+    for kind, member, value in history:
+        run(world, kind, member, value)
+    for member in world.members.values():
+        member.alive = True
+    world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
+    partitions = world.app.partitions
+    standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
+    bound = 2 * (partitions + partitions * standbys) + 4
+    rounds = world.converge(bound)
+    assert rounds <= bound, f"no stable assignment after {bound} generations"
+    assert_balanced(world, setup)
+
+
+def assert_balanced(world: World, setup: Setup) -> None:
+    """Balance at rest: counts within one of each member's capacity-weighted share; full copies."""
+    app = world.app
+    live = [m for m in sorted(world.members) if m < app.replicas]
+    counts = {m: 0 for m in live}
+    copies = {m: 0 for m in live}
+    for task in world.assignment.tasks:
+        assert task.active in counts, f"task owned by {task.active}, not a live member"
+        assert task.revoking_since is None and not task.warmups
+        counts[task.active] += 1
+        for m in (task.active, *task.standbys):
+            copies[m] += 1
+    weighted = app.rebalance.protocol == "streamapp" and bool(setup.capacities)
+    capacity = {m: world.members[m].capacity if weighted else 1.0 for m in live}
+    total = sum(capacity.values())
+    for m in live:
+        share = app.partitions * capacity[m] / total
+        assert share - 1 < counts[m] < share + 1, f"member {m} owns {counts[m]}, share {share:.2f}: {counts}"
+    if app.rebalance.protocol == "streamapp":
+        wanted = min(len(live) - 1, app.rebalance.standby_replicas)
+        assert all(len(t.standbys) == wanted for t in world.assignment.tasks)
+        if not weighted:
+            assert max(copies.values()) - min(copies.values()) <= 1, f"copies unbalanced: {copies}"
