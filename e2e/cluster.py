@@ -1,0 +1,79 @@
+"""Command line of the local control plane: ``build``, ``up``, ``down``, ``status``.
+
+Thin on purpose: everything lives in the ``localcluster`` package so tests and the demo use the same code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from localcluster import build
+from localcluster.controlplane import LocalCluster
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """Build the pinned binaries unless they are cached already."""
+    report = build.ensure_built(force=args.force)
+    if report is None:
+        print(f"k8s binaries cached in {build.bin_dir()}")
+    else:
+        print(
+            f"built {', '.join(build.BINARIES)} into {build.bin_dir()} in {report.seconds:.0f}s "
+            f"(largest process: {report.peak_rss_mib:.0f} MiB RSS)"
+        )
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """Start the cluster (or find it running) and print how to reach it."""
+    cluster = LocalCluster()
+    already = cluster.is_running()
+    cluster.up()
+    state = "already running" if already else "up"
+    print(f"cluster {state}: export KUBECONFIG={cluster.kubeconfig}")
+    print(f"logs: {cluster.layout.logs}")
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    """Stop every process of the cluster and free its ports."""
+    LocalCluster().down()
+    print("cluster down")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Exit 0 when the cluster is running, 1 otherwise."""
+    cluster = LocalCluster()
+    running = cluster.is_running()
+    print(f"running: KUBECONFIG={cluster.kubeconfig}" if running else "not running")
+    return 0 if running else 1
+
+
+def parser() -> argparse.ArgumentParser:
+    """Sub-commands mirror the Makefile targets k8s-binaries, cluster-up and cluster-down."""
+    root = argparse.ArgumentParser(prog="cluster.py", description=__doc__)
+    sub = root.add_subparsers(dest="command", required=True)
+    build_cmd = sub.add_parser("build", help="build the control-plane binaries once (cached)")
+    build_cmd.add_argument("--force", action="store_true", help="rebuild even when cached")
+    build_cmd.set_defaults(func=cmd_build)
+    sub.add_parser("up", help="start the local cluster and wait until it is ready").set_defaults(func=cmd_up)
+    sub.add_parser("down", help="stop the local cluster, leaving no process behind").set_defaults(
+        func=cmd_down
+    )
+    sub.add_parser("status", help="tell whether the local cluster is running").set_defaults(func=cmd_status)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for ``python e2e/cluster.py``."""
+    args = parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

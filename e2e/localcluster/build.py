@@ -1,0 +1,316 @@
+"""Build the control-plane binaries from Go modules, once, into a versioned cache directory.
+
+Each product (Kubernetes, etcd, kwok) is built in its own wrapper module (see :mod:`gowrapper`) inside a
+temporary directory next to the cache entry; the finished ``bin/`` is renamed into place only after every
+product built, so an interrupted build never leaves a half cache and a cache hit costs nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from localcluster import gowrapper, versions
+
+GO_ENV_DEFAULTS = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -trimpath"}
+BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+PROGRESS_INTERVAL_S = 15.0
+
+
+@dataclass(frozen=True)
+class Product:
+    """One upstream Go module and the commands built from it."""
+
+    name: str
+    module: str
+    version: str
+    commands: dict[str, str]
+    tags: str = ""
+    ldflags: list[str] = field(default_factory=list)
+    replace_staging: bool = False
+
+
+@dataclass
+class BuildReport:
+    """What a cold build cost, so the numbers in e2e/README.md can be re-measured."""
+
+    seconds: float = 0.0
+    peak_rss_mib: float = 0.0
+    per_product_s: dict[str, float] = field(default_factory=dict)
+
+
+def cache_root() -> Path:
+    """Root of all cached builds; ``STREAMAPP_CACHE`` moves it (for CI caches)."""
+    base = os.environ.get("STREAMAPP_CACHE") or str(Path.home() / ".cache" / "streamapp")
+    return Path(base) / "k8s"
+
+
+def version_dir(kubernetes: str = versions.KUBERNETES) -> Path:
+    """Cache entry of one pinned Kubernetes version."""
+    return cache_root() / kubernetes
+
+
+def bin_dir() -> Path:
+    """Where the binaries of the pinned versions live once built."""
+    return version_dir() / "bin"
+
+
+def kwok_stages_dir() -> Path:
+    """kwok Stage YAMLs copied from kwok's module at build time (kwok exits without stages)."""
+    return version_dir() / "kwok-stages"
+
+
+def is_built() -> bool:
+    """A cache hit: every binary is present and the stamp names exactly the pinned versions."""
+    stamp = version_dir() / "versions.json"
+    if not stamp.is_file():
+        return False
+    if json.loads(stamp.read_text()) != versions.as_dict():
+        return False
+    return all((bin_dir() / name).is_file() for name in BINARIES)
+
+
+def go_binary() -> str:
+    """The Go toolchain to use: ``$GO``, else ``go`` on PATH, else the default install location."""
+    explicit = os.environ.get("GO")
+    if explicit:
+        return explicit
+    found = shutil.which("go")
+    if found:
+        return found
+    fallback = Path("/usr/local/go/bin/go")
+    if fallback.is_file():
+        return str(fallback)
+    raise RuntimeError("Go toolchain not found: install Go >= 1.25 or set $GO")
+
+
+def go_env() -> dict[str, str]:
+    """Environment for every go invocation; the caller's GOFLAGS/GOPROXY/GOMODCACHE still apply."""
+    env = dict(os.environ)
+    for key, value in GO_ENV_DEFAULTS.items():
+        env[key] = f"{value} {env[key]}".strip() if key == "GOFLAGS" and env.get(key) else value
+    if key_value := os.environ.get("STREAMAPP_GOFLAGS"):
+        env["GOFLAGS"] = f"{env['GOFLAGS']} {key_value}"
+    return env
+
+
+def run_go(args: list[str], cwd: Path, log: Path) -> str:
+    """Run a go subcommand, appending its output to the build log; raise with the log tail on failure."""
+    with log.open("a") as sink:
+        sink.write(f"\n$ go {' '.join(args)}\n")
+        sink.flush()
+        result = subprocess.run(
+            [go_binary(), *args], cwd=cwd, env=go_env(), stdout=subprocess.PIPE, stderr=sink, text=True
+        )
+        sink.write(result.stdout)
+    if result.returncode != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
+        raise RuntimeError(f"go {args[0]} failed in {cwd} (exit {result.returncode}):\n{tail}")
+    return result.stdout
+
+
+def module_info(module: str, version: str, cwd: Path, log: Path) -> dict[str, str]:
+    """Download one module and return ``go mod download -json`` metadata (Dir, GoMod, Info)."""
+    info: dict[str, str] = json.loads(run_go(["mod", "download", "-json", f"{module}@{version}"], cwd, log))
+    return info
+
+
+def kubernetes_product(release_time: str) -> Product:
+    """kube-apiserver, kube-controller-manager, kube-scheduler and kubectl, built like upstream does.
+
+    Tags and version ldflags follow ``hack/lib/golang.sh`` and ``hack/lib/version.sh``; without the
+    ldflags ``/version`` would report ``v0.0.0-master``. The module proxy does not carry the git commit,
+    so ``gitTreeState`` is ``archive`` (what upstream uses for source tarballs) and buildDate is the
+    release's publication time, which keeps the build reproducible.
+    """
+    major, minor = versions.KUBERNETES.removeprefix("v").split(".")[:2]
+    values = {
+        "gitVersion": versions.KUBERNETES,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "archive",
+        "buildDate": release_time,
+    }
+    ldflags = [
+        f"-X {package}.{key}={value}"
+        for package in ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version")
+        for key, value in values.items()
+    ]
+    commands = {
+        name: f"k8s.io/kubernetes/cmd/{name}"
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+    }
+    return Product(
+        "kubernetes",
+        "k8s.io/kubernetes",
+        versions.KUBERNETES,
+        commands,
+        tags="selinux,notest,grpcnotrace",
+        ldflags=ldflags,
+        replace_staging=True,
+    )
+
+
+def etcd_product() -> Product:
+    """etcd's server binary; its ``main`` package is the root of ``go.etcd.io/etcd/server/v3``."""
+    return Product("etcd", "go.etcd.io/etcd/server/v3", versions.ETCD, {"etcd": "go.etcd.io/etcd/server/v3"})
+
+
+def kwok_product() -> Product:
+    """kwok, which turns Node and Pod objects of fake nodes Ready/Running from Stage rules."""
+    return Product(
+        "kwok",
+        "sigs.k8s.io/kwok",
+        versions.KWOK,
+        {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+        ldflags=[f"-X sigs.k8s.io/kwok/pkg/consts.Version={versions.KWOK}"],
+    )
+
+
+def write_wrapper(product: Product, workdir: Path, upstream_go_mod: str) -> None:
+    """Write the wrapper go.mod that makes ``product``'s commands buildable (see :mod:`gowrapper`)."""
+    replaces = (
+        gowrapper.kubernetes_replaces(upstream_go_mod, versions.staging_version())
+        if product.replace_staging
+        else {}
+    )
+    text = gowrapper.render(
+        module=f"streamapp.dev/e2e/build/{product.name}",
+        go=gowrapper.go_directive(upstream_go_mod),
+        requires={product.module: product.version},
+        tools=product.commands.values(),
+        replaces=replaces,
+        godebug=gowrapper.godebug_directives(upstream_go_mod),
+    )
+    (workdir / "go.mod").write_text(text)
+
+
+def compile_with_progress(product: Product, workdir: Path, out: Path, log: Path) -> None:
+    """``go build -v`` the product's commands, printing how many packages are compiled so far."""
+    packages = list(product.commands.values())
+    total = len(run_go(["list", "-deps", *packages], workdir, log).split())
+    args = ["build", "-v", f"-tags={product.tags}", f"-ldflags=-s -w {' '.join(product.ldflags)}"]
+    target = out / next(iter(product.commands)) if len(packages) == 1 else out
+    args += ["-o", f"{target}/" if target == out else str(target), *packages]
+    started = last = time.monotonic()
+    done = 0
+    with log.open("a") as sink:
+        sink.write(f"\n$ go {' '.join(args)}\n")
+        proc = subprocess.Popen(
+            [go_binary(), *args], cwd=workdir, env=go_env(), stderr=subprocess.PIPE, text=True
+        )
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sink.write(line)
+            done += 1
+            if time.monotonic() - last >= PROGRESS_INTERVAL_S:
+                last = time.monotonic()
+                _progress(product.name, min(done, total), total, last - started)
+        code = proc.wait()
+    if code != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
+        raise RuntimeError(f"building {product.name} failed (exit {code}):\n{tail}")
+    _progress(product.name, total, total, time.monotonic() - started)
+
+
+def _progress(name: str, done: int, total: int, elapsed: float) -> None:
+    """One progress line; ``go build -v`` prints each package it compiles, so lines ≈ packages."""
+    percent = 100 * done // max(total, 1)
+    print(f"  [{name}] {done}/{total} packages ({percent}%), {elapsed:.0f}s", flush=True)
+
+
+MODULES = {
+    "etcd": ("go.etcd.io/etcd/server/v3", versions.ETCD),
+    "kwok": ("sigs.k8s.io/kwok", versions.KWOK),
+    "kubernetes": ("k8s.io/kubernetes", versions.KUBERNETES),
+}
+
+
+def product_for(name: str, info: dict[str, str]) -> Product:
+    """The product description; Kubernetes needs its release time (from the proxy) for buildDate."""
+    if name == "kubernetes":
+        release = json.loads(Path(info["Info"]).read_text())
+        return kubernetes_product(release["Time"])
+    return etcd_product() if name == "etcd" else kwok_product()
+
+
+def build_product(name: str, scratch: Path, out: Path, log: Path) -> None:
+    """Download, wrap and compile one product into ``out``."""
+    workdir = scratch / name
+    workdir.mkdir()
+    module, version = MODULES[name]
+    info = module_info(module, version, workdir, log)
+    product = product_for(name, info)
+    write_wrapper(product, workdir, Path(info["GoMod"]).read_text())
+    print(f"  [{name}] resolving {module}@{version} dependencies", flush=True)
+    run_go(["mod", "tidy"], workdir, log)
+    compile_with_progress(product, workdir, out, log)
+    if name == "kwok":
+        shutil.copytree(Path(info["Dir"]) / "kustomize" / "stage", out.parent / "kwok-stages")
+
+
+@contextlib.contextmanager
+def build_lock() -> Iterator[None]:
+    """Serialize concurrent builds (two ``make test`` runs) on one machine."""
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with (cache_root() / ".build.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_built(force: bool = False) -> BuildReport | None:
+    """Build the pinned binaries unless cached; returns the cost of a build, None on a cache hit."""
+    with build_lock():
+        if is_built() and not force:
+            return None
+        return _build_atomically()
+
+
+def _build_atomically() -> BuildReport:
+    """Build into a temporary sibling of the cache entry, then swap it in with one rename."""
+    report = BuildReport()
+    started = time.monotonic()
+    staging = Path(tempfile.mkdtemp(prefix=f".{versions.KUBERNETES}-", dir=cache_root()))
+    try:
+        out = staging / "bin"
+        out.mkdir()
+        log = staging / "build.log"
+        for name in MODULES:
+            print(f"building {name} (log: {log})", flush=True)
+            product_started = time.monotonic()
+            build_product(name, staging, out, log)
+            report.per_product_s[name] = round(time.monotonic() - product_started, 1)
+        report.seconds = round(time.monotonic() - started, 1)
+        report.peak_rss_mib = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+        (staging / "build-report.json").write_text(json.dumps(report.__dict__, indent=2) + "\n")
+        (staging / "versions.json").write_text(json.dumps(versions.as_dict(), indent=2) + "\n")
+        _swap_in(staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def _swap_in(staging: Path) -> None:
+    """Replace the cache entry with the finished build, dropping wrapper sources (only bin/ is used)."""
+    for name in MODULES:
+        shutil.rmtree(staging / name, ignore_errors=True)
+    final = version_dir()
+    if final.exists():
+        retired = final.with_name(f".{final.name}.old-{os.getpid()}")
+        final.rename(retired)
+        shutil.rmtree(retired, ignore_errors=True)
+    staging.rename(final)
+    staging.mkdir()  # the caller's cleanup removes this empty placeholder

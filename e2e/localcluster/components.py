@@ -1,0 +1,139 @@
+"""Command lines of the control-plane components, as pure functions of paths and ports.
+
+Only 127.0.0.1 is ever bound. Flags follow what kubeadm/envtest use, trimmed to a single-node control
+plane: no leader election (one instance of each), the kubernetes Service's endpoint reconciler off
+(a loopback address is not a valid endpoint), and etcd without fsync (a throw-away test cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVICE_CIDR = "10.0.0.0/24"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
+KWOK_STAGE_FILES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Loopback ports chosen free at start-up."""
+
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kwok: int
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Certificate and key files the components read."""
+
+    ca_cert: Path
+    ca_key: Path
+    apiserver_cert: Path
+    apiserver_key: Path
+    sa_public: Path
+    sa_private: Path
+
+
+def etcd(bin_dir: Path, data_dir: Path, ports: Ports) -> list[str]:
+    """Single-member etcd on plain HTTP loopback; apiserver is its only client."""
+    client = f"http://127.0.0.1:{ports.etcd_client}"
+    peer = f"http://127.0.0.1:{ports.etcd_peer}"
+    return [
+        str(bin_dir / "etcd"),
+        "--name=streamapp",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=streamapp={peer}",
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+
+
+def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports) -> list[str]:
+    """kube-apiserver with Node+RBAC authorization and the default admission chain plus NodeRestriction."""
+    return [
+        str(bin_dir / "kube-apiserver"),
+        f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={ports.apiserver}",
+        f"--tls-cert-file={pki.apiserver_cert}",
+        f"--tls-private-key-file={pki.apiserver_key}",
+        f"--client-ca-file={pki.ca_cert}",
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+        f"--service-account-key-file={pki.sa_public}",
+        f"--service-account-signing-key-file={pki.sa_private}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--endpoint-reconciler-type=none",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def kube_controller_manager(bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Ports) -> list[str]:
+    """All default controllers (GC, namespace, service accounts and their tokens, node lifecycle, ...)."""
+    return [
+        str(bin_dir / "kube-controller-manager"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={ports.controller_manager}",
+        "--leader-elect=false",
+        "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={pki.sa_private}",
+        f"--root-ca-file={pki.ca_cert}",
+        f"--cluster-signing-cert-file={pki.ca_cert}",
+        f"--cluster-signing-key-file={pki.ca_key}",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def kube_scheduler(bin_dir: Path, kubeconfig: Path, ports: Ports) -> list[str]:
+    """The default scheduler; kwok does not schedule, so pods without nodeName need it."""
+    return [
+        str(bin_dir / "kube-scheduler"),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={ports.scheduler}",
+        "--leader-elect=false",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def kwok(bin_dir: Path, stages_dir: Path, kubeconfig: Path, ports: Ports) -> list[str]:
+    """kwok managing only nodes annotated ``kwok.x-k8s.io/node=fake`` (never the process node)."""
+    return [
+        str(bin_dir / "kwok"),
+        f"--kubeconfig={kubeconfig}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}",
+        "--node-lease-duration-seconds=40",
+        "--cidr=10.244.0.0/16",
+        "--node-ip=10.244.255.254",
+        f"--server-address=127.0.0.1:{ports.kwok}",
+        *(f"--config={stages_dir / stage}" for stage in KWOK_STAGE_FILES),
+    ]

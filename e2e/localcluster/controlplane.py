@@ -1,0 +1,326 @@
+"""Bring the local cluster up and down: PKI, etcd, apiserver, controllers, scheduler, kwok, nodes.
+
+State (ports, PIDs) lives in ``<root>/state.json`` so ``down`` works from any process, e.g. ``make
+cluster-down`` after ``make cluster-up``. A failed ``up`` tears down whatever it had started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localcluster import build, certs, components, kubeconfig, nodes, processes
+from localcluster.processes import ProcessRecord
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+E2E_DIR = REPO_ROOT / "e2e"
+STARTUP_TIMEOUT_S = 90.0
+
+
+def default_root() -> Path:
+    """Where the cluster keeps its state: ``$STREAMAPP_CLUSTER_DIR`` or ``<repo>/.cluster`` (gitignored)."""
+    return Path(os.environ.get("STREAMAPP_CLUSTER_DIR") or REPO_ROOT / ".cluster")
+
+
+def default_process_path() -> list[str]:
+    """Directories put first on PATH for process-node pods: ``$STREAMAPP_PROCESS_NODE_PATH`` or .venv/bin.
+
+    The project's executors run as ``streamapp executor ...``, which lives in the repo's virtualenv.
+    """
+    configured = os.environ.get("STREAMAPP_PROCESS_NODE_PATH")
+    if configured:
+        return [p for p in configured.split(os.pathsep) if p]
+    return [str(REPO_ROOT / ".venv" / "bin")]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Files and directories of one cluster under its root."""
+
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def etcd_data(self) -> Path:
+        return self.root / "etcd"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def component_kubeconfigs(self) -> Path:
+        return self.root / "kubeconfigs"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state.json"
+
+    @property
+    def process_node(self) -> Path:
+        return self.root / "process-node"
+
+
+@dataclass
+class ClusterState:
+    """What ``down`` needs: the started processes (in start order) and the ports they hold."""
+
+    server: str = ""
+    ports: dict[str, int] = field(default_factory=dict)
+    processes: list[ProcessRecord] = field(default_factory=list)
+
+    def save(self, path: Path) -> None:
+        data = {
+            "server": self.server,
+            "ports": self.ports,
+            "processes": [p.to_json() for p in self.processes],
+        }
+        path.write_text(json.dumps(data, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> ClusterState | None:
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text())
+        records = [ProcessRecord.from_json(p) for p in data.get("processes", [])]
+        return cls(data.get("server", ""), dict(data.get("ports", {})), records)
+
+
+def _https_ok(url: str, context: ssl.SSLContext) -> bool:
+    """True when ``url`` answers 200 (used for /readyz and /healthz)."""
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError, ssl.SSLError):
+        return False
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+def _insecure_context() -> ssl.SSLContext:
+    """For the controllers' health endpoints, served with self-signed certificates on loopback."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class LocalCluster:
+    """A single-node-control-plane cluster of local processes; see ``e2e/README.md``."""
+
+    def __init__(self, root: Path | None = None, process_path: list[str] | None = None) -> None:
+        self.layout = Layout(root or default_root())
+        self.process_path = process_path if process_path is not None else default_process_path()
+        self._state = ClusterState()
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Admin kubeconfig (user ``admin`` in group ``system:masters``)."""
+        return self.layout.kubeconfig
+
+    def is_running(self) -> bool:
+        """True when a state file exists and every recorded process is alive."""
+        state = ClusterState.load(self.layout.state)
+        return bool(state and state.processes and all(processes.is_alive(p) for p in state.processes))
+
+    def up(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Start everything and wait until nodes are Ready; a no-op when already running."""
+        if self.is_running():
+            return
+        self.down()
+        if not build.is_built():
+            build.ensure_built()
+        try:
+            self._start(timeout_s)
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self) -> None:
+        """Stop every recorded process (newest first), free ports, drop state; logs are kept."""
+        state = ClusterState.load(self.layout.state) or self._state
+        for record in reversed(state.processes):
+            processes.stop(record)
+        self._kill_leftover_pod_processes()
+        for port in state.ports.values():
+            processes.wait_until(lambda p=port: not processes.port_open(p), 10, f"port {port} to close")
+        for path in (self.layout.etcd_data, self.layout.pki, self.layout.component_kubeconfigs):
+            shutil.rmtree(path, ignore_errors=True)
+        for path in (self.layout.state, self.layout.kubeconfig):
+            path.unlink(missing_ok=True)
+        self._state = ClusterState()
+
+    def _kill_leftover_pod_processes(self) -> None:
+        """Safety net behind the process node's own shutdown: stop pod processes it recorded."""
+        from processnode import pidfiles
+
+        pidfiles.stop_all(self.layout.process_node)
+
+    def _start(self, timeout_s: float) -> None:
+        started = time.monotonic()
+        layout = self.layout
+        shutil.rmtree(layout.logs, ignore_errors=True)
+        for directory in (layout.root, layout.pki, layout.logs, layout.component_kubeconfigs):
+            directory.mkdir(parents=True, exist_ok=True)
+        ports = components.Ports(*(processes.free_port() for _ in range(6)))
+        self._state = ClusterState(server=f"https://127.0.0.1:{ports.apiserver}", ports=vars(ports).copy())
+        self._state.save(layout.state)
+        pki, configs = self._write_pki_and_kubeconfigs()
+        bin_dir = build.bin_dir()
+        self._start_etcd(bin_dir, ports, timeout_s)
+        self._start_apiserver(bin_dir, pki, ports, timeout_s)
+        self._start_controllers(bin_dir, pki, configs, ports, timeout_s)
+        self._start_kwok(bin_dir, configs["kwok"], ports)
+        self._register_kwok_nodes()
+        self._start_process_node(configs["node"])
+        self._wait_for_workloads_ready(timeout_s)
+        print(f"cluster up in {time.monotonic() - started:.1f}s; KUBECONFIG={layout.kubeconfig}", flush=True)
+
+    def _write_pki_and_kubeconfigs(self) -> tuple[components.Pki, dict[str, Path]]:
+        """CA, serving and client certificates, SA keys, and one kubeconfig per client identity."""
+        ca = certs.CertificateAuthority(self.layout.pki)
+        serving = ca.issue(
+            "apiserver",
+            certs.Identity("kube-apiserver"),
+            server_names=(
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ),
+            server_ips=("127.0.0.1", "10.0.0.1"),
+        )
+        sa = certs.service_account_keys(self.layout.pki)
+        pki = components.Pki(ca.pair.cert, ca.pair.key, serving.cert, serving.key, sa.cert, sa.key)
+        identities = {
+            "admin": certs.Identity("admin", ("system:masters",)),
+            "controller-manager": certs.Identity("system:kube-controller-manager"),
+            "scheduler": certs.Identity("system:kube-scheduler"),
+            "kwok": certs.Identity("kwok", ("system:masters",)),
+            "node": certs.Identity(f"system:node:{nodes.PROCESS_NODE_NAME}", ("system:nodes",)),
+        }
+        server = self._state.server
+        configs: dict[str, Path] = {}
+        for name, identity in identities.items():
+            pair = ca.issue(f"client-{name}", identity)
+            target = (
+                self.layout.kubeconfig
+                if name == "admin"
+                else self.layout.component_kubeconfigs / f"{name}.kubeconfig"
+            )
+            configs[name] = kubeconfig.write(target, server, ca.pair.cert, pair, identity.user)
+        return pki, configs
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ProcessRecord:
+        record = processes.spawn(name, argv, self.layout.logs / f"{name}.log", env)
+        self._state.processes.append(record)
+        self._state.save(self.layout.state)
+        return record
+
+    def _start_etcd(self, bin_dir: Path, ports: components.Ports, timeout_s: float) -> None:
+        record = self._spawn("etcd", components.etcd(bin_dir, self.layout.etcd_data, ports))
+        url = f"http://127.0.0.1:{ports.etcd_client}/health"
+        processes.wait_until(lambda: _http_ok(url), timeout_s, "etcd /health", record)
+
+    def _start_apiserver(
+        self, bin_dir: Path, pki: components.Pki, ports: components.Ports, timeout_s: float
+    ) -> None:
+        record = self._spawn("kube-apiserver", components.kube_apiserver(bin_dir, pki, ports))
+        context = ssl.create_default_context(cafile=str(pki.ca_cert))
+        admin = self.layout.pki
+        context.load_cert_chain(admin / "client-admin.crt", admin / "client-admin.key")
+        url = f"{self._state.server}/readyz"
+        processes.wait_until(lambda: _https_ok(url, context), timeout_s, "kube-apiserver /readyz", record)
+
+    def _start_controllers(
+        self,
+        bin_dir: Path,
+        pki: components.Pki,
+        configs: dict[str, Path],
+        ports: components.Ports,
+        timeout_s: float,
+    ) -> None:
+        kcm = self._spawn(
+            "kube-controller-manager",
+            components.kube_controller_manager(bin_dir, configs["controller-manager"], pki, ports),
+        )
+        scheduler = self._spawn(
+            "kube-scheduler", components.kube_scheduler(bin_dir, configs["scheduler"], ports)
+        )
+        context = _insecure_context()
+        for record, port in ((kcm, ports.controller_manager), (scheduler, ports.scheduler)):
+            url = f"https://127.0.0.1:{port}/healthz"
+            processes.wait_until(
+                lambda u=url: _https_ok(u, context), timeout_s, f"{record.name} /healthz", record
+            )
+
+    def _start_kwok(self, bin_dir: Path, config: Path, ports: components.Ports) -> None:
+        self._spawn("kwok", components.kwok(bin_dir, build.kwok_stages_dir(), config, ports))
+
+    def _register_kwok_nodes(self) -> None:
+        api = self._core_api()
+        for name, zone in nodes.KWOK_NODES.items():
+            api.create_node(body=nodes.kwok_node(name, zone))
+
+    def _start_process_node(self, config: Path) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "processnode",
+            f"--kubeconfig={config}",
+            f"--node-name={nodes.PROCESS_NODE_NAME}",
+            f"--zone={nodes.PROCESS_NODE_ZONE}",
+            f"--state-dir={self.layout.process_node}",
+            f"--path-prepend={os.pathsep.join(self.process_path)}",
+        ]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(E2E_DIR), env.get("PYTHONPATH", "")]))
+        self._spawn("process-node", argv, env)
+
+    def _core_api(self) -> Any:
+        from kubernetes import client, config
+
+        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.layout.kubeconfig)))
+
+    def _wait_for_workloads_ready(self, timeout_s: float) -> None:
+        """Nodes Ready and the ``default`` ServiceAccount created (i.e. the controllers work)."""
+        api = self._core_api()
+        expected = {*nodes.KWOK_NODES, nodes.PROCESS_NODE_NAME}
+
+        def nodes_ready() -> bool:
+            ready = {
+                n.metadata.name
+                for n in api.list_node().items
+                if any(c.type == "Ready" and c.status == "True" for c in (n.status.conditions or []))
+            }
+            return expected <= ready
+
+        def default_service_account() -> bool:
+            names = {sa.metadata.name for sa in api.list_namespaced_service_account("default").items}
+            return "default" in names
+
+        processes.wait_until(nodes_ready, timeout_s, f"nodes {sorted(expected)} to be Ready")
+        processes.wait_until(default_service_account, timeout_s, "the default ServiceAccount")

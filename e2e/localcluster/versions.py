@@ -1,0 +1,28 @@
+"""Pinned versions of every binary of the local control plane.
+
+Kubernetes 1.35 is the newest minor whose published staging modules build with Go 1.26 here; its
+``build/dependencies.yaml`` names etcd 3.6.6, so etcd is pinned to exactly that release. kwok 0.7.0
+is the newest release that still builds with Go 1.24, which keeps a CI machine's Go floor low.
+"""
+
+from __future__ import annotations
+
+KUBERNETES = "v1.35.4"
+ETCD = "v3.6.6"
+KWOK = "v0.7.0"
+
+
+def staging_version(kubernetes: str = KUBERNETES) -> str:
+    """Published tag of the ``k8s.io/*`` staging modules that ship with a Kubernetes release.
+
+    Kubernetes ``v1.Y.Z`` publishes its staging repositories (client-go, apiserver, ...) as ``v0.Y.Z``.
+    """
+    major, minor, patch = kubernetes.removeprefix("v").split(".")
+    if major != "1":
+        raise ValueError(f"unexpected Kubernetes major version in {kubernetes!r}")
+    return f"v0.{minor}.{patch}"
+
+
+def as_dict() -> dict[str, str]:
+    """The pins as written into a cache entry's stamp, so a changed pin invalidates the cache."""
+    return {"kubernetes": KUBERNETES, "etcd": ETCD, "kwok": KWOK}

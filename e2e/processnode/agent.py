@@ -1,0 +1,124 @@
+"""The process node's main loop: level-triggered sync of the pods bound to this node.
+
+Every ``sync_interval_s`` the agent lists its pods and, for each, starts/keeps/stops processes so they
+match the pod objects, then writes back any status that changed. A pod that is being deleted gets
+SIGTERM, SIGKILL after its grace period, and once its processes are gone the agent removes the object.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from processnode.container import Runtime
+from processnode.kube import NodeClient
+from processnode.node import LEASE_RENEW_S, STATUS_REPORT_S, NodeHeartbeat, NodeSpec
+from processnode.pod import PodRunner
+
+Json = dict[str, Any]
+SHUTDOWN_GRACE_S = 5.0
+
+
+class Agent:
+    """Kubelet-like agent for pods whose containers are plain local processes."""
+
+    def __init__(
+        self, api: NodeClient, spec: NodeSpec, runtime: Runtime, sync_interval_s: float = 0.5
+    ) -> None:
+        self.api = api
+        self.spec = spec
+        self.runtime = runtime
+        self.sync_interval_s = sync_interval_s
+        self.heartbeat = NodeHeartbeat(api, spec)
+        self.pods: dict[str, PodRunner] = {}
+        self.reported: dict[str, str] = {}
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        """Register, then sync until SIGTERM/SIGINT; on the way out stop every pod process."""
+        signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
+        signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
+        self.heartbeat.register()
+        threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
+        print(f"process node {self.spec.name} registered", flush=True)
+        try:
+            while not self.stopping.is_set():
+                self.sync_once()
+                self.stopping.wait(self.sync_interval_s)
+        finally:
+            self._stop_all_pods()
+
+    def _heartbeats(self) -> None:
+        last_status = time.monotonic()
+        while not self.stopping.wait(LEASE_RENEW_S):
+            try:
+                self.heartbeat.renew_lease()
+                if time.monotonic() - last_status >= STATUS_REPORT_S:
+                    self.heartbeat.report_status()
+                    last_status = time.monotonic()
+            except (ApiException, OSError) as error:
+                print(f"heartbeat failed, retrying: {error}", flush=True)
+
+    def sync_once(self) -> None:
+        """One level-triggered pass over the pods bound to this node."""
+        try:
+            current = {p["metadata"]["uid"]: p for p in self.api.pods_on(self.spec.name)}
+        except (ApiException, OSError) as error:
+            print(f"listing pods failed, retrying: {error}", flush=True)
+            return
+        for uid in list(self.pods):
+            if uid not in current:
+                self.pods.pop(uid).kill_now()
+                self.reported.pop(uid, None)
+        for uid, pod in current.items():
+            try:
+                self._sync_pod(uid, pod)
+            except (ApiException, OSError) as error:
+                print(f"pod {pod['metadata']['namespace']}/{pod['metadata']['name']}: {error}", flush=True)
+
+    def _sync_pod(self, uid: str, pod: Json) -> None:
+        runner = self.pods.get(uid)
+        deleting = pod["metadata"].get("deletionTimestamp") is not None
+        if runner is None:
+            if deleting or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                self._finish_foreign(pod, deleting)
+                return
+            runner = PodRunner(pod, self.runtime, self.spec.ip, self.api)
+            self.pods[uid] = runner
+            runner.start()
+        if deleting:
+            runner.begin_termination(pod["metadata"].get("deletionGracePeriodSeconds"))
+        runner.step()
+        self._report(uid, pod, runner)
+        if deleting and runner.stopped:
+            self.api.delete_pod_now(pod)
+            del self.pods[uid]
+            self.reported.pop(uid, None)
+
+    def _finish_foreign(self, pod: Json, deleting: bool) -> None:
+        """A pod this agent never ran (e.g. from before a restart): nothing to stop, just let it go."""
+        if deleting:
+            self.api.delete_pod_now(pod)
+
+    def _report(self, uid: str, pod: Json, runner: PodRunner) -> None:
+        """Patch the status only when it differs from what this agent last wrote."""
+        status = runner.status(pod)
+        fingerprint = json.dumps(status, sort_keys=True)
+        if self.reported.get(uid) != fingerprint:
+            self.api.patch_pod_status(pod, status)
+            self.reported[uid] = fingerprint
+
+    def _stop_all_pods(self) -> None:
+        """Agent shutdown: SIGTERM every pod process, SIGKILL after a short grace. Pods stay in the API."""
+        for runner in self.pods.values():
+            runner.begin_termination(SHUTDOWN_GRACE_S)
+        deadline = time.monotonic() + SHUTDOWN_GRACE_S + 2
+        while any(not r.stopped for r in self.pods.values()) and time.monotonic() < deadline:
+            for runner in self.pods.values():
+                runner.step()
+            time.sleep(0.05)

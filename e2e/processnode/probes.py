@@ -1,0 +1,94 @@
+"""Readiness probes (exec, httpGet, tcpSocket) with the kubelet's thresholds and timing fields.
+
+Every pod process shares the host network, so HTTP and TCP probes go to 127.0.0.1 unless the probe
+names a host.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+Json = dict[str, Any]
+
+
+def _port(value: int | str, container: Json) -> int:
+    """A probe port is a number or the name of one of the container's ports."""
+    if isinstance(value, int) or str(value).isdigit():
+        return int(value)
+    for port in container.get("ports", []):
+        if port.get("name") == value:
+            return int(port["containerPort"])
+    raise ValueError(f"probe port {value!r} is not a named port of container {container['name']}")
+
+
+def run_once(probe: Json, container: Json, env: Mapping[str, str], cwd: Path) -> bool:
+    """One probe attempt; any error or timeout counts as a failure, as in the kubelet."""
+    timeout = float(probe.get("timeoutSeconds", 1))
+    try:
+        if "exec" in probe:
+            result = subprocess.run(
+                probe["exec"]["command"],
+                env=dict(env),
+                cwd=cwd,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            return result.returncode == 0
+        if "httpGet" in probe:
+            get = probe["httpGet"]
+            scheme = str(get.get("scheme", "HTTP")).lower()
+            url = f"{scheme}://{get.get('host') or '127.0.0.1'}:{_port(get['port'], container)}{get.get('path', '/')}"
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                return 200 <= int(response.status) < 400
+        if "tcpSocket" in probe:
+            tcp = probe["tcpSocket"]
+            address = (tcp.get("host") or "127.0.0.1", _port(tcp["port"], container))
+            with socket.create_connection(address, timeout=timeout):
+                return True
+    except (OSError, subprocess.SubprocessError, urllib.error.URLError, ValueError):
+        return False
+    raise ValueError(f"unsupported probe handler in {sorted(probe)}")
+
+
+class ReadinessProber:
+    """Probes one running container instance on its own thread until :meth:`stop`."""
+
+    def __init__(self, probe: Json, container: Json, env: Mapping[str, str], cwd: Path) -> None:
+        self.probe, self.container, self.env, self.cwd = probe, container, env, cwd
+        self.ready = False
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"probe-{container['name']}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _loop(self) -> None:
+        period = float(self.probe.get("periodSeconds", 10))
+        needed_ok = int(self.probe.get("successThreshold", 1))
+        needed_fail = int(self.probe.get("failureThreshold", 3))
+        successes = failures = 0
+        if self._stopped.wait(float(self.probe.get("initialDelaySeconds", 0))):
+            return
+        while not self._stopped.is_set():
+            if run_once(self.probe, self.container, self.env, self.cwd):
+                successes, failures = successes + 1, 0
+                if successes >= needed_ok:
+                    self.ready = True
+            else:
+                successes, failures = 0, failures + 1
+                if failures >= needed_fail:
+                    self.ready = False
+            if self._stopped.wait(period):
+                return

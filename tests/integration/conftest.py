@@ -1,0 +1,99 @@
+"""Fixtures for tests against a real Kubernetes control plane.
+
+The session uses the cluster named by ``STREAMAPP_KUBECONFIG`` (e.g. a kind cluster) or else starts the
+local process-based cluster (``e2e/localcluster``), reusing one that ``make cluster-up`` left running.
+A cluster this session started is stopped when the session ends. Every test under tests/integration is
+marked ``integration``.
+
+Fixtures other tests use: ``kubeconfig_path``, ``api_client`` (a ``kubernetes.client.ApiClient``),
+``namespace`` (a fresh namespace per test, deleted afterwards) and ``local_cluster`` (the
+:class:`LocalCluster`, or None on an external cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from localcluster.controlplane import LocalCluster
+from localcluster.nodes import PROCESS_NODE_NAME
+from localcluster.waiting import wait_for
+
+INTEGRATION_DIR = Path(__file__).resolve().parent
+NAMESPACE_READY_TIMEOUT_S = 60.0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test in this directory ``integration`` so ``-m "not integration"`` skips them."""
+    for item in items:
+        if INTEGRATION_DIR in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def local_cluster() -> Iterator[LocalCluster | None]:
+    """The local cluster, started for this session unless already running; None when external."""
+    if os.environ.get("STREAMAPP_KUBECONFIG"):
+        yield None
+        return
+    cluster = LocalCluster()
+    started_here = not cluster.is_running()
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        if started_here:
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig_path(local_cluster: LocalCluster | None) -> Path:
+    """Admin kubeconfig of the cluster under test."""
+    external = os.environ.get("STREAMAPP_KUBECONFIG")
+    if external:
+        return Path(external)
+    assert local_cluster is not None
+    return local_cluster.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def api_client(kubeconfig_path: Path) -> Iterator[client.ApiClient]:
+    """A ``kubernetes`` ApiClient with admin rights on the cluster under test."""
+    api = config.new_client_from_config(config_file=str(kubeconfig_path))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+@pytest.fixture
+def process_node(api_client: client.ApiClient) -> str:
+    """Name of the process node; skips the test on clusters without one (e.g. kind)."""
+    nodes = client.CoreV1Api(api_client).list_node(label_selector="streamapp.dev/node-kind=process").items
+    if not nodes:
+        pytest.skip("this cluster has no process node (only the local control plane runs one)")
+    names = [n.metadata.name for n in nodes]
+    return PROCESS_NODE_NAME if PROCESS_NODE_NAME in names else names[0]
+
+
+@pytest.fixture
+def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace whose ``default`` ServiceAccount exists (pods need it); deleted afterwards."""
+    core = client.CoreV1Api(api_client)
+    stem = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
+    name = f"t-{stem}-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"streamapp.dev/test": "true"}}})
+
+    def default_service_account() -> bool:
+        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
+
+    try:
+        wait_for(default_service_account, NAMESPACE_READY_TIMEOUT_S, f"ServiceAccount default in {name}")
+        yield name
+    finally:
+        core.delete_namespace(name)
