@@ -1,0 +1,81 @@
+"""Changelog segments and snapshots of a partition's state on the state path.
+
+A segment holds the rows one batch changed, as their new values (not deltas), so applying a segment is
+an idempotent upsert and a copy can apply segments in order starting from any snapshot older than them.
+Segment files are written before their manifest and are only read through a manifest that names them.
+
+A snapshot holds the whole state after commit `seq` and carries the history head (`seq`, input offset,
+epoch) in its Parquet metadata. It is published by an atomic rename, so a snapshot file is always
+complete; it is derived only from accepted manifests, so it is trusted after checking that manifest
+`seq` still carries the same epoch. Restore = newest snapshot + the segments committed after it, which
+keeps restore time bounded by the snapshot interval rather than by the age of the partition.
+"""
+
+from __future__ import annotations
+
+import io
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamapp.executor import storage
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Head
+
+_HEAD_KEYS = (b"streamapp.seq", b"streamapp.offset", b"streamapp.epoch")
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="lz4")
+    return sink.getvalue()
+
+
+def unique_name(seq: int, epoch: int) -> str:
+    """A file name no other attempt will use, so a retried batch never overwrites a committed file."""
+    return f"{seq:012d}-e{epoch}-{uuid.uuid4().hex[:12]}.parquet"
+
+
+def write_segment(layout: StateLayout, partition: int, seq: int, epoch: int, table: pa.Table) -> str:
+    """Write one batch's changed rows; returns the name a manifest records."""
+    path = layout.changelog(partition) / unique_name(seq, epoch)
+    storage.write_atomic(path, _parquet_bytes(table))
+    return layout.relative(path)
+
+
+def read_table(path: Path) -> pa.Table:
+    return pq.read_table(path)
+
+
+def write_snapshot(layout: StateLayout, partition: int, head: Head, table: pa.Table) -> Path:
+    """Publish the full state after commit `head.seq` (atomic rename)."""
+    meta = dict(
+        zip(
+            _HEAD_KEYS,
+            (str(head.seq).encode(), str(head.offset).encode(), str(head.epoch).encode()),
+            strict=True,
+        )
+    )
+    path = layout.snapshot(partition, head.seq)
+    storage.write_atomic(path, _parquet_bytes(table.replace_schema_metadata(meta)))
+    return path
+
+
+def snapshot_head(path: Path) -> Head:
+    """The history head a snapshot file was taken at."""
+    meta = pq.read_schema(path).metadata or {}
+    seq, offset, epoch = (int(meta[key]) for key in _HEAD_KEYS)
+    return Head(seq=seq, offset=offset, epoch=epoch)
+
+
+def snapshots_newest_first(layout: StateLayout, partition: int) -> list[Path]:
+    """Snapshot files of a partition, newest first (names are zero-padded sequence numbers)."""
+    return sorted(storage.visible_files(layout.snapshots(partition), ".parquet"), reverse=True)
+
+
+def prune_snapshots(layout: StateLayout, partition: int, keep: int) -> None:
+    """Delete all but the `keep` newest snapshots (the changelog itself is kept: copies read it)."""
+    for path in snapshots_newest_first(layout, partition)[keep:]:
+        path.unlink(missing_ok=True)

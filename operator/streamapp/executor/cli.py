@@ -1,0 +1,142 @@
+"""`streamapp generate` (append synthetic records to a file log) and `streamapp executor` (run the data
+plane for a fixed assignment, without Kubernetes — for demos, benchmarks and fault-injection tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+from dataclasses import asdict
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink
+from streamapp.executor.source import FileLog
+from streamapp.executor.spark import SparkSettings, session
+from streamapp.executor.storage import write_atomic
+from streamapp.executor.task import TaskConfig
+
+
+def parse_partitions(text: str) -> frozenset[int]:
+    """`0,2,5` → {0, 2, 5}; pure."""
+    return frozenset(int(p) for p in text.split(",") if p)
+
+
+def parse_active(text: str) -> dict[int, int]:
+    """`0=3,1=3` (partition=epoch) → {0: 3, 1: 3}; pure."""
+    pairs = (item.split("=", 1) for item in text.split(",") if item)
+    return {int(p): int(e) for p, e in pairs}
+
+
+def parse_conf(items: list[str]) -> dict[str, str]:
+    """Repeated `key=value` → dict; pure."""
+    return dict(item.split("=", 1) for item in items)
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    spec = GenerateSpec(
+        partitions=args.partitions, count=args.count, rate=args.rate, keys=args.keys, seed=args.seed
+    )
+    end = generate(FileLog(Path(args.log)), spec)
+    print(f"appended {args.count} records; log holds {end}")
+    return 0
+
+
+def _status_json(executor: Executor) -> bytes:
+    rows: list[dict[str, Any]] = [asdict(s) for s in executor.status()]
+    return json.dumps(rows, sort_keys=True).encode()
+
+
+def run_executor(args: argparse.Namespace) -> int:
+    state = Path(args.state)
+    loaded = pipelines.load(args.pipeline, merge=args.merge, value_type=args.value_type)
+    settings = SparkSettings(master=args.spark_master, conf=parse_conf(args.conf))
+    config = TaskConfig(
+        max_batch_records=args.max_batch_records, snapshot_every=args.snapshot_every, owner=args.member
+    )
+    executor = Executor(
+        StateLayout(state),
+        FileLog(Path(args.log)),
+        FileSink(Path(args.sink) if args.sink else state / "outputs"),
+        loaded,
+        config,
+        spark=lambda: session(settings),
+    )
+    executor.apply(
+        Target(
+            active=parse_active(args.active),
+            standby=parse_partitions(args.standby),
+            warmup=parse_partitions(args.warmup),
+        )
+    )
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+
+    def report_and_check() -> bool:
+        if args.status:
+            write_atomic(Path(args.status), _status_json(executor))
+        return stopping
+
+    if args.until_idle:
+        while executor.step() > 0 and not report_and_check():
+            pass
+        report_and_check()
+    else:
+        executor.run(report_and_check)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gen = subparsers.add_parser("generate", help="append synthetic keyed records to a file log")
+    gen.add_argument("--log", required=True, help="log directory (partitions under p=<P>/)")
+    gen.add_argument("--partitions", type=int, required=True)
+    gen.add_argument("--count", type=int, required=True, help="records to append (bounded)")
+    gen.add_argument("--rate", type=float, default=0.0, help="records per second in total; 0 = unthrottled")
+    gen.add_argument("--keys", type=int, default=10_000, help="distinct keys")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.set_defaults(run=run_generate)
+
+    ex = subparsers.add_parser("executor", help="run the executor data plane for a fixed assignment")
+    ex.add_argument("--state", required=True, help="state path (manifests, changelog, snapshots)")
+    ex.add_argument("--log", required=True, help="input file log")
+    ex.add_argument("--sink", help="output directory (default <state>/outputs)")
+    ex.add_argument("--pipeline", required=True, help="transform as module:function")
+    ex.add_argument("--merge", help="override the declared merge (sum|count|min|max|last|module:function)")
+    ex.add_argument("--value-type", help="override the declared state value type (long|double|string)")
+    ex.add_argument("--active", default="", help="partition=epoch,... to process")
+    ex.add_argument("--standby", default="", help="partitions to keep hot copies of")
+    ex.add_argument("--warmup", default="", help="partitions to warm up")
+    ex.add_argument("--member", default="", help="owner name recorded in manifests")
+    ex.add_argument("--max-batch-records", type=int, default=TaskConfig.max_batch_records)
+    ex.add_argument(
+        "--snapshot-every", type=int, default=TaskConfig.snapshot_every, help="batches per snapshot"
+    )
+    ex.add_argument("--spark-master", default="local[*]")
+    ex.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (repeatable)")
+    ex.add_argument("--status", help="file to rewrite with per-task status JSON after every step")
+    ex.add_argument("--until-idle", action="store_true", help="exit once all input has been processed")
+    ex.set_defaults(run=run_executor)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run these subcommands without the rest of the `streamapp` CLI (`python -m streamapp.executor.cli`)."""
+    parser = argparse.ArgumentParser(prog="streamapp-executor")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    status: int = args.run(args)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

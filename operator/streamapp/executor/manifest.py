@@ -1,0 +1,175 @@
+"""Commit manifests and the pure rules that turn a directory of them into one committed history.
+
+A manifest `commits/p=<P>/<seq>.json` records one step of a partition's history: which input offsets
+`[start, end)` it consumed, under which owner `epoch`, and which changelog segments and outputs it
+produced. Manifests are created only if absent (see `storage.create_exclusive`), so each `seq` has exactly
+one manifest, and every file a manifest does not name is ignored by every reader: that is what makes a
+partition's state and output exactly-once even when a writer dies between writing a segment and its
+manifest.
+
+A *fence* manifest consumes no input; a new owner writes one with its (higher) epoch before processing.
+Sequence numbers are consecutive and each writer only ever creates `head.seq + 1`, so once the fence
+exists an older owner's next create collides with it (or with a later manifest), reads it, sees the
+higher epoch and stops (`judge_conflict`). As a second line of defence `advance` refuses any manifest
+whose epoch is lower than one already accepted, so even a manifest that somehow landed after the fence
+counts for nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from streamapp.executor import storage
+from streamapp.executor.layout import StateLayout
+
+
+class Kind(StrEnum):
+    BATCH = "batch"
+    FENCE = "fence"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One committed step of a partition's history."""
+
+    seq: int
+    epoch: int
+    kind: Kind
+    start: int
+    end: int
+    segments: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    owner: str = ""
+
+    def to_json(self) -> bytes:
+        body: dict[str, Any] = {
+            "seq": self.seq,
+            "epoch": self.epoch,
+            "kind": self.kind.value,
+            "input": {"start": self.start, "end": self.end},
+            "segments": list(self.segments),
+            "outputs": list(self.outputs),
+            "owner": self.owner,
+        }
+        return json.dumps(body, sort_keys=True).encode()
+
+    @staticmethod
+    def from_json(data: bytes) -> Manifest:
+        body = json.loads(data)
+        return Manifest(
+            seq=int(body["seq"]),
+            epoch=int(body["epoch"]),
+            kind=Kind(body["kind"]),
+            start=int(body["input"]["start"]),
+            end=int(body["input"]["end"]),
+            segments=tuple(body["segments"]),
+            outputs=tuple(body["outputs"]),
+            owner=str(body.get("owner", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Head:
+    """Position in a partition's history: the last manifest seen and what the accepted ones add up to.
+
+    `seq` is the last sequence number examined (accepted or refused), `offset` the input offset up to
+    which accepted batches consumed input, `epoch` the highest accepted epoch.
+    """
+
+    seq: int = -1
+    offset: int = 0
+    epoch: int = 0
+
+    @property
+    def next_seq(self) -> int:
+        return self.seq + 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """Result of examining the next manifest: the new head, and whether its files count."""
+
+    head: Head
+    accepted: bool
+    reason: str = field(default="")
+
+
+def advance(head: Head, manifest: Manifest) -> Step:
+    """Examine the manifest that follows `head`; pure.
+
+    A manifest is accepted when its epoch is not lower than any accepted before and its input starts
+    where the history stands. A refused manifest still moves `seq` on (its number is taken) but changes
+    neither offset nor epoch, and its segments and outputs must be ignored.
+    """
+    if manifest.seq != head.next_seq:
+        raise ValueError(f"manifest {manifest.seq} does not follow head {head.seq}")
+    moved = Head(seq=manifest.seq, offset=head.offset, epoch=head.epoch)
+    if manifest.epoch < head.epoch:
+        return Step(moved, False, f"epoch {manifest.epoch} < fenced epoch {head.epoch}")
+    if manifest.start != head.offset:
+        return Step(moved, False, f"input starts at {manifest.start}, history is at {head.offset}")
+    return Step(Head(seq=manifest.seq, offset=manifest.end, epoch=manifest.epoch), True)
+
+
+class Fenced(Exception):
+    """A higher epoch owns the partition; the caller must stop processing it."""
+
+    def __init__(self, partition: int, mine: int, theirs: int) -> None:
+        super().__init__(f"partition {partition}: epoch {mine} fenced by epoch {theirs}")
+        self.partition = partition
+        self.mine = mine
+        self.theirs = theirs
+
+
+class Conflict(Exception):
+    """Someone else committed the sequence number this writer wanted; catch up and retry."""
+
+
+def judge_conflict(partition: int, mine: int, winner: Manifest) -> Conflict | Fenced:
+    """What losing the race for a sequence number means for a writer of epoch `mine`; pure."""
+    if winner.epoch > mine:
+        return Fenced(partition, mine, winner.epoch)
+    return Conflict(f"partition {partition}: seq {winner.seq} taken by epoch {winner.epoch}")
+
+
+def lag(owner: Head, applied: Head) -> int:
+    """Input records a copy still has to apply to be as current as the owner's committed history."""
+    return max(0, owner.offset - applied.offset)
+
+
+def read(layout: StateLayout, partition: int, seq: int) -> Manifest | None:
+    """The manifest at `seq`, or None when it does not exist (yet)."""
+    try:
+        return Manifest.from_json(layout.manifest(partition, seq).read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def create(layout: StateLayout, partition: int, manifest: Manifest) -> None:
+    """Publish `manifest` if its seq is free; raise Conflict or Fenced when another writer holds it."""
+    if storage.create_exclusive(layout.manifest(partition, manifest.seq), manifest.to_json()):
+        return
+    winner = read(layout, partition, manifest.seq)
+    if winner is None:
+        raise RuntimeError(f"manifest {manifest.seq} of partition {partition} exists but cannot be read")
+    raise judge_conflict(partition, manifest.epoch, winner)
+
+
+def latest_seq(layout: StateLayout, partition: int, after: int) -> int:
+    """The highest existing sequence number, probing forward from `after` (which may itself be -1).
+
+    Probing costs one stat per new manifest instead of listing a directory that only grows.
+    """
+    seq = after
+    while layout.manifest(partition, seq + 1).exists():
+        seq += 1
+    return seq
+
+
+def committed_paths(directory: Path) -> list[Path]:
+    """Every manifest file of a partition in sequence order (for readers that scan the whole history)."""
+    return sorted(storage.visible_files(directory, ".json"))

@@ -1,0 +1,112 @@
+"""The executor: the tasks of one process, driven by a target assignment.
+
+The membership loop (Kubernetes side) calls, for each new generation of its StreamAppMember spec:
+
+```python
+released = executor.apply(Target(active={3: 7}, standby=frozenset({5}), warmup=frozenset({1})))
+# acknowledge the generation: `released` partitions are no longer processed here
+while not new_spec_arrived():
+    executor.step()                      # one micro-batch per active task, a bounded tail per copy
+    report(executor.status())            # role, applied seq/offset, lag, epoch, fencing per task
+```
+
+`apply` only changes roles, so it returns at once and a revoked task has already committed its last batch
+(batches run inside `step`, never across an `apply`). All slow work — restoring state, fencing,
+processing, tailing — happens in `step`, where status can be reported between units of work.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.pipeline import Pipeline
+from streamapp.executor.sink import Sink
+from streamapp.executor.source import Source
+from streamapp.executor.spark import session
+from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskStatus
+
+
+@dataclass(frozen=True)
+class Target:
+    """This member's assignment for one generation.
+
+    `active` maps partition → owner epoch. Partitions in `revoke` or in no set at all are released; a
+    partition both revoked and listed as standby is demoted and keeps its state.
+    """
+
+    active: Mapping[int, int] = field(default_factory=dict)
+    standby: frozenset[int] = frozenset()
+    warmup: frozenset[int] = frozenset()
+    revoke: frozenset[int] = frozenset()
+
+    def roles(self) -> dict[int, tuple[Role, int]]:
+        """Partition → (role, epoch); pure. Rejects a partition given two roles."""
+        wanted: dict[int, tuple[Role, int]] = {}
+        for partitions, role in ((self.standby, Role.STANDBY), (self.warmup, Role.WARMUP)):
+            for partition in partitions:
+                if partition in wanted:
+                    raise ValueError(f"partition {partition} is both standby and warmup")
+                wanted[partition] = (role, 0)
+        for partition, epoch in self.active.items():
+            if partition in wanted or partition in self.revoke:
+                raise ValueError(
+                    f"partition {partition} is active and also {wanted.get(partition, 'revoked')}"
+                )
+            wanted[partition] = (Role.ACTIVE, epoch)
+        return wanted
+
+
+def released_partitions(before: Mapping[int, Role], target: Target) -> frozenset[int]:
+    """Partitions that were active here and are not active in `target`; pure."""
+    return frozenset(p for p, role in before.items() if role is Role.ACTIVE and p not in target.active)
+
+
+class Executor:
+    """All tasks of one executor process, sharing one SparkSession (started on first use)."""
+
+    def __init__(
+        self,
+        layout: StateLayout,
+        source: Source,
+        sink: Sink,
+        pipeline: Pipeline,
+        config: TaskConfig | None = None,
+        spark: Callable[[], SparkSession] = session,
+    ) -> None:
+        self.context = TaskContext(layout, source, sink, pipeline, spark, config or TaskConfig())
+        self.tasks: dict[int, Task] = {}
+
+    def apply(self, target: Target) -> frozenset[int]:
+        """Make the task set match `target`; returns the partitions released (safe to acknowledge)."""
+        wanted = target.roles()
+        released = released_partitions({p: t.role for p, t in self.tasks.items()}, target)
+        for partition in [p for p in self.tasks if p not in wanted]:
+            del self.tasks[partition]
+        for partition, (role, epoch) in sorted(wanted.items()):
+            if partition not in self.tasks:
+                self.tasks[partition] = Task(partition, self.context)
+            self.tasks[partition].assign(role, epoch)
+        return released
+
+    def step(self) -> int:
+        """One unit of work for every task, in partition order; returns the total work done."""
+        return sum(self.tasks[p].step() for p in sorted(self.tasks))
+
+    def status(self) -> list[TaskStatus]:
+        return [self.tasks[p].status() for p in sorted(self.tasks)]
+
+    def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
+        """Step until `stop()` is true, sleeping briefly when a step found nothing to do."""
+        while not stop():
+            if self.step() == 0:
+                time.sleep(idle_sleep)
+
+    def run_until_idle(self) -> None:
+        """Step until a step finds nothing to do: every active task has consumed the source's end."""
+        while self.step() > 0:
+            pass

@@ -1,0 +1,121 @@
+"""Partitioned input logs: the `Source` interface and the file-based log that needs no external service.
+
+A source exposes, per partition, an end offset and a way to read offsets `[start, end)` as a Spark
+DataFrame with the record columns `offset`, `timestamp`, `key`, `value` (Kafka's shape, so a Kafka source
+built on Spark's Kafka batch source with `assign` plus explicit `startingOffsets`/`endingOffsets` fits the
+same interface).
+
+The file log stores partition `P` under `<log>/p=<P>/` as Parquet segment files named
+`<first offset>-<next offset>.parquet`. Appends publish whole segments by atomic rename, so readers see
+a prefix of the log and never a torn segment; each partition has a single appender (the generator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+
+from streamapp.executor import storage
+
+RECORD_SCHEMA = pa.schema(
+    [
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("key", pa.string()),
+        ("value", pa.string()),
+    ]
+)
+SPARK_SCHEMA = "offset BIGINT, timestamp TIMESTAMP, key STRING, value STRING"
+
+
+class Source(Protocol):
+    """A partitioned, offset-addressed input."""
+
+    def end_offset(self, partition: int) -> int:
+        """The offset the next record of `partition` will get (records below it are readable)."""
+        ...
+
+    def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
+        """Records with `start <= offset < end` as a DataFrame of the record columns."""
+        ...
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One published file of the log, holding offsets `[first, next)`."""
+
+    first: int
+    next: int
+    path: Path
+
+
+def parse_segment(path: Path) -> Segment:
+    first, _, rest = path.name.removesuffix(".parquet").partition("-")
+    return Segment(first=int(first), next=int(rest), path=path)
+
+
+def segment_name(first: int, next_offset: int) -> str:
+    return f"{first:020d}-{next_offset:020d}.parquet"
+
+
+def overlapping(segments: Sequence[Segment], start: int, end: int) -> list[Segment]:
+    """Segments holding any offset of `[start, end)`; pure."""
+    return [s for s in segments if s.first < end and s.next > start]
+
+
+@dataclass(frozen=True)
+class FileLog:
+    """The file-based partitioned log (see the module docstring)."""
+
+    root: Path
+
+    def directory(self, partition: int) -> Path:
+        return self.root / f"p={partition}"
+
+    def segments(self, partition: int) -> list[Segment]:
+        files = storage.visible_files(self.directory(partition), ".parquet")
+        return sorted((parse_segment(path) for path in files), key=lambda s: s.first)
+
+    def end_offset(self, partition: int) -> int:
+        segments = self.segments(partition)
+        return segments[-1].next if segments else 0
+
+    def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
+        paths = [str(s.path) for s in overlapping(self.segments(partition), start, end)]
+        if not paths:
+            return spark.createDataFrame([], SPARK_SCHEMA)
+        frame = spark.read.schema(SPARK_SCHEMA).parquet(*paths)
+        return frame.where((frame["offset"] >= start) & (frame["offset"] < end))
+
+    def read_arrow(self, partition: int, start: int = 0, end: int | None = None) -> pa.Table:
+        """The same records without Spark (for references, tests and tools)."""
+        stop = self.end_offset(partition) if end is None else end
+        tables = [pq.read_table(s.path) for s in overlapping(self.segments(partition), start, stop)]
+        if not tables:
+            return RECORD_SCHEMA.empty_table()
+        table = pa.concat_tables(tables)
+        mask = pc.and_(pc.greater_equal(table["offset"], start), pc.less(table["offset"], stop))
+        return table.filter(mask)
+
+    def append(self, partition: int, records: pa.Table) -> int:
+        """Append records (columns `timestamp`, `key`, `value`) as one segment; returns the new end offset."""
+        first = self.end_offset(partition)
+        count: int = records.num_rows
+        if count == 0:
+            return first
+        offsets = pa.array(range(first, first + count), type=pa.int64())
+        table = pa.table(
+            [offsets, records["timestamp"], records["key"], records["value"]], schema=RECORD_SCHEMA
+        )
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        path = self.directory(partition) / segment_name(first, first + count)
+        storage.write_atomic(path, sink.getvalue().to_pybytes())
+        return first + count

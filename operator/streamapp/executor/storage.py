@@ -1,0 +1,89 @@
+"""Durable file primitives for the state path: complete-or-absent writes and create-only-if-absent.
+
+The state path is a local directory or a PVC mount shared by the members of an app. Two guarantees are
+all the commit protocol needs from it:
+
+* `write_atomic` — a reader sees either no file or the whole file. The bytes go to a hidden temporary
+  file in the same directory, are fsynced, and are renamed into place (`rename(2)` replaces the name in
+  one step); the directory is fsynced so the new name survives a crash.
+* `create_exclusive` — of several writers racing for one name, exactly one succeeds and the winner's
+  file is complete the moment the name appears. See its docstring for why.
+
+Temporary files start with `.tmp-`; listings skip them, and a crash can only leave such orphans behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+TMP_PREFIX = ".tmp-"
+
+
+def fsync_dir(directory: Path) -> None:
+    """Persist the directory entry of a just-created or just-renamed file."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_path(final: Path) -> Path:
+    """A unique hidden sibling of `final` (same directory, hence same filesystem for rename/link)."""
+    return final.with_name(f"{TMP_PREFIX}{uuid.uuid4().hex}-{final.name}")
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(final: Path, data: bytes) -> None:
+    """Write `data` to `final` so that readers never observe a partial file."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(final)
+    _write_synced(tmp, data)
+    os.replace(tmp, final)
+    fsync_dir(final.parent)
+
+
+def create_exclusive(final: Path, data: bytes) -> bool:
+    """Create `final` holding `data` only if no file of that name exists; True if this call created it.
+
+    Why this is atomic: the content is first written and fsynced to a private temporary file, then
+    published with `link(2)`. POSIX `link` fails with EEXIST when the new name exists and otherwise adds
+    the name in a single directory operation, so among concurrent callers (threads, processes, or hosts
+    sharing a POSIX filesystem such as a PVC) exactly one link succeeds. Because the name only ever points
+    at an already complete, synced inode, a crash leaves either no file or the whole file — unlike
+    `open(O_CREAT|O_EXCL)` followed by `write`, where a crash between the two would leave an empty file
+    that claims the name forever. The temporary name is removed afterwards in both cases.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(final)
+    _write_synced(tmp, data)
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    fsync_dir(final.parent)
+    return True
+
+
+def visible_files(directory: Path, suffix: str) -> Iterator[Path]:
+    """Published files of `directory` ending in `suffix` (temporary files excluded), unordered."""
+    if not directory.is_dir():
+        return
+    for entry in os.scandir(directory):
+        if entry.name.endswith(suffix) and not entry.name.startswith(TMP_PREFIX):
+            yield Path(entry.path)
