@@ -7,7 +7,7 @@ clock and does no I/O: time is an argument and the intent of an in-flight handof
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from streamapp.rebalance.config import AppConfig
 from streamapp.rebalance.draft import Draft
@@ -60,17 +60,28 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
             owned[owner] += 1
     quota = None if draft.reservations else quotas(draft.partitions, roster.live, capacity, owned)
     desired = desired_owners(draft, roster, quota, held, aware, capacity)
+    held_targets = _would_take(draft, roster, held, capacity) if aware else {}
     for task, target in enumerate(desired):
         if target is not None and draft.active[task] is None:
             draft.assign(task, takeover_owner(task, target, roster) if aware else target)
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
-        warm_handoffs(draft, roster, desired, config, probe_due)
+        warm_handoffs(draft, roster, desired, config, probe_due, held_targets)
         place_standbys(draft, roster, desired, config.standby_replicas, capacity)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
     else:
         revoke_moves(draft, desired)
     draft.membership = roster.live
+
+
+def _would_take(
+    draft: Draft, roster: Roster, held: set[int], capacity: Callable[[int], float]
+) -> dict[int, int]:
+    """Who would take each held task if its reservation expired now (nothing else moves)."""
+    if not held:
+        return {}
+    placed = desired_owners(draft, roster, None, (), True, capacity)
+    return {task: member for task in sorted(held) if (member := placed[task]) is not None}
 
 
 def _drop_copies_off_live_members(draft: Draft, roster: Roster, keep_standbys: bool) -> None:

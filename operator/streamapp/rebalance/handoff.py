@@ -9,7 +9,7 @@ probing re-check, at most `acceptableRecoveryLag` — so the only pause is the o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from streamapp.rebalance.config import RebalanceConfig
 from streamapp.rebalance.draft import Draft
@@ -29,9 +29,16 @@ def warm_handoffs(
     desired: Sequence[int | None],
     config: RebalanceConfig,
     probe_due: bool,
+    held_targets: Mapping[int, int],
 ) -> None:
-    """State-aware: hand over caught-up tasks, warm up the others within the warmup budget."""
-    _cancel_unwanted_warmups(draft, desired)
+    """State-aware: hand over caught-up tasks, warm up the others within the warmup budget.
+
+    Tasks held for a lost member are pre-warmed on the member that would take them (`held_targets`)
+    when the budget allows: if the member returns the warmup is dropped, if it does not the delay's
+    expiry hands the task to a warm copy instead of a cold restore.
+    """
+    wanted = [held_targets.get(task, target) for task, target in enumerate(desired)]
+    _cancel_unwanted_warmups(draft, wanted)
     waiting: list[int] = []
     for task in _moving(draft, desired):
         target = desired[task]
@@ -46,7 +53,8 @@ def warm_handoffs(
             draft.revoke(task, successor=target)
         elif target not in draft.standbys[task]:
             waiting.append(task)
-    _start_warmups(draft, desired, waiting, config.max_warmup_replicas, roster)
+    waiting += [t for t, m in sorted(held_targets.items()) if m not in draft.standbys[t]]
+    _start_warmups(draft, wanted, waiting, config.max_warmup_replicas, roster)
 
 
 def _moving(draft: Draft, desired: Sequence[int | None]) -> list[int]:
@@ -72,7 +80,7 @@ def _start_warmups(
     """Keep the warmups already running, start new ones — draining members' tasks first — up to budget."""
     running = [t for t in waiting if draft.warmups[t]]
     fresh = sorted(
-        (t for t in waiting if not draft.warmups[t]), key=lambda t: (_not_draining(draft, roster, t), t)
+        (t for t in waiting if not draft.warmups[t]), key=lambda t: (_urgency(draft, roster, t), t)
     )
     for task in running[budget:]:
         for member in draft.warmups[task]:
@@ -83,6 +91,8 @@ def _start_warmups(
         draft.add_warmup(task, target)
 
 
-def _not_draining(draft: Draft, roster: Roster, task: int) -> bool:
+def _urgency(draft: Draft, roster: Roster, task: int) -> int:
     owner = draft.active[task]
-    return owner is None or owner < roster.replicas
+    if owner is not None and owner >= roster.replicas:
+        return 0
+    return 2 if owner is not None and owner in draft.reservations else 1

@@ -19,7 +19,9 @@ class MemberView:
 
     `alive` means its pod exists and is ready (liveness comes from the kubelet, not from heartbeats).
     `lags` holds, for every task the member has local state of, how many changelog records it still has
-    to apply; a task missing from it means no state at all. `acked_generation` is the newest generation
+    to apply; a task missing from it means no state at all. Lags must come from a report made since the
+    pod became ready: a report from before a restart says nothing about what state survived.
+    `acked_generation` is the newest generation
     whose target the member has applied — it is what confirms a revocation.
     """
 

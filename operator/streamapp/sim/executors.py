@@ -1,0 +1,79 @@
+"""Simulated executors: pods that come and go, local state per task, and what they report.
+
+Positions are in changelog records. A task's changelog ends at `log_end`; a copy is current when
+it has applied up to there. An executor processes exactly the active tasks of the last target it
+applied, restores before processing when its copy is behind (a *blocking* restore), and tails the
+changelog for its standby and warmup copies in the background. Local state survives a pod's death
+(a PVC) and is deleted only when the member is removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streamapp.rebalance import MemberTarget, MemberView
+
+
+@dataclass
+class Executor:
+    """One member: its pod, its local state and its last applied target."""
+
+    id: int
+    zone: str | None
+    alive: bool = False
+    ready_at: float | None = None
+    acked: int = 0
+    processing: frozenset[int] = frozenset()
+    copies: frozenset[int] = frozenset()
+    applied: dict[int, float] = field(default_factory=dict)
+    reported: dict[int, int] = field(default_factory=dict)
+    next_report: float = 0.0
+
+    def view(self) -> MemberView:
+        """What the operator observes: pod readiness, the last lag report, the last acknowledgement."""
+        return MemberView(self.id, self.alive, self.zone, 1.0, dict(self.reported), self.acked)
+
+    def apply(self, target: MemberTarget | None, generation: int) -> None:
+        """Stop revoked tasks (their last batch is committed), start new ones, acknowledge."""
+        if not self.alive:
+            return
+        self.processing = frozenset(target.active) if target else frozenset()
+        self.copies = frozenset((*target.standby, *target.warmup)) if target else frozenset()
+        self.acked = generation
+
+    def die(self) -> None:
+        """The pod is gone: nothing runs; local state stays on its volume."""
+        self.alive = False
+        self.processing = frozenset()
+        self.copies = frozenset()
+
+    def start_pod(self, ready_at: float) -> None:
+        """A pod is scheduled; it becomes ready at `ready_at` and then applies targets."""
+        self.ready_at = ready_at
+
+    def become_ready(self, now: float) -> bool:
+        """Turn ready when the pod's start time has come; True when it just did.
+
+        Reports made before the restart are dropped: until the new pod reports, nobody knows what
+        state survived, and a stale "lag 0" would hand it a task it must then restore while blocking.
+        """
+        if self.alive or self.ready_at is None or now < self.ready_at:
+            return False
+        self.alive = True
+        self.ready_at = None
+        self.acked = 0
+        self.reported = {}
+        self.next_report = now
+        return True
+
+    def report(self, log_end: list[float], now: float, interval: float) -> bool:
+        """Report lags for every task with local state when the interval is due; True if it changed."""
+        if not self.alive or now < self.next_report:
+            return False
+        self.next_report = now + interval
+        lags = {task: round(log_end[task] - position) for task, position in self.applied.items()}
+        for task in self.copies:
+            lags.setdefault(task, round(log_end[task]))
+        changed = lags != self.reported
+        self.reported = lags
+        return changed

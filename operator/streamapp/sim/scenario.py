@@ -1,0 +1,181 @@
+"""Scenario files: an app, its workload, its `rebalance` block and a timeline of disruptions.
+
+The keys are a contract shared with the README and `bench/scenarios/`; parsing is strict (unknown keys
+and bad values are errors that name the key) because a typo in a benchmark must not silently measure
+something else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
+from streamapp.rebalance.config import parse_duration
+
+
+class ScenarioError(ValueError):
+    """A scenario file is missing a key, has an unknown one, or a value out of range."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Per-task rates in records/s, state size, and how executors and pods behave."""
+
+    input_rate: float = 100.0
+    process_rate: float = 400.0
+    restore_rate: float = 2000.0
+    state_records: int = 200_000
+    report_interval: float = 2.0
+    pod_start_seconds: float = 20.0
+
+
+@dataclass(frozen=True)
+class SimEvent:
+    """One disruption at time `at`: exactly one of scale, kill or rolling restart."""
+
+    at: float
+    scale: int | None = None
+    kill: int | None = None
+    restart_after: float | None = None
+    rolling_restart: bool = False
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything one simulation run needs, for any protocol."""
+
+    name: str
+    partitions: int
+    members: int
+    duration: float
+    workload: Workload
+    rebalance: RebalanceConfig
+    events: tuple[SimEvent, ...]
+    zones: tuple[str, ...] = ()
+    tick: float = 1.0
+
+    def with_protocol(self, protocol: Protocol) -> Scenario:
+        """The same scenario under another protocol (everything else equal)."""
+        return replace(self, rebalance=replace(self.rebalance, protocol=protocol))
+
+
+_TOP_KEYS = {"name", "partitions", "members", "duration", "zones", "workload", "rebalance", "events", "tick"}
+_WORKLOAD_KEYS = {
+    "inputRate": "input_rate",
+    "processRate": "process_rate",
+    "restoreRate": "restore_rate",
+    "stateRecords": "state_records",
+    "reportInterval": "report_interval",
+    "podStartSeconds": "pod_start_seconds",
+}
+_EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart"}
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file; errors name the file and the key."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ScenarioError(f"{path}: cannot read: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"{path}: not valid YAML: {error}") from error
+    try:
+        return parse_scenario(data)
+    except (ScenarioError, ConfigError) as error:
+        raise ScenarioError(f"{path}: {error}") from error
+
+
+def parse_scenario(data: object) -> Scenario:
+    """Validate an already-parsed scenario document."""
+    doc = _mapping(data, "scenario")
+    _no_unknown(doc, _TOP_KEYS, "scenario")
+    for key in ("name", "partitions", "members", "duration"):
+        if key not in doc:
+            raise ScenarioError(f"missing required key {key!r}")
+    partitions = _int(doc["partitions"], "partitions", minimum=1)
+    members = _int(doc["members"], "members", minimum=0)
+    duration = parse_duration(doc["duration"], "duration")
+    zones = tuple(str(z) for z in doc.get("zones") or ())
+    events = tuple(sorted((_event(e, i) for i, e in enumerate(doc.get("events") or [])), key=lambda e: e.at))
+    for event in events:
+        if event.kill is not None and event.kill < 0:
+            raise ScenarioError(f"events: kill must name a member id >= 0, got {event.kill}")
+    return Scenario(
+        name=str(doc["name"]),
+        partitions=partitions,
+        members=members,
+        duration=duration,
+        workload=_workload(doc.get("workload") or {}),
+        rebalance=RebalanceConfig.from_spec(_mapping(doc.get("rebalance") or {}, "rebalance")),
+        events=events,
+        zones=zones,
+        tick=_positive(doc.get("tick", 1.0), "tick"),
+    )
+
+
+def _workload(raw: object) -> Workload:
+    spec = _mapping(raw, "workload")
+    _no_unknown(spec, set(_WORKLOAD_KEYS), "workload")
+    values: dict[str, Any] = {}
+    for key, name in _WORKLOAD_KEYS.items():
+        if key in spec:
+            values[name] = _positive(spec[key], f"workload.{key}")
+    if "state_records" in values:
+        values["state_records"] = int(values["state_records"])
+    return Workload(**values)
+
+
+def _event(raw: object, index: int) -> SimEvent:
+    where = f"events[{index}]"
+    spec = _mapping(raw, where)
+    _no_unknown(spec, _EVENT_KEYS, where)
+    if "at" not in spec:
+        raise ScenarioError(f"{where}: missing 'at'")
+    actions = [k for k in ("scale", "kill", "rollingRestart") if k in spec]
+    if len(actions) != 1:
+        raise ScenarioError(
+            f"{where}: needs exactly one of scale, kill, rollingRestart; got {actions or 'none'}"
+        )
+    if "restartAfter" in spec and "kill" not in spec:
+        raise ScenarioError(f"{where}: restartAfter goes with kill")
+    return SimEvent(
+        at=parse_duration(spec["at"], f"{where}.at"),
+        scale=_int(spec["scale"], f"{where}.scale", minimum=0) if "scale" in spec else None,
+        kill=_int(spec["kill"], f"{where}.kill", minimum=0) if "kill" in spec else None,
+        restart_after=parse_duration(spec["restartAfter"], f"{where}.restartAfter")
+        if "restartAfter" in spec
+        else None,
+        rolling_restart=bool(spec.get("rollingRestart", False)),
+    )
+
+
+def _mapping(value: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ScenarioError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _no_unknown(spec: Mapping[str, Any], known: set[str], where: str) -> None:
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+
+
+def _int(value: object, key: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ScenarioError(f"{key}: expected an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _positive(value: object, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ScenarioError(f"{key}: expected a number > 0, got {value!r}")
+    return float(value)

@@ -1,0 +1,284 @@
+"""The simulation loop: the real engine, a simulated operator shell, simulated executors.
+
+Each tick: scheduled disruptions fire, pods become ready, then the control loop runs — the engine
+plans, executors apply their targets and acknowledge, the engine plans again — until nothing changes.
+That exchange takes milliseconds in a cluster, below this simulator's resolution of records per
+second, so it happens at one instant; but executors apply their targets one by one, new owners
+first, and single ownership is checked after every single apply, so an engine that handed a task
+over before the old owner let go would be caught. Then data flows for one tick: input arrives,
+owners restore (blocking) and process, copies tail the changelog in the background. Reports go out
+every `reportInterval`.
+"""
+
+from __future__ import annotations
+
+from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
+from streamapp.sim.executors import Executor
+from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
+from streamapp.sim.scenario import Scenario, SimEvent
+
+_CONTROL_ROUNDS = 50
+_EPSILON = 1e-6
+
+
+class Simulation:
+    """One run of one scenario under the protocol its `rebalance` block names."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.work = scenario.workload
+        self.app = AppConfig(scenario.partitions, scenario.members, scenario.rebalance)
+        self.executors: dict[int, Executor] = {}
+        self.log_end = [float(self.work.state_records)] * scenario.partitions
+        self.backlog = [0.0] * scenario.partitions
+        self.assignment = Assignment.empty(scenario.partitions)
+        self.last_owner: list[int | None] = [None] * scenario.partitions
+        self.pending = list(scenario.events)
+        self.rolling: list[int] = []
+        self.rolling_current: int | None = None
+        self.timeline = Timeline()
+        self.movements = 0
+        self.violations = 0
+        self.blocking = 0.0
+        self.background = 0.0
+        self.downtime = [0.0] * scenario.partitions
+        self.processed: list[float] = []
+        self.balanced_since: float | None = None
+        self.base_generation = 0
+
+    def run(self) -> SimResult:
+        """Warm start, then tick until the scenario's duration."""
+        self._warm_start()
+        ticks = round(self.scenario.duration / self.scenario.tick)
+        for step in range(ticks):
+            self._tick(step * self.scenario.tick)
+        return self._result()
+
+    def _warm_start(self) -> None:
+        """The app has been running before time 0: every owner and copy is current."""
+        for member in range(self.scenario.members):
+            executor = self._new_executor(member)
+            executor.alive = True
+        for _ in range(_CONTROL_ROUNDS):
+            changed = self._control(0.0).changed
+            for executor in self.executors.values():
+                for task in (*executor.processing, *executor.copies):
+                    executor.applied[task] = self.log_end[task]
+                executor.report(self.log_end, 0.0, 0.0)
+            if not changed:
+                break
+        self.base_generation = self.assignment.generation
+        self.movements = 0
+
+    def _tick(self, now: float) -> None:
+        tick = self.scenario.tick
+        self._fire_events(now)
+        self._pods(now)
+        self._control(now)
+        processed, down = self._flow(tick)
+        for executor in self.executors.values():
+            executor.report(self.log_end, now + tick, self.work.report_interval)
+        self.processed.append(processed)
+        self._observe(now + tick, processed, down)
+
+    def _fire_events(self, now: float) -> None:
+        while self.pending and self.pending[0].at <= now:
+            self._fire(self.pending.pop(0), now)
+
+    def _fire(self, event: SimEvent, now: float) -> None:
+        if event.scale is not None:
+            self.app = AppConfig(self.app.partitions, event.scale, self.app.rebalance)
+            for member in range(event.scale):
+                if member not in self.executors:
+                    self._new_executor(member).start_pod(now + self.work.pod_start_seconds)
+        elif event.kill is not None:
+            victim = self.executors.get(event.kill)
+            if victim is not None:
+                victim.die()
+                if event.restart_after is not None:
+                    victim.start_pod(now + event.restart_after)
+        elif event.rolling_restart:
+            self.rolling = [m for m in sorted(self.executors) if m < self.app.replicas]
+
+    def _pods(self, now: float) -> None:
+        for executor in self.executors.values():
+            if executor.become_ready(now) and executor.id == self.rolling_current:
+                self.rolling_current = None
+        if self.rolling_current is None and self.rolling:
+            self.rolling_current = self.rolling.pop(0)
+            victim = self.executors[self.rolling_current]
+            victim.die()
+            victim.start_pod(now + self.work.pod_start_seconds)
+
+    def _control(self, now: float) -> Plan:
+        """Plan and apply until quiescent; returns the last plan (changed if any round changed)."""
+        any_change = False
+        result = plan(self.app, self._views(), self.assignment, now)
+        for _ in range(_CONTROL_ROUNDS):
+            self._adopt(result)
+            any_change |= result.changed
+            applied = self._apply_all()
+            removed = self._remove(result.removable)
+            if not (result.changed or applied or removed):
+                break
+            result = plan(self.app, self._views(), self.assignment, now)
+        return Plan(
+            result.assignment, any_change, result.wake_at, result.events, result.removable, result.reason
+        )
+
+    def _adopt(self, result: Plan) -> None:
+        self.assignment = result.assignment
+        for task, state in enumerate(result.assignment.tasks):
+            if state.active is None:
+                continue
+            if self.last_owner[task] is not None and state.active != self.last_owner[task]:
+                self.movements += 1
+            self.last_owner[task] = state.active
+
+    def _apply_all(self) -> bool:
+        """Executors apply their targets one at a time, gaining members first; check after each."""
+        generation = self.assignment.generation
+        targets = member_targets(self.assignment)
+        stale = [e for e in self.executors.values() if e.alive and e.acked < generation]
+
+        def gains(executor: Executor) -> int:
+            target = targets.get(executor.id)
+            return -len(set(target.active) - executor.processing) if target else 0
+
+        for executor in sorted(stale, key=lambda e: (gains(e), e.id)):
+            executor.apply(targets.get(executor.id), generation)
+            self._check_single_owner()
+        return bool(stale)
+
+    def _remove(self, removable: tuple[int, ...]) -> bool:
+        """The operator deletes drained members: pod and local state."""
+        gone = [m for m in removable if m in self.executors and m >= self.app.replicas]
+        for member in gone:
+            self.executors.pop(member).die()
+        return bool(gone)
+
+    def _check_single_owner(self) -> None:
+        seen: set[int] = set()
+        for executor in self.executors.values():
+            if executor.alive and not seen.isdisjoint(executor.processing):
+                self.violations += 1
+                return
+            if executor.alive:
+                seen |= executor.processing
+
+    def _flow(self, tick: float) -> tuple[float, int]:
+        """Input, blocking restores and processing by owners, then background restores by copies."""
+        work = self.work
+        owners: dict[int, Executor] = {}
+        for executor in self.executors.values():
+            if executor.alive:
+                for task in executor.processing:
+                    owners.setdefault(task, executor)
+        processed_total = 0.0
+        down = 0
+        for task in range(self.app.partitions):
+            self.backlog[task] += work.input_rate * tick
+            owner = owners.get(task)
+            if owner is None:
+                self.downtime[task] += tick
+                down += 1
+                continue
+            position = owner.applied.get(task, 0.0)
+            restored = min(self.log_end[task] - position, work.restore_rate * tick)
+            busy = max(0.0, restored) / work.restore_rate
+            owner.applied[task] = position + max(0.0, restored)
+            self.blocking += max(0.0, restored)
+            self.downtime[task] += busy
+            if self.log_end[task] - owner.applied[task] > _EPSILON:
+                down += 1
+                continue
+            done = min(self.backlog[task], work.process_rate * (tick - busy))
+            self.backlog[task] -= done
+            self.log_end[task] += done
+            owner.applied[task] = self.log_end[task]
+            processed_total += done
+        for executor in self.executors.values():
+            if executor.alive:
+                for task in executor.copies:
+                    position = executor.applied.get(task, 0.0)
+                    restored = min(self.log_end[task] - position, work.restore_rate * tick)
+                    executor.applied[task] = position + restored
+                    self.background += restored
+        return processed_total, down
+
+    def _observe(self, now: float, processed: float, down: int) -> None:
+        expected = self.work.input_rate * self.app.partitions * self.scenario.tick
+        self.timeline.time.append(now)
+        self.timeline.throughput_ratio.append(processed / expected if expected else 0.0)
+        self.timeline.tasks_down.append(down)
+        self.timeline.warming.append(sum(1 for t in self.assignment.tasks if t.warmups))
+        self.timeline.generation.append(self.assignment.generation - self.base_generation)
+        if self._balanced():
+            if self.balanced_since is None:
+                self.balanced_since = now
+        else:
+            self.balanced_since = None
+
+    def _live(self) -> list[int]:
+        return [m for m, e in self.executors.items() if e.alive and m < self.app.replicas]
+
+    def _spread(self) -> int:
+        counts = dict.fromkeys(self._live(), 0)
+        for state in self.assignment.tasks:
+            if state.active in counts:
+                counts[state.active] += 1
+        return max(counts.values()) - min(counts.values()) if counts else 0
+
+    def _balanced(self) -> bool:
+        live = set(self._live())
+        return (
+            bool(live)
+            and not self.assignment.in_flight()
+            and not self.assignment.reservations
+            and all(t.active in live for t in self.assignment.tasks)
+            and self._spread() <= 1
+            and all(m < self.app.replicas for m in self.executors)
+        )
+
+    def _new_executor(self, member: int) -> Executor:
+        zones = self.scenario.zones
+        executor = Executor(member, zones[member % len(zones)] if zones else None)
+        self.executors[member] = executor
+        return executor
+
+    def _views(self) -> list[MemberView]:
+        return [e.view() for _, e in sorted(self.executors.items())]
+
+    def _result(self) -> SimResult:
+        scenario = self.scenario
+        expected = self.work.input_rate * scenario.partitions
+        total = sum(self.processed)
+        last_event = max((e.at for e in scenario.events), default=0.0)
+        balanced = self._balanced()
+        since = self.balanced_since
+        return SimResult(
+            scenario=scenario.name,
+            protocol=scenario.rebalance.protocol,
+            generations=self.assignment.generation - self.base_generation,
+            task_movements=self.movements,
+            blocking_restore_records=round(self.blocking),
+            background_restore_records=round(self.background),
+            task_downtime_seconds=round(sum(self.downtime), 3),
+            max_task_downtime_seconds=round(max(self.downtime, default=0.0), 3),
+            double_ownership_violations=self.violations,
+            converged=balanced,
+            final_spread=self._spread(),
+            time_to_balance_seconds=round(max(0.0, since - last_event), 3)
+            if balanced and since is not None
+            else None,
+            processed_records=round(total),
+            throughput_ratio=round(total / (expected * scenario.duration), 4) if scenario.duration else 0.0,
+            min_window_throughput_ratio=round(min_window_ratio(self.processed, scenario.tick, expected), 4),
+        )
+
+
+def simulate(scenario: Scenario) -> tuple[SimResult, Timeline]:
+    """Run one scenario under its configured protocol."""
+    simulation = Simulation(scenario)
+    result = simulation.run()
+    return result, simulation.timeline
