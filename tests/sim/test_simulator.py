@@ -1,0 +1,150 @@
+"""The simulator against the shipped scenarios, and its checks against a deliberately broken engine."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import streamapp.sim.simulator as simulator
+from streamapp.cli import main
+from streamapp.rebalance import PROTOCOLS, Assignment, Plan, TaskAssignment
+from streamapp.sim.metrics import SimResult
+from streamapp.sim.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
+from streamapp.sim.simulator import simulate
+
+SCENARIOS = Path(__file__).parents[2] / "bench" / "scenarios"
+JSON_KEYS = set(SimResult.__dataclass_fields__)
+
+
+def run(name: str, protocol: str) -> SimResult:
+    scenario = load_scenario(SCENARIOS / f"{name}.yaml")
+    return simulate(scenario.with_protocol(protocol))[0]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_no_protocol_ever_double_owns(path: Path, protocol: str) -> None:
+    result, _ = simulate(load_scenario(path).with_protocol(protocol))  # type: ignore[arg-type]
+    assert result.double_ownership_violations == 0
+    assert result.converged
+
+
+def test_streamapp_scales_out_without_downtime() -> None:
+    result = run("scale-out", "streamapp")
+    assert result.task_downtime_seconds == 0
+    assert result.blocking_restore_records == 0
+    assert result.task_movements == 6
+    assert result.final_spread == 0
+    cooperative = run("scale-out", "cooperative")
+    assert cooperative.task_downtime_seconds > 0 and cooperative.blocking_restore_records > 0
+
+
+def test_streamapp_scales_in_without_downtime() -> None:
+    result = run("scale-in", "streamapp")
+    assert result.task_downtime_seconds == 0 and result.converged
+
+
+def test_bounce_within_delay_moves_nothing() -> None:
+    result = run("bounce", "streamapp")
+    assert result.task_movements == 0
+    assert result.blocking_restore_records == 0
+    eager = run("bounce", "eager")
+    assert eager.task_movements > 0 and eager.blocking_restore_records > 0
+
+
+def test_standby_failover_removes_loss_downtime() -> None:
+    with_standby = run("permanent-loss-standby", "streamapp")
+    without = run("permanent-loss", "streamapp")
+    assert with_standby.task_downtime_seconds == 0
+    assert without.task_downtime_seconds > 300  # held for the delay, then restored
+
+
+def test_a_handoff_without_acknowledgement_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The detector must fire when an engine hands a task over before its owner lets go."""
+    real_plan = simulator.plan
+
+    def hasty(app, members, previous, now):  # type: ignore[no-untyped-def]
+        result: Plan = real_plan(app, members, previous, now)
+        tasks = list(result.assignment.tasks)
+        for index, task in enumerate(tasks):
+            if task.revoking_since is not None and task.warmups:
+                tasks[index] = TaskAssignment(task.warmups[0], task.epoch + 1)
+        assignment: Assignment = replace(result.assignment, tasks=tuple(tasks))
+        return replace(result, assignment=assignment, changed=assignment != previous)
+
+    monkeypatch.setattr(simulator, "plan", hasty)
+    assert run("scale-out", "streamapp").double_ownership_violations > 0
+
+
+def test_json_lines_carry_every_key(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        [
+            "simulate",
+            str(SCENARIOS / "bounce.yaml"),
+            "--protocol",
+            "eager",
+            "--protocol",
+            "streamapp",
+            "--json",
+        ]
+    )
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert status == 0 and len(lines) == 2
+    for line, protocol in zip(lines, ["eager", "streamapp"], strict=True):
+        record = json.loads(line)
+        assert set(record) == JSON_KEYS and record["protocol"] == protocol
+
+
+def test_table_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "timeline.png"
+    assert (
+        main(["simulate", str(SCENARIOS / "bounce.yaml"), "--protocol", "cooperative", "--plot", str(png)])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "task movements" in out and "cooperative" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bad_scenario_is_reported_with_its_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\npartitions: 4\nmembers: 2\nduration: 60\nworkload: {inputRate: -1}\n")
+    assert main(["simulate", str(bad)]) == 2
+    assert "workload.inputRate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"name": "x", "partitions": 0, "members": 1, "duration": 10}, "partitions"),
+        ({"name": "x", "partitions": 1, "members": 1}, "duration"),
+        ({"name": "x", "partitions": 1, "members": 1, "duration": 10, "colour": 1}, "unknown key"),
+        ({"name": "x", "partitions": 1, "members": 1, "duration": 10, "events": [{"at": 5}]}, "exactly one"),
+        (
+            {
+                "name": "x",
+                "partitions": 1,
+                "members": 1,
+                "duration": 10,
+                "events": [{"at": 1, "scale": 2, "restartAfter": 3}],
+            },
+            "restartAfter",
+        ),
+        (
+            {"name": "x", "partitions": 1, "members": 1, "duration": 10, "rebalance": {"protocol": "x"}},
+            "protocol",
+        ),
+    ],
+)
+def test_scenario_validation(doc: dict[str, object], message: str) -> None:
+    with pytest.raises((ScenarioError, ValueError), match=message):
+        parse_scenario(doc)
+
+
+def test_scenario_keeps_the_contract_keys() -> None:
+    scenario: Scenario = load_scenario(SCENARIOS / "demo.yaml")
+    assert scenario.workload.restore_rate == 2000 and scenario.rebalance.scheduled_rebalance_max_delay == 300
+    assert [e.at for e in scenario.events] == sorted(e.at for e in scenario.events)
