@@ -32,7 +32,8 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 def make_records(seed: int, start: int, count: int, keys: int) -> tuple[list[str], list[str]]:
     """Keys and values of records `start .. start+count-1`; pure."""
-    indices = np.arange(start, start + count, dtype=np.uint64) + np.uint64(seed) * _GOLDEN
+    with np.errstate(over="ignore"):
+        indices = np.arange(start, start + count, dtype=np.uint64) + np.uint64(seed) * _GOLDEN
     mixed = _splitmix64(indices)
     key_ids = (mixed % np.uint64(keys)).tolist()
     values = (np.uint64(1) + (mixed >> np.uint64(32)) % np.uint64(100)).tolist()

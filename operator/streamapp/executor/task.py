@@ -1,15 +1,15 @@
-"""One partition on one executor: its local state, its position in the history, and its role.
+"""One partition on one executor in one role; the same object serves every role.
 
-The same object serves every role, so a warmup that is promoted keeps its state and only has to catch up
-the last few manifests before it fences and processes:
+Because the role is just a field, a warmup that is promoted keeps its replica and only has to catch up the
+last few manifests before it fences and processes:
 
-* copy (standby or warmup): restore the newest snapshot once, then tail manifests in order and apply
-  the segments of accepted ones; lag = owner's committed offset − applied offset.
+* copy (standby or warmup): restore the newest snapshot once, then tail manifests in order and apply the
+  segments of accepted ones; lag = owner's committed offset − applied offset.
 * active: catch up, write a fence manifest with the owner epoch if the history's epoch is lower, then
   process micro-batches. A batch computes its changed rows without touching the store, writes the
-  changelog segment and the outputs, and publishes its manifest; only a published manifest lets the
-  rows into the store. Losing the manifest race to a higher epoch marks the task fenced: it stops
-  processing and keeps following the history like a standby, so nothing it holds is ever ahead of it.
+  changelog segment and the outputs, and publishes its manifest; only a published manifest lets the rows
+  into the store. Losing the manifest race to a higher epoch marks the task fenced: it stops processing
+  and keeps following the history like a standby, so its state never holds anything uncommitted.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -26,9 +27,10 @@ from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Conflict, Fenced, Head, Kind, Manifest
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
+from streamapp.executor.replica import Replica
 from streamapp.executor.sink import Sink
 from streamapp.executor.source import Source
-from streamapp.executor.state import KeyedState, rows_table
+from streamapp.executor.state import rows_table
 
 
 class Role(StrEnum):
@@ -41,10 +43,10 @@ class Role(StrEnum):
 class TaskConfig:
     """Knobs of the data plane.
 
-    `max_batch_records` bounds a micro-batch (and so the time between revocation checks);
-    `snapshot_every` is the number of batches between snapshots, which bounds restore time;
-    `max_apply_per_step` bounds how many manifests a copy applies per step so lag is reported while a
-    long catch-up runs; `keep_snapshots` old snapshots are kept for copies that are mid-restore.
+    `max_batch_records` bounds a micro-batch (and so how long a revocation waits for the batch in
+    flight); `snapshot_every` is the number of batches between snapshots, which bounds restore time;
+    `max_apply_per_step` bounds the manifests a copy applies per step so lag is reported during a long
+    catch-up; `keep_snapshots` older snapshots stay for copies that are reading one.
     """
 
     max_batch_records: int = 100_000
@@ -71,8 +73,9 @@ class TaskStatus:
     """What the executor reports for one partition.
 
     `epoch` is the owner epoch this task holds (active) or the newest epoch it has applied (copies);
-    `committed_offset` is the owner's committed input offset as last seen; `backlog` is unprocessed
-    input behind an active task; `fenced_by` is set when a higher epoch took the partition over.
+    `committed_offset` is the owner's committed input offset as last seen; `lag` = committed − applied
+    (0 for an owning active); `backlog` is unprocessed input behind an active task; `fenced_by` is set
+    when a higher epoch took the partition over.
     """
 
     partition: int
@@ -88,13 +91,12 @@ class TaskStatus:
 
 
 class Task:
-    """Local state and history position of one partition (see the module docstring)."""
+    """One partition in one role (see the module docstring)."""
 
     def __init__(self, partition: int, context: TaskContext) -> None:
         self.partition = partition
         self.ctx = context
-        self.state = KeyedState()
-        self.head = Head()
+        self.replica = Replica(context.layout, partition)
         self.role = Role.STANDBY
         self.epoch = 0
         self.owning = False
@@ -103,6 +105,10 @@ class Task:
         self.committed_offset = 0
         self.backlog = 0
         self.batches_since_snapshot = 0
+
+    @property
+    def head(self) -> Head:
+        return self.replica.head
 
     def assign(self, role: Role, epoch: int = 0) -> None:
         """Change role between batches; a new active epoch requires a fresh takeover."""
@@ -116,68 +122,27 @@ class Task:
         self.role = role
 
     def step(self) -> int:
-        """Do one unit of work for the current role; returns records processed or manifests applied."""
-        restored = self.restore()
+        """Do one unit of work for the current role; returns keys restored + manifests applied + records."""
+        done = self.restore()
         if self.role is Role.ACTIVE and self.fenced_by is None:
             try:
-                if not self.owning:
-                    return restored + self.take_over()
-                return restored + self.process_batch()
+                return done + (self.process_batch() if self.owning else self.take_over())
             except Fenced as fenced:
                 self.fenced_by = fenced.theirs
                 self.owning = False
-        return restored + self.tail()
+        return done + self.tail()
 
     def restore(self) -> int:
-        """Load the newest trustworthy snapshot, once, when the task starts; returns keys loaded.
-
-        A snapshot pruned while being read is skipped for the next older one.
-        """
+        """Load the newest snapshot the first time the task runs; returns the keys loaded."""
         if self.restored:
             return 0
         self.restored = True
-        for path in changelog.snapshots_newest_first(self.ctx.layout, self.partition):
-            try:
-                head = changelog.snapshot_head(path)
-                table = changelog.read_table(path)
-            except FileNotFoundError:
-                continue
-            committed = manifests.read(self.ctx.layout, self.partition, head.seq)
-            if committed is None or committed.epoch != head.epoch or committed.end != head.offset:
-                continue
-            self.state = KeyedState()
-            self.state.apply_table(table)
-            self.head = head
-            self.committed_offset = head.offset
-            return len(self.state)
-        return 0
-
-    def catch_up(self, limit: int | None = None) -> int:
-        """Apply manifests that follow the head, up to `limit`; returns how many were examined."""
-        count = 0
-        while limit is None or count < limit:
-            found = manifests.read(self.ctx.layout, self.partition, self.head.next_seq)
-            if found is None:
-                break
-            self._apply(found)
-            count += 1
-        return count
-
-    def _apply(self, found: Manifest) -> None:
-        step = manifests.advance(self.head, found)
-        if step.accepted:
-            for name in found.segments:
-                self.state.apply_table(changelog.read_table(self.ctx.layout.resolve(name)))
-                faults.reached("restore.segment-applied")
-        self.head = step.head
-        self.committed_offset = max(self.committed_offset, self.head.offset)
+        return self.replica.load_snapshot()
 
     def tail(self) -> int:
         """Copy step: apply a bounded number of new manifests and refresh the owner's committed offset."""
-        applied = self.catch_up(self.ctx.config.max_apply_per_step)
-        latest = manifests.latest_seq(self.ctx.layout, self.partition, self.head.seq)
-        newest = manifests.read(self.ctx.layout, self.partition, latest) if latest > self.head.seq else None
-        self.committed_offset = newest.end if newest is not None else self.head.offset
+        applied = self.replica.catch_up(self.ctx.config.max_apply_per_step)
+        self.committed_offset = self.replica.owner_offset()
         return applied
 
     def take_over(self) -> int:
@@ -186,7 +151,7 @@ class Task:
         Returns the manifests applied plus one for the takeover itself, so a step that only took over
         still counts as work done.
         """
-        applied = self.catch_up()
+        applied = self.replica.catch_up()
         while self.head.epoch < self.epoch:
             fence = Manifest(
                 seq=self.head.next_seq,
@@ -199,17 +164,22 @@ class Task:
             try:
                 manifests.create(self.ctx.layout, self.partition, fence)
             except Conflict:
-                applied += self.catch_up()
+                applied += self.replica.catch_up()
                 continue
-            self._apply(fence)
+            self.replica.apply(fence)
         if self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
         self.owning = True
+        self.committed_offset = self.head.offset
         return applied + 1
 
     def process_batch(self) -> int:
-        """Run one micro-batch over `[committed, end)` and commit it; returns records consumed."""
-        if self.catch_up() and self.head.epoch > self.epoch:
+        """Run one micro-batch over `[committed, end)` and commit it; returns records consumed.
+
+        Catching up first lets a zombie notice a fence before spending a batch's work; the manifest race
+        in `_commit` is what guarantees it.
+        """
+        if self.replica.catch_up() and self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
         start = self.head.offset
         end = min(self.ctx.source.end_offset(self.partition), start + self.ctx.config.max_batch_records)
@@ -221,14 +191,13 @@ class Task:
         updates = keyed_updates(pipeline, batch)
         faults.reached("batch.transformed")
         changed = fold(
-            self.state.values,
+            self.replica.state.values,
             updates.column("key").to_pylist(),
             updates.column("value").to_pylist(),
             pipeline.merge,
         )
         committed = self._commit(start, end, changed)
-        self.state.upsert(changed.keys(), changed.values())
-        self.head = manifests.advance(self.head, committed).head
+        self.replica.apply_own(committed, changed)
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         self.batches_since_snapshot += 1
@@ -236,7 +205,7 @@ class Task:
             self.snapshot()
         return end - start
 
-    def _commit(self, start: int, end: int, changed: dict[str, object]) -> Manifest:
+    def _commit(self, start: int, end: int, changed: dict[str, Any]) -> Manifest:
         seq = self.head.next_seq
         rows = rows_table(changed, self.ctx.pipeline.value_type)
         segment = changelog.write_segment(self.ctx.layout, self.partition, seq, self.epoch, rows)
@@ -259,9 +228,8 @@ class Task:
 
     def snapshot(self) -> None:
         """Publish the state at the head so later restores skip the changelog before it."""
-        changelog.write_snapshot(
-            self.ctx.layout, self.partition, self.head, self.state.to_table(self.ctx.pipeline.value_type)
-        )
+        table = self.replica.state.to_table(self.ctx.pipeline.value_type)
+        changelog.write_snapshot(self.ctx.layout, self.partition, self.head, table)
         faults.reached("snapshot.written")
         self.batches_since_snapshot = 0
         changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
@@ -274,8 +242,8 @@ class Task:
             applied_seq=self.head.seq,
             applied_offset=self.head.offset,
             committed_offset=max(self.committed_offset, self.head.offset),
-            lag=0 if self.owning else manifests.lag(Head(offset=self.committed_offset), self.head),
+            lag=0 if self.owning else max(0, self.committed_offset - self.head.offset),
             backlog=self.backlog if self.owning else 0,
-            keys=len(self.state),
+            keys=len(self.replica.state),
             fenced_by=self.fenced_by,
         )

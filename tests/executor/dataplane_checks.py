@@ -1,0 +1,72 @@
+"""References computed directly from the input log, and checks of a partition's committed history."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Kind
+from streamapp.executor.replica import rebuild
+from streamapp.executor.runtime import Executor
+from streamapp.executor.sink import FileSink, accepted_manifests, committed_outputs
+from streamapp.executor.source import FileLog
+from streamapp.executor.task import TaskConfig
+
+COUNTS = "streamapp.executor.samples.counts:counts"
+
+
+def reference_counts(log: FileLog, partition: int, end: int | None = None) -> Counter[str]:
+    """Running count per key over offsets `[0, end)`, straight from the log."""
+    return Counter(log.read_arrow(partition, 0, end).column("key").to_pylist())
+
+
+def check_partition(state: StateLayout, sink_root: Path, log: FileLog, partition: int) -> int:
+    """Assert the committed state and outputs of a count pipeline equal the reference; returns batches.
+
+    Accepted batches must tile the input `[0, end)` with no gap and no overlap (nothing lost, nothing
+    twice); each batch's output must hold exactly the keys of its input range with the running count
+    as of its end offset; the rebuilt state must equal the count over the whole log.
+    """
+    keys = log.read_arrow(partition).column("key").to_pylist()
+    position = 0
+    for found in accepted_manifests(state, partition):
+        assert found.start == position, f"gap or overlap at seq {found.seq}"
+        if found.kind is Kind.FENCE:
+            assert found.end == found.start
+        position = found.end
+    assert position == log.end_offset(partition), "input not fully committed"
+
+    batches = 0
+    running: Counter[str] = Counter()
+    consumed = 0
+    for found, table in committed_outputs(state, sink_root, partition):
+        running.update(keys[consumed : found.end])
+        expected = {key: running[key] for key in set(keys[found.start : found.end])}
+        assert consumed == found.start
+        consumed = found.end
+        got = dict(zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True))
+        assert got == expected, f"output of seq {found.seq} differs from the reference"
+        batches += 1
+    assert consumed == len(keys)
+
+    replica = rebuild(state, partition)
+    assert replica.head.offset == len(keys)
+    assert replica.state.values == dict(Counter(keys))
+    return batches
+
+
+def files_in(directory: Path) -> int:
+    return sum(1 for p in directory.rglob("*.parquet") if not p.name.startswith(".tmp-"))
+
+
+def executor_for(root: Path, log: FileLog, member: str, pipeline: str = COUNTS, **config: int) -> Executor:
+    """An executor on the shared state path `root/state` writing outputs to `root/outputs`."""
+    return Executor(
+        StateLayout(root / "state"),
+        log,
+        FileSink(root / "outputs"),
+        pipelines.load(pipeline),
+        TaskConfig(owner=member, **config),
+    )

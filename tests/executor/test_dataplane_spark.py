@@ -1,0 +1,111 @@
+"""The data plane end to end in one process, on the shared Spark session."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from dataplane_checks import check_partition, executor_for
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.merge import resolve
+from streamapp.executor.pipeline import Pipeline
+from streamapp.executor.replica import rebuild
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink
+from streamapp.executor.source import FileLog
+from streamapp.executor.task import TaskConfig
+
+pytestmark = pytest.mark.spark
+
+
+def test_counts_are_exactly_once_across_restarts_and_snapshots(spark: SparkSession, tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=2, count=12_000, keys=300, seed=11))
+    first = executor_for(tmp_path, log, "m0", max_batch_records=2_500, snapshot_every=2)
+    first.apply(Target(active={0: 1, 1: 1}))
+    first.run_until_idle()
+    assert [s.backlog for s in first.status()] == [0, 0]
+
+    generate(log, GenerateSpec(partitions=2, count=6_000, keys=300, seed=11))
+    restarted = executor_for(tmp_path, log, "m0", max_batch_records=2_500, snapshot_every=2)
+    restarted.apply(Target(active={0: 1, 1: 1}))
+    restarted.run_until_idle()
+    for partition in (0, 1):
+        assert check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, partition) >= 4
+    assert list((tmp_path / "state" / "snapshots" / "p=0").iterdir())
+
+
+def test_windowed_sample_sums_values_per_key_and_minute(spark: SparkSession, tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=5_000, keys=40, seed=5, chunk=1_000))
+    executor = executor_for(
+        tmp_path, log, "m0", pipeline="streamapp.executor.samples.windowed:windowed", max_batch_records=1_700
+    )
+    executor.apply(Target(active={0: 1}))
+    executor.run_until_idle()
+
+    expected: dict[str, int] = defaultdict(int)
+    for row in log.read_arrow(0).to_pylist():
+        minute = row["timestamp"].replace(second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%S")
+        expected[f"{row['key']}@{minute}"] += int(row["value"])
+    assert rebuild(StateLayout(tmp_path / "state"), 0).state.values == expected
+
+
+def _latest_value(batch: DataFrame) -> DataFrame:
+    return batch.select("key", "offset", F.col("value").cast("long").alias("value"))
+
+
+def _run(tmp_path: Path, log: FileLog, pipeline: Pipeline) -> dict[str, object]:
+    executor = Executor(
+        StateLayout(tmp_path / pipeline.merge.name.replace(":", "_")),
+        log,
+        FileSink(tmp_path / "out"),
+        pipeline,
+        TaskConfig(max_batch_records=700),
+    )
+    executor.apply(Target(active={0: 1}))
+    executor.run_until_idle()
+    return rebuild(executor.context.layout, 0).state.values
+
+
+def _keep_largest_even(old: object, new: object) -> object:
+    assert isinstance(new, int)
+    if new % 2:
+        return old
+    return new if old is None or (isinstance(old, int) and new > old) else old
+
+
+@pytest.mark.parametrize("merge", ["sum", "min", "max", "last", "user"])
+def test_every_merge_matches_a_fold_over_the_input(spark: SparkSession, tmp_path: Path, merge: str) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=3_000, keys=25, seed=9, chunk=500))
+    chosen = resolve(_keep_largest_even if merge == "user" else merge)
+    state = _run(tmp_path, log, Pipeline(name=merge, transform=_latest_value, merge=chosen))
+
+    expected: dict[str, object] = {}
+    for row in log.read_arrow(0).to_pylist():
+        key, value = row["key"], int(row["value"])
+        old = expected.get(key)
+        if merge == "user":
+            expected[key] = _keep_largest_even(old, value)
+        elif merge == "sum":
+            expected[key] = value + (old if isinstance(old, int) else 0)
+        elif merge in ("min", "max"):
+            expected[key] = value if old is None else {"min": min, "max": max}[merge](old, value)
+        else:
+            expected[key] = value
+    assert state == {k: v for k, v in expected.items() if v is not None}
+
+
+def test_a_transform_without_the_declared_columns_is_reported(spark: SparkSession, tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=10, keys=5))
+    pipeline = pipelines.Pipeline(name="bad", transform=lambda b: b.select("key"), merge=resolve("sum"))
+    with pytest.raises(ValueError, match="value"):
+        _run(tmp_path, log, pipeline)
