@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from localcluster import gowrapper, versions
+from localcluster import components, gowrapper, versions
 
 GO_ENV_DEFAULTS = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -trimpath"}
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
@@ -77,7 +77,8 @@ def is_built() -> bool:
         return False
     if json.loads(stamp.read_text()) != versions.as_dict():
         return False
-    return all((bin_dir() / name).is_file() for name in BINARIES)
+    stages = all((kwok_stages_dir() / stage).is_file() for stage in components.KWOK_STAGE_FILES)
+    return stages and all((bin_dir() / name).is_file() for name in BINARIES)
 
 
 def go_binary() -> str:
@@ -256,7 +257,15 @@ def build_product(name: str, scratch: Path, out: Path, log: Path) -> None:
     run_go(["mod", "tidy"], workdir, log)
     compile_with_progress(product, workdir, out, log)
     if name == "kwok":
-        shutil.copytree(Path(info["Dir"]) / "kustomize" / "stage", out.parent / "kwok-stages")
+        copy_kwok_stages(Path(info["Dir"]) / "kustomize" / "stage", out.parent / "kwok-stages")
+
+
+def copy_kwok_stages(source: Path, target: Path) -> None:
+    """Copy the Stage files kwok is started with (module-cache files are read-only; copies are not)."""
+    for relative in components.KWOK_STAGE_FILES:
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / relative, destination)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,6 +120,14 @@ def _http_ok(url: str) -> bool:
         return False
 
 
+def _port_closed(port: int) -> Callable[[], bool]:
+    return lambda: not processes.port_open(port)
+
+
+def _https_check(url: str, context: ssl.SSLContext) -> Callable[[], bool]:
+    return lambda: _https_ok(url, context)
+
+
 def _insecure_context() -> ssl.SSLContext:
     """For the controllers' health endpoints, served with self-signed certificates on loopback."""
     context = ssl.create_default_context()
@@ -165,7 +174,7 @@ class LocalCluster:
             processes.stop(record)
         self._kill_leftover_pod_processes()
         for port in state.ports.values():
-            processes.wait_until(lambda p=port: not processes.port_open(p), 10, f"port {port} to close")
+            processes.wait_until(_port_closed(port), 10, f"port {port} to close")
         for path in (self.layout.etcd_data, self.layout.pki, self.layout.component_kubeconfigs):
             shutil.rmtree(path, ignore_errors=True)
         for path in (self.layout.state, self.layout.kubeconfig):
@@ -181,7 +190,8 @@ class LocalCluster:
     def _start(self, timeout_s: float) -> None:
         started = time.monotonic()
         layout = self.layout
-        shutil.rmtree(layout.logs, ignore_errors=True)
+        for previous_run in (layout.logs, layout.process_node):
+            shutil.rmtree(previous_run, ignore_errors=True)
         for directory in (layout.root, layout.pki, layout.logs, layout.component_kubeconfigs):
             directory.mkdir(parents=True, exist_ok=True)
         ports = components.Ports(*(processes.free_port() for _ in range(6)))
@@ -273,17 +283,17 @@ class LocalCluster:
         context = _insecure_context()
         for record, port in ((kcm, ports.controller_manager), (scheduler, ports.scheduler)):
             url = f"https://127.0.0.1:{port}/healthz"
-            processes.wait_until(
-                lambda u=url: _https_ok(u, context), timeout_s, f"{record.name} /healthz", record
-            )
+            processes.wait_until(_https_check(url, context), timeout_s, f"{record.name} /healthz", record)
 
     def _start_kwok(self, bin_dir: Path, config: Path, ports: components.Ports) -> None:
         self._spawn("kwok", components.kwok(bin_dir, build.kwok_stages_dir(), config, ports))
 
     def _register_kwok_nodes(self) -> None:
+        from kubernetes import client
+
         api = self._core_api()
         for name, zone in nodes.KWOK_NODES.items():
-            api.create_node(body=nodes.kwok_node(name, zone))
+            api.create_node(body=client.V1Node.model_validate(nodes.kwok_node(name, zone)))
 
     def _start_process_node(self, config: Path) -> None:
         argv = [
@@ -303,7 +313,8 @@ class LocalCluster:
     def _core_api(self) -> Any:
         from kubernetes import client, config
 
-        return client.CoreV1Api(config.new_client_from_config(config_file=str(self.layout.kubeconfig)))
+        api_client = config.new_client_from_config(config_file=str(self.layout.kubeconfig))  # type: ignore[no-untyped-call]
+        return client.CoreV1Api(api_client)
 
     def _wait_for_workloads_ready(self, timeout_s: float) -> None:
         """Nodes Ready and the ``default`` ServiceAccount created (i.e. the controllers work)."""

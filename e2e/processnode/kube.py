@@ -19,14 +19,14 @@ def _json(response: Any) -> Json:
 
 
 def is_not_found(error: ApiException) -> bool:
-    return error.status == 404
+    return bool(error.status == 404)
 
 
 class NodeClient:
     """API access with the node's own identity (``system:node:<name>``, limited by NodeRestriction)."""
 
     def __init__(self, kubeconfig: Path) -> None:
-        api_client = config.new_client_from_config(config_file=str(kubeconfig))
+        api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
         self.core = client.CoreV1Api(api_client)
         self.coordination = client.CoordinationV1Api(api_client)
 
@@ -50,10 +50,12 @@ class NodeClient:
     def delete_pod_now(self, pod: Json) -> None:
         """Remove a pod whose processes are gone; the UID precondition spares a same-named successor."""
         meta = pod["metadata"]
-        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": meta["uid"]}}
+        options = client.V1DeleteOptions(
+            grace_period_seconds=0, preconditions=client.V1Preconditions(uid=meta["uid"])
+        )
         try:
             self.core.delete_namespaced_pod(
-                meta["name"], meta["namespace"], body=body, _preload_content=False
+                meta["name"], meta["namespace"], body=options, _preload_content=False
             )
         except ApiException as error:
             if error.status not in (404, 409):
@@ -74,7 +76,7 @@ class NodeClient:
             raise
 
     def create_node(self, body: Json) -> None:
-        self.core.create_node(body, _preload_content=False)
+        self.core.create_node(client.V1Node.model_validate(body), _preload_content=False)
 
     def patch_node_status(self, name: str, status: Json) -> None:
         self.core.patch_node_status(
@@ -99,4 +101,5 @@ class NodeClient:
                 "metadata": metadata,
                 "spec": spec,
             }
-            self.coordination.create_namespaced_lease(namespace, body, _preload_content=False)
+            lease = client.V1Lease.model_validate(body)
+            self.coordination.create_namespaced_lease(namespace, lease, _preload_content=False)
