@@ -235,6 +235,9 @@ class Task:
         changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
 
     def status(self) -> TaskStatus:
+        """Current progress; a copy re-reads the owner's position so even a never-stepped one reports lag."""
+        if not self.owning:
+            self.committed_offset = self.replica.owner_offset()
         return TaskStatus(
             partition=self.partition,
             role=self.role,

@@ -1,0 +1,119 @@
+"""Two runtimes believe they own a partition: the older epoch's commits are rejected, nothing corrupts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dataplane_checks import COUNTS, check_partition, executor_for, files_in
+from pyspark.sql import SparkSession
+
+from streamapp.executor import manifest as manifests
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Kind, Manifest
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink, accepted_manifests
+from streamapp.executor.source import FileLog
+from streamapp.executor.task import TaskConfig
+
+pytestmark = pytest.mark.spark
+
+
+@dataclass
+class FenceDuringWrite:
+    """A sink that lets the new owner fence the partition while the zombie's batch is being written."""
+
+    inner: FileSink
+    new_owner: Executor | None = None
+
+    def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
+        names = self.inner.write(partition, seq, epoch, rows)
+        if self.new_owner is not None:
+            self.new_owner.step()
+            self.new_owner = None
+        return names
+
+
+def test_a_zombie_that_notices_the_fence_before_its_batch_stops(spark: SparkSession, tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=2))
+    old = executor_for(tmp_path, log, "old", max_batch_records=2_000)
+    old.apply(Target(active={0: 1}))
+    old.step()
+    old.step()
+    new = executor_for(tmp_path, log, "new", max_batch_records=2_000)
+    new.apply(Target(active={0: 2}))
+    new.step()
+
+    old.step()
+    assert old.status()[0].fenced_by == 2
+    new.run_until_idle()
+    old.run_until_idle()
+    layout = StateLayout(tmp_path / "state")
+    check_partition(layout, tmp_path / "outputs", log, 0)
+    epochs = [m.epoch for m in accepted_manifests(layout, 0)]
+    assert epochs == sorted(epochs) and epochs[-1] == 2
+    assert old.status()[0].applied_offset == log.end_offset(0)
+
+
+def test_a_zombie_mid_batch_loses_the_manifest_race_to_the_fence(spark: SparkSession, tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=3))
+    racing = FenceDuringWrite(FileSink(tmp_path / "outputs"))
+    old = Executor(
+        StateLayout(tmp_path / "state"),
+        log,
+        racing,
+        pipelines.load(COUNTS),
+        TaskConfig(owner="old", max_batch_records=2_000),
+    )
+    old.apply(Target(active={0: 1}))
+    old.step()
+    old.step()
+    new = executor_for(tmp_path, log, "new", max_batch_records=2_000)
+    new.apply(Target(active={0: 2}))
+    racing.new_owner = new
+
+    old.step()
+    assert old.status()[0].fenced_by == 2
+    new.run_until_idle()
+    layout = StateLayout(tmp_path / "state")
+    check_partition(layout, tmp_path / "outputs", log, 0)
+    committed = [m for m in accepted_manifests(layout, 0) if m.kind is Kind.BATCH]
+    assert files_in(tmp_path / "outputs") == len(committed) + 1, (
+        "the zombie's output exists but does not count"
+    )
+
+
+def test_a_stale_epoch_manifest_after_the_fence_counts_for_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=6_000, keys=100, seed=4))
+    new = executor_for(tmp_path, log, "new", max_batch_records=2_000)
+    new.apply(Target(active={0: 2}))
+    new.step()
+    new.step()
+    layout = StateLayout(tmp_path / "state")
+    head = new.tasks[0].head
+    bogus = layout.changelog(0) / "bogus.parquet"
+    bogus.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"key": ["k00000001"], "value": [10**9]}), bogus)
+    stale = Manifest(
+        seq=head.next_seq,
+        epoch=1,
+        kind=Kind.BATCH,
+        start=head.offset,
+        end=head.offset + 500,
+        segments=(layout.relative(bogus),),
+    )
+    manifests.create(layout, 0, stale)
+
+    new.run_until_idle()
+    check_partition(layout, tmp_path / "outputs", log, 0)
+    assert new.status()[0].fenced_by is None
