@@ -109,16 +109,24 @@ def _widget_crd() -> dict[str, Any]:
     }
 
 
-@pytest.fixture
+def _delete_crd(extensions: client.ApiextensionsV1Api, name: str) -> None:
+    """Delete a CRD (if present) and wait until it is gone, so a fresh one can be created."""
+    try:
+        extensions.delete_custom_resource_definition(name)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    wait_for(
+        lambda: _gone(lambda: extensions.read_custom_resource_definition(name)), TIMEOUT_S, f"CRD {name} gone"
+    )
+
+
+@pytest.fixture(scope="module")
 def widget_crd(api_client: client.ApiClient) -> Iterator[str]:
-    """The Widget CRD, Established; removed after the test."""
+    """The Widget CRD, Established, shared by this module's tests; removed afterwards."""
     extensions = client.ApiextensionsV1Api(api_client)
     name = f"widgets.{CRD_GROUP}"
-    if not _gone(lambda: extensions.read_custom_resource_definition(name)):
-        extensions.delete_custom_resource_definition(name)
-        wait_for(
-            lambda: _gone(lambda: extensions.read_custom_resource_definition(name)), TIMEOUT_S, "old CRD gone"
-        )
+    _delete_crd(extensions, name)
     extensions.create_custom_resource_definition(_widget_crd())
 
     def established() -> bool:
@@ -128,7 +136,7 @@ def widget_crd(api_client: client.ApiClient) -> Iterator[str]:
     try:
         yield name
     finally:
-        extensions.delete_custom_resource_definition(name)
+        _delete_crd(extensions, name)
 
 
 def _widget(name: str, replicas: int, partitions: int) -> dict[str, Any]:
