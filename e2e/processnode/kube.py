@@ -28,6 +28,8 @@ class NodeClient:
     def __init__(self, kubeconfig: Path) -> None:
         api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
         self.core = client.CoreV1Api(api_client)
+        self.server: str = api_client.configuration.host
+        self.ca_file: str = api_client.configuration.ssl_ca_cert
         self.coordination = client.CoordinationV1Api(api_client)
 
     def pods_on(self, node: str) -> list[Json]:
@@ -66,6 +68,22 @@ class NodeClient:
 
     def read_secret(self, namespace: str, name: str) -> Json:
         return _json(self.core.read_namespaced_secret(name, namespace, _preload_content=False))
+
+    def request_token(self, namespace: str, account: str, pod_name: str, pod_uid: str, seconds: int) -> str:
+        """A ServiceAccount token bound to the pod (invalid once the pod is gone)."""
+        body = {
+            "spec": {
+                "audiences": [],
+                "expirationSeconds": seconds,
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid},
+            }
+        }
+        request = client.AuthenticationV1TokenRequest.model_validate(body)
+        response = self.core.create_namespaced_service_account_token(
+            account, namespace, request, _preload_content=False
+        )
+        token: str = _json(response)["status"]["token"]
+        return token
 
     def read_node(self, name: str) -> Json | None:
         try:

@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from processnode import envvars
+from processnode import envvars, serviceaccount
 from processnode.container import ContainerRunner, Runtime, now_rfc3339
+from processnode.kube import NodeClient
 
 Json = dict[str, Any]
 DEFAULT_GRACE_S = 30
@@ -17,7 +18,7 @@ DEFAULT_GRACE_S = 30
 class PodRunner:
     """Runs every container of one pod as a local process and derives the pod's status from them."""
 
-    def __init__(self, pod: Json, runtime: Runtime, node_ip: str, config_reader: Any) -> None:
+    def __init__(self, pod: Json, runtime: Runtime, node_ip: str, api: NodeClient) -> None:
         meta = pod["metadata"]
         self.uid: str = meta["uid"]
         self.pod = pod
@@ -29,22 +30,27 @@ class PodRunner:
         self.kill_at: float | None = None
         self.failure_message = ""
         workdir = runtime.state_dir / "pods" / f"{meta['namespace']}_{meta['name']}_{self.uid}"
-        self.containers = self._containers(pod, runtime, workdir, config_reader)
+        self.containers = self._containers(pod, runtime, workdir, api)
 
-    def _containers(self, pod: Json, runtime: Runtime, workdir: Path, reader: Any) -> list[ContainerRunner]:
+    def _containers(
+        self, pod: Json, runtime: Runtime, workdir: Path, api: NodeClient
+    ) -> list[ContainerRunner]:
+        """One runner per container with its resolved env; a pod the node cannot run fails instead."""
         if pod["spec"].get("initContainers"):
             self.failure_message = "init containers are not supported by the process node"
             return []
+        credentials: dict[str, str] = {}
+        if serviceaccount.wants_token(pod):
+            credentials = serviceaccount.write_credentials(api, pod, workdir / "serviceaccount")
         runners = []
         for spec in pod["spec"]["containers"]:
             try:
-                env = envvars.container_env(
-                    pod, spec, self.node_ip, reader.read_config_map, reader.read_secret
-                )
+                env = envvars.container_env(pod, spec, self.node_ip, api.read_config_map, api.read_secret)
             except (ValueError, KeyError) as error:
                 self.failure_message = f"container {spec['name']}: {error}"
                 return []
-            runners.append(ContainerRunner(spec, env, workdir, runtime, f"{self.uid}-{spec['name']}"))
+            key = f"{self.uid}-{spec['name']}"
+            runners.append(ContainerRunner(spec, {**credentials, **env}, workdir, runtime, key))
         return runners
 
     def start(self) -> None:

@@ -355,6 +355,30 @@ def test_process_node_kills_after_grace_period(
     assert not Path(f"/proc/{pid}").exists(), "the process ignoring SIGTERM must be killed"
 
 
+def test_process_node_pod_acts_as_its_service_account(
+    api_client: client.ApiClient, namespace: str, process_node: str, tmp_path: Path
+) -> None:
+    core = client.CoreV1Api(api_client)
+    identity = tmp_path / "identity"
+    script = (
+        "from kubernetes import client, config\n"
+        "config.load_kube_config()\n"
+        "review = client.AuthenticationV1Api().create_self_subject_review(client.V1SelfSubjectReview())\n"
+        f"open({str(identity)!r}, 'w').write(review.status.user_info.username)\n"
+    )
+    core.create_namespaced_pod(namespace, _process_pod("whoami", script, restartPolicy="Never"))
+    phase = wait_for(
+        lambda: (
+            core.read_namespaced_pod("whoami", namespace).status.phase in ("Succeeded", "Failed")
+            and core.read_namespaced_pod("whoami", namespace).status.phase
+        ),
+        TIMEOUT_S,
+        "the whoami pod to finish",
+    )
+    assert phase == "Succeeded"
+    assert identity.read_text() == f"system:serviceaccount:{namespace}:default"
+
+
 def _free_port() -> int:
     import socket
 
