@@ -34,7 +34,11 @@ def place_standbys(
     for member in home:
         if member in actives:
             actives[member] += 1
-    current = {m: actives[m] + sum(m in s for s in draft.standbys) for m in roster.live}
+    current = dict(actives)
+    for copies in draft.standbys:
+        for member in copies:
+            if member in current:
+                current[member] += 1
     copy_quota = quotas(draft.partitions * (1 + per_task), roster.live, capacity, current)
     room = {m: max(0, copy_quota[m] - actives[m]) for m in roster.live}
     kept = _keep(draft, roster, home, room, per_task)
@@ -54,7 +58,7 @@ def _keep(
                 kept.append(member)
             elif (
                 roster.is_live(member)
-                and member not in (home[task], draft.active[task])
+                and member not in (home[task], draft.active[task], *draft.warmups[task])
                 and room[member] > 0
                 and live_kept < per_task
             ):
@@ -72,6 +76,7 @@ def _fill(
     """Give every task its missing standbys."""
     ring = roster.live
     position = {m: i for i, m in enumerate(ring)}
+    cursor = [0]
     for task in range(draft.partitions):
         owner = home[task]
         start = position[owner] if owner in position else task % len(ring)
@@ -80,7 +85,7 @@ def _fill(
             if member is None:
                 break
             if room[member] <= 0:
-                member = _make_room(task, draft, roster, home, room) or member
+                member = _make_room(task, draft, roster, home, room, cursor) or member
             draft.standbys[task] = (*draft.standbys[task], member)
             room[member] -= 1
             kept[task] += 1
@@ -102,7 +107,7 @@ def _choose(
     zone the task already uses is taken only when no other zone has room (it still protects against
     a pod or node loss), and a member without room only when nobody has room (a copy beats balance).
     """
-    excluded = {home[task], draft.active[task], *draft.standbys[task]}
+    excluded = {home[task], draft.active[task], *draft.standbys[task], *draft.warmups[task]}
     used_zones = {roster.zone(m) for m in excluded if m is not None} - {None}
 
     def fits(member: int) -> bool:
@@ -130,18 +135,26 @@ def _choose(
 
 
 def _make_room(
-    task: int, draft: Draft, roster: Roster, home: list[int | None], room: dict[int, int]
+    task: int, draft: Draft, roster: Roster, home: list[int | None], room: dict[int, int], cursor: list[int]
 ) -> int | None:
     """Free a full member for `task` by moving another task's standby to a member with room.
 
     Kept standbys can corner the fill (three members, each the only legal place for the next task's
-    copy); one such swap is the augmenting step that restores balance. Rare, so a scan is fine.
+    copy; or a new member that is the home of every task still lacking a copy); one such swap is the
+    augmenting step that restores balance. The scan resumes where the last swap was found (`cursor`),
+    so a fill that needs many swaps stays linear.
     """
-    eligible = set(roster.live) - {home[task], draft.active[task], *draft.standbys[task]}
+    eligible = set(roster.live) - {
+        home[task],
+        draft.active[task],
+        *draft.standbys[task],
+        *draft.warmups[task],
+    }
     with_room = [m for m in roster.live if room[m] > 0]
-    for other in range(draft.partitions):
+    for step in range(draft.partitions):
+        other = (cursor[0] + step) % draft.partitions
         copies = draft.standbys[other]
-        taken = {home[other], draft.active[other], *copies}
+        taken = {home[other], draft.active[other], *copies, *draft.warmups[other]}
         for full in copies:
             if full not in eligible or other == task:
                 continue
@@ -150,5 +163,6 @@ def _make_room(
                 draft.standbys[other] = tuple(spare if m == full else m for m in copies)
                 room[spare] -= 1
                 room[full] += 1
+                cursor[0] = other + 1
                 return full
     return None

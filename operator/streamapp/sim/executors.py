@@ -20,6 +20,7 @@ class Executor:
 
     id: int
     zone: str | None
+    task_start_seconds: float = 0.0
     alive: bool = False
     ready_at: float | None = None
     acked: int = 0
@@ -28,6 +29,7 @@ class Executor:
     applied: dict[int, float] = field(default_factory=dict)
     reported: dict[int, int] = field(default_factory=dict)
     next_report: float = 0.0
+    starting: dict[int, float] = field(default_factory=dict)
 
     def view(self) -> MemberView:
         """What the operator observes: pod readiness, the last lag report, the last acknowledgement."""
@@ -37,7 +39,12 @@ class Executor:
         """Stop revoked tasks (their last batch is committed), start new ones, acknowledge."""
         if not self.alive:
             return
-        self.processing = frozenset(target.active) if target else frozenset()
+        active = frozenset(target.active) if target else frozenset()
+        for task in active - self.processing:
+            self.starting[task] = self.task_start_seconds
+        for task in self.processing - active:
+            self.starting.pop(task, None)
+        self.processing = active
         self.copies = frozenset((*target.standby, *target.warmup)) if target else frozenset()
         self.acked = generation
 
@@ -46,6 +53,17 @@ class Executor:
         self.alive = False
         self.processing = frozenset()
         self.copies = frozenset()
+        self.starting = {}
+
+    def spend_start(self, task: int, tick: float) -> float:
+        """Seconds of this tick the task still spends starting up (0 once it has started)."""
+        remaining = self.starting.get(task, 0.0)
+        spent = min(remaining, tick)
+        if remaining - spent > 0:
+            self.starting[task] = remaining - spent
+        else:
+            self.starting.pop(task, None)
+        return spent
 
     def start_pod(self, ready_at: float) -> None:
         """A pod is scheduled; it becomes ready at `ready_at` and then applies targets."""

@@ -24,7 +24,11 @@ class ScenarioError(ValueError):
 
 @dataclass(frozen=True)
 class Workload:
-    """Per-task rates in records/s, state size, and how executors and pods behave."""
+    """Per-task rates in records/s, state size, and how executors and pods behave.
+
+    `task_start_seconds` is what starting a task as active costs regardless of state (opening its
+    source and sink, the first batch); the eager protocol pays it for every task on every rebalance.
+    """
 
     input_rate: float = 100.0
     process_rate: float = 400.0
@@ -32,6 +36,7 @@ class Workload:
     state_records: int = 200_000
     report_interval: float = 2.0
     pod_start_seconds: float = 20.0
+    task_start_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ _WORKLOAD_KEYS = {
     "stateRecords": "state_records",
     "reportInterval": "report_interval",
     "podStartSeconds": "pod_start_seconds",
+    "taskStartSeconds": "task_start_seconds",
 }
 _EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart"}
 
@@ -125,7 +131,7 @@ def _workload(raw: object) -> Workload:
     values: dict[str, Any] = {}
     for key, name in _WORKLOAD_KEYS.items():
         if key in spec:
-            values[name] = _positive(spec[key], f"workload.{key}")
+            values[name] = _positive(spec[key], f"workload.{key}", allow_zero=key == "taskStartSeconds")
     if "state_records" in values:
         values["state_records"] = int(values["state_records"])
     return Workload(**values)
@@ -175,7 +181,12 @@ def _int(value: object, key: str, minimum: int) -> int:
     return value
 
 
-def _positive(value: object, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ScenarioError(f"{key}: expected a number > 0, got {value!r}")
+def _positive(value: object, key: str, allow_zero: bool = False) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
+        raise ScenarioError(f"{key}: expected a number {'>=' if allow_zero else '>'} 0, got {value!r}")
     return float(value)

@@ -62,6 +62,7 @@ class Simulation:
         for _ in range(_CONTROL_ROUNDS):
             changed = self._control(0.0).changed
             for executor in self.executors.values():
+                executor.starting.clear()
                 for task in (*executor.processing, *executor.copies):
                     executor.applied[task] = self.log_end[task]
                 executor.report(self.log_end, 0.0, 0.0)
@@ -183,13 +184,14 @@ class Simulation:
                 self.downtime[task] += tick
                 down += 1
                 continue
+            starting = owner.spend_start(task, tick)
             position = owner.applied.get(task, 0.0)
-            restored = min(self.log_end[task] - position, work.restore_rate * tick)
-            busy = max(0.0, restored) / work.restore_rate
+            restored = min(self.log_end[task] - position, work.restore_rate * (tick - starting))
+            busy = starting + max(0.0, restored) / work.restore_rate
             owner.applied[task] = position + max(0.0, restored)
             self.blocking += max(0.0, restored)
             self.downtime[task] += busy
-            if self.log_end[task] - owner.applied[task] > _EPSILON:
+            if self.log_end[task] - owner.applied[task] > _EPSILON or busy >= tick:
                 down += 1
                 continue
             done = min(self.backlog[task], work.process_rate * (tick - busy))
@@ -242,7 +244,9 @@ class Simulation:
 
     def _new_executor(self, member: int) -> Executor:
         zones = self.scenario.zones
-        executor = Executor(member, zones[member % len(zones)] if zones else None)
+        executor = Executor(
+            member, zones[member % len(zones)] if zones else None, self.work.task_start_seconds
+        )
         self.executors[member] = executor
         return executor
 
