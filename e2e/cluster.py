@@ -35,6 +35,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     cluster.up()
     state = "already running" if already else "up"
     print(f"cluster {state}: export KUBECONFIG={cluster.kubeconfig}")
+    print(f"kubectl: {build.bin_dir() / 'kubectl'}")
     print(f"logs: {cluster.layout.logs}")
     return 0
 

@@ -285,7 +285,14 @@ def ensure_built(force: bool = False) -> BuildReport | None:
     with build_lock():
         if is_built() and not force:
             return None
+        _remove_interrupted_builds()
         return _build_atomically()
+
+
+def _remove_interrupted_builds() -> None:
+    """Temporary build dirs left by a killed build; safe to remove while holding the build lock."""
+    for leftover in cache_root().glob(".v*-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _build_atomically() -> BuildReport:
