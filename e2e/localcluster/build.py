@@ -96,12 +96,12 @@ def go_binary() -> str:
 
 
 def go_env() -> dict[str, str]:
-    """Environment for every go invocation; the caller's GOFLAGS/GOPROXY/GOMODCACHE still apply."""
+    """Environment for every go invocation: the pinned settings, plus the caller's GOFLAGS (appended),
+    GOPROXY, GOMODCACHE and GOCACHE."""
     env = dict(os.environ)
-    for key, value in GO_ENV_DEFAULTS.items():
-        env[key] = f"{value} {env[key]}".strip() if key == "GOFLAGS" and env.get(key) else value
-    if key_value := os.environ.get("STREAMAPP_GOFLAGS"):
-        env["GOFLAGS"] = f"{env['GOFLAGS']} {key_value}"
+    env.update(GO_ENV_DEFAULTS)
+    if os.environ.get("GOFLAGS"):
+        env["GOFLAGS"] = f"{GO_ENV_DEFAULTS['GOFLAGS']} {os.environ['GOFLAGS']}"
     return env
 
 

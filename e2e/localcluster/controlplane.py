@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client, config
+
 from localcluster import build, certs, components, kubeconfig, nodes, processes
 from localcluster.processes import ProcessRecord
+from processnode import pidfiles
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO_ROOT / "e2e"
@@ -183,8 +186,6 @@ class LocalCluster:
 
     def _kill_leftover_pod_processes(self) -> None:
         """Safety net behind the process node's own shutdown: stop pod processes it recorded."""
-        from processnode import pidfiles
-
         pidfiles.stop_all(self.layout.process_node)
 
     def _start(self, timeout_s: float) -> None:
@@ -289,8 +290,6 @@ class LocalCluster:
         self._spawn("kwok", components.kwok(bin_dir, build.kwok_stages_dir(), config, ports))
 
     def _register_kwok_nodes(self) -> None:
-        from kubernetes import client
-
         api = self._core_api()
         for name, zone in nodes.KWOK_NODES.items():
             api.create_node(body=client.V1Node.model_validate(nodes.kwok_node(name, zone)))
@@ -311,8 +310,6 @@ class LocalCluster:
         self._spawn("process-node", argv, env)
 
     def _core_api(self) -> Any:
-        from kubernetes import client, config
-
         api_client = config.new_client_from_config(config_file=str(self.layout.kubeconfig))  # type: ignore[no-untyped-call]
         return client.CoreV1Api(api_client)
 

@@ -11,6 +11,7 @@ import json
 import signal
 import threading
 import time
+import traceback
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -78,8 +79,9 @@ class Agent:
         for uid, pod in current.items():
             try:
                 self._sync_pod(uid, pod)
-            except (ApiException, OSError) as error:
-                print(f"pod {pod['metadata']['namespace']}/{pod['metadata']['name']}: {error}", flush=True)
+            except Exception:  # one broken pod must not stop the node; the next pass retries it
+                name = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                print(f"syncing pod {name} failed:\n{traceback.format_exc()}", flush=True)
 
     def _sync_pod(self, uid: str, pod: Json) -> None:
         runner = self.pods.get(uid)
