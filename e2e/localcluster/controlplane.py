@@ -6,6 +6,8 @@ cluster-down`` after ``make cluster-up``. A failed ``up`` tears down whatever it
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -14,7 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,19 +161,35 @@ class LocalCluster:
 
     def up(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         """Start everything and wait until nodes are Ready; a no-op when already running."""
-        if self.is_running():
-            return
-        self.down()
-        if not build.is_built():
-            build.ensure_built()
-        try:
-            self._start(timeout_s)
-        except BaseException:
-            self.down()
-            raise
+        with self._exclusive():
+            if self.is_running():
+                return
+            self._stop_and_clean()
+            if not build.is_built():
+                build.ensure_built()
+            try:
+                self._start(timeout_s)
+            except BaseException:
+                self._stop_and_clean()
+                raise
 
     def down(self) -> None:
         """Stop every recorded process (newest first), free ports, drop state; logs are kept."""
+        with self._exclusive():
+            self._stop_and_clean()
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Serialize up/down of one cluster directory across processes (two test sessions, make)."""
+        self.layout.root.mkdir(parents=True, exist_ok=True)
+        with (self.layout.root / ".lock").open("w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _stop_and_clean(self) -> None:
         state = ClusterState.load(self.layout.state) or self._state
         for record in reversed(state.processes):
             processes.stop(record)
@@ -310,7 +328,7 @@ class LocalCluster:
         self._spawn("process-node", argv, env)
 
     def _core_api(self) -> Any:
-        api_client = config.new_client_from_config(config_file=str(self.layout.kubeconfig))  # type: ignore[no-untyped-call]
+        api_client = config.new_client_from_config(config_file=str(self.layout.kubeconfig))
         return client.CoreV1Api(api_client)
 
     def _wait_for_workloads_ready(self, timeout_s: float) -> None:

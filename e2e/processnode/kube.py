@@ -26,7 +26,7 @@ class NodeClient:
     """API access with the node's own identity (``system:node:<name>``, limited by NodeRestriction)."""
 
     def __init__(self, kubeconfig: Path) -> None:
-        api_client = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+        api_client = config.new_client_from_config(config_file=str(kubeconfig))
         self.core = client.CoreV1Api(api_client)
         self.server: str = api_client.configuration.host
         self.ca_file: str = api_client.configuration.ssl_ca_cert
