@@ -1,0 +1,151 @@
+"""Wire dicts ⇄ model dataclasses, checked against the same field metadata the CRD schema comes from.
+
+Decoding fills defaults, refuses unknown keys (a typo must not pass silently) except in open objects,
+and raises `ValidationError` with the path of the first offending field, e.g. `spec.partitions`.
+Encoding writes camelCase keys and leaves out unset optional fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar, Union
+
+from streamapp.api.fields import Rule, ValidationError, is_required, model_rules, prop_of, wire_name
+
+T = TypeVar("T")
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """Resolved type hints of a model (the models use postponed annotations), computed once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def optional_inner(tp: Any) -> Any | None:
+    """`X` for `X | None`, else None."""
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return None
+
+
+def decode(cls: type[T], data: object, path: str) -> T:
+    """A model instance from its wire dict."""
+    if not isinstance(data, Mapping):
+        raise ValidationError(path, f"expected an object, got {data!r}")
+    values: dict[str, Any] = {}
+    known: set[str] = set()
+    rest_field: str | None = None
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        meta = prop_of(field)
+        if meta.rest:
+            rest_field = field.name
+            continue
+        key = wire_name(field)
+        known.add(key)
+        raw = data.get(key)
+        child = f"{path}.{key}"
+        if raw is None:
+            if is_required(field):
+                raise ValidationError(child, "required")
+            continue
+        value = (
+            meta.codec.decode(raw, child)
+            if meta.codec
+            else decode_value(field_types(cls)[field.name], raw, child)
+        )
+        _check_rules(meta.all_rules(key), value, child)
+        _check_bounds(meta.max_length, meta.max_items, value, child)
+        values[field.name] = value
+    unknown = {k: v for k, v in data.items() if k not in known}
+    if rest_field is not None:
+        values[rest_field] = dict(unknown)
+    elif unknown:
+        raise ValidationError(path, f"unknown field(s) {', '.join(sorted(unknown))}")
+    instance = cls(**values)
+    _check_rules(model_rules(cls), instance, path)
+    return instance
+
+
+def decode_value(tp: Any, raw: object, path: str) -> Any:
+    """A Python value of type `tp` from a wire value."""
+    inner = optional_inner(tp)
+    if inner is not None:
+        return decode_value(inner, raw, path)
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return decode(typing.cast(type, tp), raw, path)
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if raw not in choices:
+            raise ValidationError(path, f"expected one of {', '.join(map(str, choices))}, got {raw!r}")
+        return raw
+    if origin is tuple:
+        if not isinstance(raw, list | tuple):
+            raise ValidationError(path, f"expected a list, got {raw!r}")
+        item = typing.get_args(tp)[0]
+        return tuple(decode_value(item, v, f"{path}[{i}]") for i, v in enumerate(raw))
+    if origin is dict:
+        if not isinstance(raw, Mapping):
+            raise ValidationError(path, f"expected an object, got {raw!r}")
+        value_type = typing.get_args(tp)[1]
+        return {str(k): decode_value(value_type, v, f"{path}.{k}") for k, v in raw.items()}
+    return _decode_scalar(tp, raw, path)
+
+
+def _decode_scalar(tp: Any, raw: object, path: str) -> Any:
+    if tp is Any:
+        return raw
+    if tp is bool:
+        if not isinstance(raw, bool):
+            raise ValidationError(path, f"expected true or false, got {raw!r}")
+        return raw
+    if tp is int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise ValidationError(path, f"expected an integer, got {raw!r}")
+        return raw
+    if tp is str:
+        if not isinstance(raw, str):
+            raise ValidationError(path, f"expected a string, got {raw!r}")
+        return raw
+    raise TypeError(f"{path}: the model uses unsupported type {tp!r}")
+
+
+def _check_rules(rules: tuple[Rule, ...], value: object, path: str) -> None:
+    for rule in rules:
+        if rule.check is not None and not rule.check(value):
+            raise ValidationError(path + rule.field_path, rule.message)
+
+
+def _check_bounds(max_length: int | None, max_items: int | None, value: object, path: str) -> None:
+    if max_length is not None and isinstance(value, str) and len(value) > max_length:
+        raise ValidationError(path, f"must be at most {max_length} characters long")
+    if max_items is not None and isinstance(value, tuple | dict) and len(value) > max_items:
+        raise ValidationError(path, f"must have at most {max_items} items")
+
+
+def encode(obj: object) -> Any:
+    """The wire form of a model instance or value: camelCase keys, unset optional fields left out."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(obj):
+            meta = prop_of(field)
+            value = getattr(obj, field.name)
+            if meta.rest:
+                out.update(encode(value))
+            elif value is not None:
+                out[wire_name(field)] = meta.codec.encode(value) if meta.codec else encode(value)
+        return out
+    if isinstance(obj, tuple | list):
+        return [encode(v) for v in obj]
+    if isinstance(obj, Mapping):
+        return {k: encode(v) for k, v in obj.items()}
+    return obj

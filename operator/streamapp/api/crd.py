@@ -1,0 +1,124 @@
+"""The CustomResourceDefinitions, generated from the models (crds/ is this module's output).
+
+Helm never upgrades CRDs, so crds/ is applied on its own with `kubectl apply`; a test fails when the
+files there differ from what this module generates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamapp.api.member import StreamAppMember
+from streamapp.api.meta import GROUP, VERSION, Resource
+from streamapp.api.schema import describe, model_schema
+from streamapp.api.streamapp import StreamApp
+from streamapp.api.yamlfiles import Files, render
+
+CATEGORIES = ["streamapp"]
+
+
+def _column(name: str, path: str, type_: str, description: str) -> dict[str, str]:
+    return {"name": name, "type": type_, "jsonPath": path, "description": description}
+
+
+_AGE = _column("Age", ".metadata.creationTimestamp", "date", "Time since creation.")
+
+STREAMAPP_COLUMNS = [
+    _column("Replicas", ".spec.replicas", "integer", "Desired executors."),
+    _column("Ready", ".status.readyReplicas", "integer", "Members whose pod is Ready."),
+    _column("Partitions", ".spec.partitions", "integer", "Tasks."),
+    _column("Warming", ".status.tasks.warming", "integer", "Warmup copies catching up."),
+    _column("Unassigned", ".status.tasks.unassigned", "integer", "Tasks nobody processes or holds."),
+    _column("Generation", ".status.generation", "integer", "Assignment generation."),
+    _AGE,
+]
+MEMBER_COLUMNS = [
+    _column("App", ".spec.app", "string", "The StreamApp."),
+    _column("Member", ".spec.memberId", "integer", "Static member id."),
+    _column("Generation", ".spec.generation", "integer", "Target assignment generation."),
+    _column("Observed", ".status.observedGeneration", "integer", "Generation the executor has applied."),
+    _column("Active", ".spec.active[*].task", "string", "Tasks to process."),
+    _AGE,
+]
+SCALE = {
+    "specReplicasPath": ".spec.replicas",
+    "statusReplicasPath": ".status.replicas",
+    "labelSelectorPath": ".status.selector",
+}
+
+
+def crd_name(resource: type[Resource[Any, Any]]) -> str:
+    """`<plural>.<group>`, the CRD's object name."""
+    return f"{resource.PLURAL}.{GROUP}"
+
+
+def custom_resource_definition(
+    resource: type[Resource[Any, Any]], columns: list[dict[str, str]], scale: bool
+) -> dict[str, Any]:
+    """The CRD of one resource: one served and stored version, status (and optionally scale) subresource."""
+    subresources: dict[str, Any] = {"status": {}}
+    if scale:
+        subresources["scale"] = SCALE
+    root = {
+        "type": "object",
+        "description": describe(resource),
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": model_schema(resource.SPEC),
+            "status": model_schema(resource.STATUS),
+        },
+        "required": ["spec"],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": crd_name(resource)},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": resource.KIND,
+                "listKind": f"{resource.KIND}List",
+                "plural": resource.PLURAL,
+                "singular": resource.SINGULAR,
+                "shortNames": list(resource.SHORT_NAMES),
+                "categories": CATEGORIES,
+            },
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": root},
+                    "subresources": subresources,
+                    "additionalPrinterColumns": columns,
+                }
+            ],
+        },
+    }
+
+
+def crds() -> list[dict[str, Any]]:
+    """Both CRDs."""
+    return [
+        custom_resource_definition(StreamApp, STREAMAPP_COLUMNS, scale=True),
+        custom_resource_definition(StreamAppMember, MEMBER_COLUMNS, scale=False),
+    ]
+
+
+def crd_files() -> Files:
+    """crds/: one file per CRD, named like controller-gen names them, and a kustomization listing them."""
+    files = {f"{GROUP}_{doc['spec']['names']['plural']}.yaml": render([doc], "crd") for doc in crds()}
+    files["kustomization.yaml"] = render(
+        [
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": sorted(files),
+            }
+        ],
+        "crd",
+    )
+    return files

@@ -1,0 +1,128 @@
+"""The install manifests (manifests/): namespace, operator RBAC, the operator Deployment, a kustomization.
+
+`kubectl apply -k manifests/` installs everything, the CRDs included (the kustomization pulls in crds/).
+The namespace is set by the kustomization, so `kustomize edit set namespace` moves the whole install.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamapp.api.rbac import operator_cluster_role_rules
+from streamapp.api.yamlfiles import Files, render
+
+NAMESPACE = "streamapp-system"
+NAME = "streamapp-operator"
+IMAGE = "streamapp:0.1.0"
+METRICS_PORT = 8080
+OPERATOR_COMMAND = ["streamapp", "operator", "--all-namespaces", "--metrics-port", str(METRICS_PORT)]
+OPERATOR_REPLICAS = 2
+LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "streamapp"}
+COMMAND = "manifests"
+
+
+def namespace() -> dict[str, Any]:
+    """The operator's namespace."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": LABELS}}
+
+
+def rbac() -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole and ClusterRoleBinding of the operator."""
+    rbac_api = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "labels": LABELS}},
+        {
+            "apiVersion": rbac_api,
+            "kind": "ClusterRole",
+            "metadata": {"name": NAME, "labels": LABELS},
+            "rules": operator_cluster_role_rules(),
+        },
+        {
+            "apiVersion": rbac_api,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": NAME, "labels": LABELS},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}],
+        },
+    ]
+
+
+def _container() -> dict[str, Any]:
+    field_env = [("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace")]
+    return {
+        "name": "operator",
+        "image": IMAGE,
+        "command": OPERATOR_COMMAND,
+        "env": [{"name": n, "valueFrom": {"fieldRef": {"fieldPath": p}}} for n, p in field_env],
+        "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+
+
+def deployment() -> dict[str, Any]:
+    """The operator: two replicas, one leader (a Lease), spread over nodes so a node drain keeps one."""
+    selector = {"app.kubernetes.io/name": NAME}
+    spread = {"labelSelector": {"matchLabels": selector}, "topologyKey": "kubernetes.io/hostname"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": NAME, "labels": LABELS},
+        "spec": {
+            "replicas": OPERATOR_REPLICAS,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": LABELS},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {"weight": 100, "podAffinityTerm": spread}
+                            ]
+                        }
+                    },
+                    "containers": [_container()],
+                },
+            },
+        },
+    }
+
+
+def metrics_service() -> dict[str, Any]:
+    """The Prometheus endpoint of the operator."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": f"{NAME}-metrics", "labels": LABELS},
+        "spec": {
+            "selector": {"app.kubernetes.io/name": NAME},
+            "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}],
+        },
+    }
+
+
+def manifest_files() -> Files:
+    """manifests/: one file per concern and the kustomization that ties them to crds/."""
+    files = {
+        "namespace.yaml": render([namespace()], COMMAND),
+        "rbac.yaml": render(rbac(), COMMAND),
+        "operator.yaml": render([deployment(), metrics_service()], COMMAND),
+    }
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": NAMESPACE,
+        "resources": ["../crds", *files],
+    }
+    files["kustomization.yaml"] = render([kustomization], COMMAND)
+    return files

@@ -1,0 +1,122 @@
+"""The StreamAppMember resource `<app>-<id>`: one member's target assignment and its progress.
+
+The operator writes `spec` (what the member should run at which generation); the member's executor
+writes only `status` (what it has applied and how far behind each copy is). Splitting the two through
+the status subresource lets the executor's Role patch its progress without being able to change its
+own assignment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from streamapp.api.fields import prop
+from streamapp.api.meta import Resource
+from streamapp.api.model import Model
+
+TaskRole = Literal["active", "revoking", "standby", "warmup"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActiveTask(Model):
+    """A task the member must process, with the epoch that fences older owners."""
+
+    task: int = field(metadata=prop("Task (partition) number."))
+    epoch: int = field(metadata=prop("Fencing token of this ownership; commits with an older epoch lose."))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RevokingTask(Model):
+    """A task the member must let go of: finish the batch, commit, stop, then acknowledge."""
+
+    task: int = field(metadata=prop("Task (partition) number."))
+    epoch: int = field(metadata=prop("Epoch of the ownership being revoked."))
+    since: str | None = field(
+        default=None, metadata=prop("When the revocation was first asked for.", format="date-time")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamAppMemberSpec(Model):
+    """The member's target assignment, written by the operator at assignment generation `generation`."""
+
+    PATH: ClassVar[str] = "spec"
+
+    app: str = field(metadata=prop("Name of the StreamApp the member belongs to."))
+    member_id: int = field(metadata=prop("Static member id; the pod is <app>-<id>."))
+    generation: int = field(default=0, metadata=prop("Assignment generation that last changed this target."))
+    active: tuple[ActiveTask, ...] = field(
+        default=(), metadata=prop("Tasks to process.", list_map_keys=("task",))
+    )
+    revoking: tuple[RevokingTask, ...] = field(
+        default=(), metadata=prop("Tasks to let go of.", list_map_keys=("task",))
+    )
+    standby: tuple[int, ...] = field(default=(), metadata=prop("Tasks to keep hot copies of."))
+    warmup: tuple[int, ...] = field(default=(), metadata=prop("Tasks to warm up before a handoff."))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskReport(Model):
+    """How far one of the member's copies has got."""
+
+    task: int = field(metadata=prop("Task (partition) number."))
+    role: TaskRole = field(metadata=prop("The role the copy runs in: active, revoking, standby or warmup."))
+    epoch: int | None = field(
+        default=None, metadata=prop("Epoch the copy runs under (active and revoking copies).")
+    )
+    applied_seq: int | None = field(
+        default=None, metadata=prop("Last commit sequence applied to the local state.")
+    )
+    applied_offset: int | None = field(
+        default=None, metadata=prop("Input offset up to which the local state is current.")
+    )
+    lag: int | None = field(
+        default=None, metadata=prop("Changelog records still to apply; 0 for the active copy.")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamAppMemberStatus(Model):
+    """The member's progress, written by its executor."""
+
+    PATH: ClassVar[str] = "status"
+
+    observed_generation: int | None = field(
+        default=None,
+        metadata=prop(
+            "spec.generation the executor has applied; for a revoking task this is the acknowledgement."
+        ),
+    )
+    pod_uid: str | None = field(
+        default=None,
+        metadata=prop(
+            "UID of the pod that made this report; reports from an earlier pod are stale.", wire="podUID"
+        ),
+    )
+    reported_at: str | None = field(
+        default=None, metadata=prop("When the report was written.", format="date-time")
+    )
+    tasks: tuple[TaskReport, ...] = field(
+        default=(), metadata=prop("One report per copy.", list_map_keys=("task",))
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamAppMember(Resource[StreamAppMemberSpec, StreamAppMemberStatus]):
+    """One member of a StreamApp: target assignment (spec) and progress (status)."""
+
+    KIND: ClassVar[str] = "StreamAppMember"
+    PLURAL: ClassVar[str] = "streamappmembers"
+    SINGULAR: ClassVar[str] = "streamappmember"
+    SHORT_NAMES: ClassVar[tuple[str, ...]] = ("sam",)
+
+    SPEC: ClassVar[type[Model]] = StreamAppMemberSpec
+    STATUS: ClassVar[type[Model]] = StreamAppMemberStatus
+
+    status: StreamAppMemberStatus = field(default_factory=StreamAppMemberStatus)
+
+    @staticmethod
+    def name_for(app: str, member_id: int) -> str:
+        """`<app>-<id>`, the same name as the member's pod."""
+        return f"{app}-{member_id}"

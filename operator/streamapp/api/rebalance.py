@@ -1,0 +1,144 @@
+"""`spec.rebalance` on the wire: the schema of `RebalanceConfig`, derived from the engine's own dataclass.
+
+`streamapp.rebalance.config.RebalanceConfig` owns the block's keys, defaults and semantic checks (the
+simulator reads the same block). This module adds only what the API server needs to check it before the
+operator sees it: wire types, the duration spelling and the numeric ranges as CEL rules. The ranges are
+written here again in CEL; a test asserts each one agrees with `RebalanceConfig`'s own validation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from streamapp.api.fields import Rule, ValidationError
+from streamapp.rebalance.config import ConfigError, RebalanceConfig
+
+DURATION_PATTERN = "^([0-9]+([.][0-9]+)?(ms|s|m|h))+$"
+DURATION_MAX_LENGTH = 32
+_DURATION = re.compile(DURATION_PATTERN)
+
+# Lower bounds `RebalanceConfig.__post_init__` enforces, as CEL rules for the API server.
+MINIMUMS: dict[str, int] = {
+    "acceptableRecoveryLag": 0,
+    "handoffLag": 0,
+    "maxWarmupReplicas": 1,
+    "standbyReplicas": 0,
+}
+# Durations that must be positive: a Go duration that matched DURATION_PATTERN is > 0 iff it has a
+# non-zero digit.
+POSITIVE_DURATIONS = ("probingRebalanceInterval",)
+
+_DESCRIPTIONS: dict[str, str] = {
+    "protocol": "How tasks move: streamapp (warmups, cooperative handoff, delayed reassignment), "
+    "cooperative (KIP-415/429 style) or eager (stop-the-world baseline).",
+    "scheduledRebalanceMaxDelay": "How long a lost member's tasks are reserved for it before they are "
+    "reassigned; a pod that restarts within it keeps its tasks and its local state.",
+    "acceptableRecoveryLag": "A copy with at most this many records left to apply counts as caught up.",
+    "handoffLag": "Records a successor may still lack when a planned handoff revokes the owner; 0 makes "
+    "the handoff pause only the owner's final batch.",
+    "maxWarmupReplicas": "At most this many warmup copies catch up at once, bounding the extra load.",
+    "probingRebalanceInterval": "Fallback re-check of warmups; promotion is event-driven.",
+    "standbyReplicas": "Hot copies per task for instant failover; fewer than replicas.",
+    "failoverToStandby": "A caught-up standby takes over a lost member's task at once instead of waiting "
+    "for the delay.",
+    "drainOnScaleIn": "Members removed by scale-in keep processing until their tasks have warm successors.",
+}
+
+
+def wire_fields() -> list[tuple[str, Any, Any]]:
+    """(camelCase key, Python type, wire default) of every RebalanceConfig field, in declaration order."""
+    defaults = RebalanceConfig().to_spec()
+    hints = typing.get_type_hints(RebalanceConfig)
+    fields = dataclasses.fields(RebalanceConfig)
+    return [(key, hints[f.name], defaults[key]) for key, f in zip(defaults, fields, strict=True)]
+
+
+def duration_rules(key: str) -> list[Rule]:
+    """The Go-duration spelling (and positivity where required) of a duration key, as rules."""
+    rules = [
+        Rule(
+            f"self.matches('{DURATION_PATTERN}')",
+            f"{key} must be a duration such as 30s, 5m or 1h30m",
+            lambda value: _DURATION.search(value) is not None,
+        )
+    ]
+    if key in POSITIVE_DURATIONS:
+        rules.append(
+            Rule("self.matches('[1-9]')", f"{key} must be > 0", lambda v: re.search("[1-9]", v) is not None)
+        )
+    return rules
+
+
+def _key_schema(key: str, tp: Any, default: Any) -> tuple[dict[str, Any], list[Rule]]:
+    schema: dict[str, Any] = {"description": _DESCRIPTIONS[key], "default": default}
+    rules: list[Rule] = []
+    if typing.get_origin(tp) is Literal:
+        schema.update(type="string", enum=list(typing.get_args(tp)))
+    elif isinstance(default, bool):
+        schema["type"] = "boolean"
+    elif isinstance(default, int):
+        schema.update(type="integer", format="int64")
+    else:
+        schema.update(type="string", maxLength=DURATION_MAX_LENGTH)
+        rules = duration_rules(key)
+    if key in MINIMUMS:
+        bound = MINIMUMS[key]
+        rules.append(Rule(f"self >= {bound}", f"{key} must be >= {bound}", lambda v: bool(v >= bound)))
+    if rules:
+        schema["x-kubernetes-validations"] = [rule.to_schema() for rule in rules]
+    return schema, rules
+
+
+class RebalanceCodec:
+    """The `Codec` of `spec.rebalance`: wire checks here, semantics in `RebalanceConfig.from_spec`."""
+
+    def schema(self) -> dict[str, Any]:
+        """The object schema; every key has its default, so the API server fills in the whole block."""
+        properties = {key: _key_schema(key, tp, default)[0] for key, tp, default in wire_fields()}
+        return {"type": "object", "properties": properties}
+
+    def decode(self, value: object, path: str) -> RebalanceConfig:
+        """Check wire types and rules as the API server would, then let RebalanceConfig parse the block."""
+        if not isinstance(value, Mapping):
+            raise ValidationError(path, f"expected an object, got {value!r}")
+        known = {key: (tp, default) for key, tp, default in wire_fields()}
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            raise ValidationError(path, f"unknown field(s) {', '.join(unknown)}")
+        for key, raw in value.items():
+            schema, rules = _key_schema(key, *known[key])
+            _check_type(schema, raw, f"{path}.{key}")
+            for rule in rules:
+                if rule.check is not None and not rule.check(raw):
+                    raise ValidationError(f"{path}.{key}", rule.message)
+        try:
+            return RebalanceConfig.from_spec(value)
+        except ConfigError as error:
+            key, _, problem = str(error).partition(": ")
+            raise ValidationError(f"{path}.{key}", problem) from None
+
+    def encode(self, value: RebalanceConfig) -> dict[str, Any]:
+        """The camelCase block with Go-style durations."""
+        return value.to_spec()
+
+
+_WIRE_TYPES: dict[str, tuple[type, str]] = {
+    "string": (str, "a string"),
+    "integer": (int, "an integer"),
+    "boolean": (bool, "true or false"),
+}
+
+
+def _check_type(schema: dict[str, Any], raw: object, path: str) -> None:
+    expected, spelled = _WIRE_TYPES[schema["type"]]
+    if not isinstance(raw, expected) or (expected is int and isinstance(raw, bool)):
+        raise ValidationError(path, f"expected {spelled}, got {raw!r}")
+    if "enum" in schema and raw not in schema["enum"]:
+        raise ValidationError(path, f"expected one of {', '.join(schema['enum'])}, got {raw!r}")
+
+
+REBALANCE = RebalanceCodec()
