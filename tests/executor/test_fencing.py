@@ -117,3 +117,35 @@ def test_a_stale_epoch_manifest_after_the_fence_counts_for_nothing(
     new.run_until_idle()
     check_partition(layout, tmp_path / "outputs", log, 0)
     assert new.status()[0].fenced_by is None
+
+
+def test_two_incarnations_with_the_same_epoch_never_commit_a_batch_twice(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=6))
+    racing = FenceDuringWrite(FileSink(tmp_path / "outputs"))
+    first = Executor(
+        StateLayout(tmp_path / "state"),
+        log,
+        racing,
+        pipelines.load(COUNTS),
+        TaskConfig(owner="first", max_batch_records=1_500),
+    )
+    second = executor_for(tmp_path, log, "second", max_batch_records=1_500)
+    first.apply(Target(active={0: 1}))
+    second.apply(Target(active={0: 1}))
+    first.step()
+    second.step()
+    second.step()
+    racing.new_owner = second
+    first.step()
+    while first.step() + second.step() > 0:
+        pass
+
+    layout = StateLayout(tmp_path / "state")
+    check_partition(layout, tmp_path / "outputs", log, 0)
+    batches = [m for m in accepted_manifests(layout, 0) if m.kind is Kind.BATCH]
+    assert {m.owner for m in batches} == {"first", "second"}
+    assert files_in(tmp_path / "outputs") == len(batches) + 1, "the batch that lost the race does not count"
+    assert first.status()[0].fenced_by is None and second.status()[0].fenced_by is None

@@ -122,11 +122,17 @@ class Task:
         self.role = role
 
     def step(self) -> int:
-        """Do one unit of work for the current role; returns keys restored + manifests applied + records."""
+        """Do one unit of work for the current role; returns keys restored + manifests applied + records.
+
+        A batch that lost its manifest race to an equal epoch (a second incarnation of this owner) is
+        dropped and the winner's commit applied instead; the next step retries from there.
+        """
         done = self.restore()
         if self.role is Role.ACTIVE and self.fenced_by is None:
             try:
                 return done + (self.process_batch() if self.owning else self.take_over())
+            except Conflict:
+                return done + self.replica.catch_up()
             except Fenced as fenced:
                 self.fenced_by = fenced.theirs
                 self.owning = False
