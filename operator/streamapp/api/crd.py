@@ -63,9 +63,9 @@ def custom_resource_definition(
         "type": "object",
         "description": describe(resource),
         "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
+            "apiVersion": {"type": "string", "description": "Versioned schema of this object."},
+            "kind": {"type": "string", "description": "REST resource this object represents."},
+            "metadata": {"type": "object", "description": "Standard object metadata."},
             "spec": model_schema(resource.SPEC),
             "status": model_schema(resource.STATUS),
         },

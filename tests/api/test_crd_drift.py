@@ -1,0 +1,56 @@
+"""crds/ and manifests/ are exactly what the models generate; `--check` says when they are not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from streamapp.api.crd import crd_files
+from streamapp.api.manifests import manifest_files
+from streamapp.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(("directory", "generate"), [("crds", crd_files), ("manifests", manifest_files)])
+def test_checked_in_files_match_the_model(directory: str, generate: Callable[[], dict[str, str]]) -> None:
+    for name, text in generate().items():
+        path = ROOT / directory / name
+        assert path.exists(), (
+            f"{path} is missing: run `streamapp {'crd' if directory == 'crds' else directory} --write {directory}`"
+        )
+        assert path.read_text() == text, (
+            f"{path} drifted from operator/streamapp/api: regenerate it with --write"
+        )
+
+
+def test_crd_file_names() -> None:
+    assert sorted(crd_files()) == [
+        "kustomization.yaml",
+        "streamapp.dev_streamappmembers.yaml",
+        "streamapp.dev_streamapps.yaml",
+    ]
+
+
+def test_check_fails_with_a_diff_and_write_repairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["crd", "--check", str(tmp_path)]) == 1
+    assert main(["crd", "--write", str(tmp_path)]) == 0
+    assert main(["crd", "--check", str(tmp_path)]) == 0
+    target = tmp_path / "streamapp.dev_streamapps.yaml"
+    target.write_text(target.read_text().replace("partitions is immutable", "partitions may change"))
+    capsys.readouterr()
+    assert main(["crd", "--check", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "-                  message: partitions may change" in captured.err
+    assert "1 file(s)" in captured.out
+
+
+def test_print_shows_every_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["manifests"]) == 0
+    out = capsys.readouterr().out
+    for name in manifest_files():
+        assert f"# {name}\n" in out

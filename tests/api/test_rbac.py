@@ -1,0 +1,67 @@
+"""RBAC: the executors get only what they need, and the operator holds everything it grants them."""
+
+from __future__ import annotations
+
+from streamapp.api.manifests import NAME, NAMESPACE, OPERATOR_REPLICAS, manifest_files, rbac
+from streamapp.api.rbac import covers, executor_role_rules, operator_cluster_role_rules
+
+
+def _verbs(group: str, resource: str) -> set[str]:
+    return {
+        verb
+        for rule in executor_role_rules()
+        if group in rule["apiGroups"] and resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_executor_reads_its_member_and_writes_only_its_status() -> None:
+    assert _verbs("streamapp.dev", "streamappmembers") == {"get", "list", "watch"}
+    assert _verbs("streamapp.dev", "streamappmembers/status") == {"get", "patch"}
+    assert _verbs("", "pods") == {"get"}
+    assert _verbs("streamapp.dev", "streamapps") == set()
+
+
+def test_operator_holds_every_permission_it_grants_so_it_needs_no_escalate() -> None:
+    operator = operator_cluster_role_rules()
+    assert all(covers(operator, rule) for rule in executor_role_rules())
+    verbs = {verb for rule in operator for verb in rule["verbs"]}
+    assert not verbs & {"escalate", "bind", "impersonate", "*"}
+    assert all("*" not in rule["resources"] and "*" not in rule["apiGroups"] for rule in operator)
+
+
+def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
+    operator = operator_cluster_role_rules()
+    wanted = [
+        ("streamapp.dev", "streamapps/status", "patch"),
+        ("streamapp.dev", "streamapps/scale", "get"),
+        ("streamapp.dev", "streamappmembers", "create"),
+        ("", "pods", "delete"),
+        ("", "persistentvolumeclaims", "create"),
+        ("", "services", "create"),
+        ("", "serviceaccounts", "create"),
+        ("policy", "poddisruptionbudgets", "create"),
+        ("rbac.authorization.k8s.io", "roles", "create"),
+        ("rbac.authorization.k8s.io", "rolebindings", "create"),
+        ("", "events", "create"),
+        ("coordination.k8s.io", "leases", "update"),
+    ]
+    for group, resource, verb in wanted:
+        assert covers(operator, {"apiGroups": [group], "resources": [resource], "verbs": [verb]}), (
+            resource,
+            verb,
+        )
+
+
+def test_cluster_role_binding_names_the_operator_account() -> None:
+    account, role, binding = rbac()
+    assert binding["roleRef"]["name"] == role["metadata"]["name"] == account["metadata"]["name"] == NAME
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
+
+
+def test_kustomization_installs_crds_rbac_and_two_operator_replicas() -> None:
+    files = manifest_files()
+    assert "- ../crds" in files["kustomization.yaml"]
+    assert f"namespace: {NAMESPACE}" in files["kustomization.yaml"]
+    assert f"replicas: {OPERATOR_REPLICAS}" in files["operator.yaml"] and OPERATOR_REPLICAS == 2
+    assert "containerPort: 8080" in files["operator.yaml"]
