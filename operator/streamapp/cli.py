@@ -13,7 +13,12 @@ import sys
 from collections.abc import Sequence
 
 # Modules that expose `register(subparsers: argparse._SubParsersAction) -> None`.
-SUBCOMMAND_MODULES: tuple[str, ...] = ("streamapp.sim.cli", "streamapp.executor.cli", "streamapp.api.cli")
+SUBCOMMAND_MODULES: tuple[str, ...] = (
+    "streamapp.controller.cli",
+    "streamapp.sim.cli",
+    "streamapp.executor.cli",
+    "streamapp.api.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

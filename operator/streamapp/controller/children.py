@@ -1,0 +1,229 @@
+"""The objects an app owns, as plain manifests (functional core, no I/O).
+
+Pods are the operator's own rather than a StatefulSet's: the operator decides when a dead member's
+pod is replaced and whether its tasks wait for it. Every child carries an ownerReference to the
+StreamApp so deleting the app garbage-collects everything, and the member's labels so indices and
+selectors find it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from streamapp.controller.naming import (
+    APP_LABEL,
+    GROUP,
+    MANAGED_BY,
+    VERSION,
+    executor_account,
+    member_labels,
+    member_name,
+    state_claim_name,
+)
+from streamapp.rebalance import MemberTarget
+
+Body = Mapping[str, Any]
+DEFAULT_COMMAND = ["streamapp", "executor", "--from-cluster"]
+STATE_MOUNT = "/var/lib/streamapp"
+
+
+def owner_reference(app: Body) -> dict[str, Any]:
+    """Makes a child garbage-collected with its app."""
+    meta = app["metadata"]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def member_spec(app: str, member: int, target: MemberTarget | None, generation: int) -> dict[str, Any]:
+    """A StreamAppMember's spec: the member's target at the generation that last changed it."""
+    target = target or MemberTarget({}, {}, (), ())
+    return {
+        "app": app,
+        "memberId": member,
+        "generation": generation,
+        "active": [{"task": t, "epoch": e} for t, e in sorted(target.active.items())],
+        "revoking": [{"task": t, "epoch": e} for t, e in sorted(target.revoking.items())],
+        "standby": sorted(target.standby),
+        "warmup": sorted(target.warmup),
+    }
+
+
+def same_target(spec: Body, wanted: Body) -> bool:
+    """Whether a member's current spec already says what `wanted` says (generation aside)."""
+    keys = ("active", "revoking", "standby", "warmup")
+    return all(list(spec.get(k) or []) == list(wanted.get(k) or []) for k in keys)
+
+
+def member_object(app: Body, member: int, spec: dict[str, Any]) -> dict[str, Any]:
+    """A new StreamAppMember."""
+    name = app["metadata"]["name"]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamAppMember",
+        "metadata": {
+            "name": member_name(name, member),
+            "labels": member_labels(name, member),
+            "ownerReferences": [owner_reference(app)],
+        },
+        "spec": spec,
+    }
+
+
+def pod(app: Body, member: int) -> dict[str, Any]:
+    """The member's pod: the executor container, its identity in env, its state volume if any."""
+    name = app["metadata"]["name"]
+    spec = app.get("spec") or {}
+    executor = spec.get("executor") or {}
+    template = copy.deepcopy(executor.get("podTemplate") or {})
+    template_meta = template.get("metadata") or {}
+    pod_spec: dict[str, Any] = copy.deepcopy(template.get("spec") or {})
+    container: dict[str, Any] = {
+        "name": "executor",
+        "image": executor.get("image", "streamapp/executor:latest"),
+        "command": list(executor.get("command") or DEFAULT_COMMAND),
+        "env": _env(app, member),
+        "ports": [{"name": "http", "containerPort": 8080}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 2},
+    }
+    if executor.get("args"):
+        container["args"] = list(executor["args"])
+    if executor.get("resources"):
+        container["resources"] = copy.deepcopy(executor["resources"])
+    if executor.get("storage"):
+        container["volumeMounts"] = [{"name": "state", "mountPath": STATE_MOUNT}]
+        pod_spec.setdefault("volumes", []).append(
+            {"name": "state", "persistentVolumeClaim": {"claimName": state_claim_name(name, member)}}
+        )
+    pod_spec["containers"] = [container, *(pod_spec.get("containers") or [])]
+    pod_spec.setdefault("serviceAccountName", executor_account(name))
+    pod_spec.setdefault("restartPolicy", "Always")
+    pod_spec["hostname"] = member_name(name, member)
+    pod_spec["subdomain"] = name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": member_name(name, member),
+            "labels": {**(template_meta.get("labels") or {}), **member_labels(name, member)},
+            "annotations": dict(template_meta.get("annotations") or {}),
+            "ownerReferences": [owner_reference(app)],
+        },
+        "spec": pod_spec,
+    }
+
+
+def state_claim(app: Body, member: int) -> dict[str, Any] | None:
+    """The member's state volume claim, or None when the app keeps state without a volume."""
+    storage = ((app.get("spec") or {}).get("executor") or {}).get("storage")
+    if not storage:
+        return None
+    name = app["metadata"]["name"]
+    claim: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": state_claim_name(name, member),
+            "labels": member_labels(name, member),
+            "ownerReferences": [owner_reference(app)],
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": storage.get("size", "1Gi")}},
+        },
+    }
+    if storage.get("storageClassName"):
+        claim["spec"]["storageClassName"] = storage["storageClassName"]
+    return claim
+
+
+def headless_service(app: Body) -> dict[str, Any]:
+    """Stable DNS names `<app>-<id>.<app>` for the members (metrics scraping, debugging)."""
+    name = app["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "labels": {APP_LABEL: name, **MANAGED_BY},
+            "ownerReferences": [owner_reference(app)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": {APP_LABEL: name},
+            "ports": [{"name": "http", "port": 8080}],
+            "publishNotReadyAddresses": True,
+        },
+    }
+
+
+def disruption_budget(app: Body) -> dict[str, Any]:
+    """At most one member voluntarily disrupted at a time (drains go one node at a time)."""
+    name = app["metadata"]["name"]
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {
+            "name": name,
+            "labels": {APP_LABEL: name, **MANAGED_BY},
+            "ownerReferences": [owner_reference(app)],
+        },
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {APP_LABEL: name}}},
+    }
+
+
+def executor_identity(app: Body, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ServiceAccount, Role and RoleBinding that let an executor read its target and report status."""
+    name = app["metadata"]["name"]
+    account = executor_account(name)
+    meta = {
+        "name": account,
+        "labels": {APP_LABEL: name, **MANAGED_BY},
+        "ownerReferences": [owner_reference(app)],
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": dict(meta),
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": dict(meta),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+            "subjects": [{"kind": "ServiceAccount", "name": account}],
+        },
+    ]
+
+
+def _env(app: Body, member: int) -> list[dict[str, Any]]:
+    spec = app.get("spec") or {}
+    executor = spec.get("executor") or {}
+    plain = {
+        "STREAMAPP_APP": app["metadata"]["name"],
+        "STREAMAPP_MEMBER_ID": str(member),
+        "STREAMAPP_PARTITIONS": str(spec.get("partitions", "")),
+        "STREAMAPP_PIPELINE": json.dumps(spec.get("pipeline") or {}, sort_keys=True),
+        "STREAMAPP_SPARK_CONF": json.dumps(executor.get("sparkConf") or {}, sort_keys=True),
+    }
+    if executor.get("storage"):
+        plain["STREAMAPP_STATE_DIR"] = STATE_MOUNT
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items()]
+    for var, path in (
+        ("STREAMAPP_NAMESPACE", "metadata.namespace"),
+        ("STREAMAPP_POD_NAME", "metadata.name"),
+        ("STREAMAPP_POD_UID", "metadata.uid"),
+    ):
+        env.append({"name": var, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+    return env + list(executor.get("env") or [])

@@ -1,0 +1,137 @@
+"""`streamapp operator`: run the controller, behind a Lease when leader election is on."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import kopf
+from kubernetes import client, config
+
+from streamapp.controller.handlers import register as register_handlers
+from streamapp.controller.kube import Kube
+from streamapp.controller.leader import LeaseConfig, LeaseLock
+from streamapp.controller.loops import AppLoops
+from streamapp.controller.metrics import Metrics
+
+log = logging.getLogger("streamapp.operator")
+
+
+def register(subparsers: Any) -> None:
+    """Add the `operator` subcommand."""
+    parser = subparsers.add_parser("operator", help="run the StreamApp operator")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument("--namespace", "-n", action="append", help="namespace to watch (repeatable)")
+    scope.add_argument("--all-namespaces", "-A", action="store_true", help="watch every namespace (default)")
+    parser.add_argument("--metrics-port", type=int, default=8080, help="Prometheus port (0 disables)")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    parser.add_argument("--no-leader-election", action="store_true", help="act without holding the Lease")
+    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    parser.add_argument("--lease-name", default="streamapp-operator")
+    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    parser.add_argument("--verbose", "-v", action="store_true")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load credentials, serve metrics, then lead (or just act) until interrupted."""
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = args.kubeconfig
+        config.load_kube_config(args.kubeconfig)
+    else:
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+    api = client.ApiClient()
+    metrics = Metrics()
+    if args.metrics_port:
+        metrics.serve(args.metrics_port)
+    with contextlib.suppress(KeyboardInterrupt):
+        if args.no_leader_election:
+            asyncio.run(_act(api, metrics, args, threading.Event()))
+        else:
+            _lead(api, metrics, args)
+    return 0
+
+
+def _lead(api: client.ApiClient, metrics: Metrics, args: argparse.Namespace) -> None:
+    """Wait for the Lease, act while renewing it, stop acting the moment renewal fails."""
+    lease = LeaseConfig(args.lease_namespace, args.lease_name, args.identity)
+    lock = LeaseLock(api, lease)
+    log.info("waiting for lease %s/%s as %s", lease.namespace, lease.name, lease.identity)
+    while not lock.try_acquire(_now()):
+        time.sleep(lease.retry_period)
+    log.info("acquired lease %s/%s: acting", lease.namespace, lease.name)
+    metrics.leader.set(1)
+    stop = threading.Event()
+    worker = threading.Thread(target=lambda: asyncio.run(_act(api, metrics, args, stop)), name="operator")
+    worker.start()
+    last_renewal = time.monotonic()
+    try:
+        while worker.is_alive():
+            time.sleep(lease.retry_period)
+            try:
+                if lock.try_acquire(_now()):
+                    last_renewal = time.monotonic()
+            except Exception:
+                log.exception("lease renewal failed")
+            if time.monotonic() - last_renewal > lease.renew_deadline:
+                log.error("lost lease %s/%s: stopping", lease.namespace, lease.name)
+                break
+    finally:
+        stop.set()
+        worker.join()
+        metrics.leader.set(0)
+        if time.monotonic() - last_renewal <= lease.renew_deadline:
+            lock.release()
+
+
+async def _act(
+    api: client.ApiClient, metrics: Metrics, args: argparse.Namespace, stop: threading.Event
+) -> None:
+    """Run kopf with our handlers until `stop` is set."""
+    registry = kopf.OperatorRegistry()
+    loops = AppLoops(Kube(api), metrics)
+    register_handlers(registry, loops)
+    settings = kopf.OperatorSettings()
+    settings.peering.standalone = True
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 30
+    settings.posting.enabled = False
+    stop_flag: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def watch_stop() -> None:
+        while not stop.is_set():
+            await asyncio.sleep(0.2)
+        stop_flag.set_result(None)
+
+    watcher = asyncio.create_task(watch_stop())
+    try:
+        await kopf.operator(
+            registry=registry,
+            settings=settings,
+            clusterwide=not args.namespace,
+            namespaces=args.namespace or (),
+            stop_flag=stop_flag,
+        )
+    finally:
+        watcher.cancel()
+        await loops.stop_all()
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)

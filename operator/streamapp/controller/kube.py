@@ -1,0 +1,118 @@
+"""The operator's writes to the Kubernetes API, and nothing else (the imperative shell's edge).
+
+Reads come from kopf's watch-fed indices, never from LIST calls, so a reconcile costs writes only
+for what changed. Creating something that already exists and deleting something already gone are
+not errors: a restarted operator may repeat the last step it took.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from streamapp.controller.naming import APPS, GROUP, MEMBERS, VERSION
+
+log = logging.getLogger(__name__)
+Body = Mapping[str, Any]
+
+
+class Kube:
+    """Typed helpers over the official client for the objects the operator owns."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+        self.rbac = client.RbacAuthorizationV1Api(api)
+
+    def patch_app_status(self, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        """Merge-patch the StreamApp's status subresource; returns the updated object."""
+        updated = self.custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, APPS, name, {"status": status}
+        )
+        return dict(updated) if isinstance(updated, Mapping) else {}
+
+    def create_member(self, namespace: str, body: dict[str, Any]) -> None:
+        """Create a StreamAppMember (an existing one is left alone)."""
+        _tolerate_conflict(
+            lambda: self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, body)
+        )
+
+    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
+        """Replace the target fields of a StreamAppMember's spec."""
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name, {"spec": spec})
+
+    def delete_member(self, namespace: str, name: str) -> None:
+        """Delete a StreamAppMember."""
+        _tolerate_missing(
+            lambda: self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name)
+        )
+
+    def create(self, namespace: str, body: dict[str, Any]) -> None:
+        """Create a core/policy/rbac object of the kinds the operator owns (existing: left alone)."""
+        kind = body["kind"]
+        creators: dict[str, Callable[..., Any]] = {
+            "Pod": self.core.create_namespaced_pod,
+            "PersistentVolumeClaim": self.core.create_namespaced_persistent_volume_claim,
+            "Service": self.core.create_namespaced_service,
+            "ServiceAccount": self.core.create_namespaced_service_account,
+            "PodDisruptionBudget": self.policy.create_namespaced_pod_disruption_budget,
+            "Role": self.rbac.create_namespaced_role,
+            "RoleBinding": self.rbac.create_namespaced_role_binding,
+        }
+        _tolerate_conflict(lambda: creators[kind](namespace, body))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete a member pod (its grace period lets the executor commit and stop)."""
+        _tolerate_missing(lambda: self.core.delete_namespaced_pod(name, namespace))
+
+    def delete_claim(self, namespace: str, name: str) -> None:
+        """Delete a member's state volume claim."""
+        _tolerate_missing(lambda: self.core.delete_namespaced_persistent_volume_claim(name, namespace))
+
+    def event(self, app: Body, reason: str, message: str, warning: bool = False) -> None:
+        """Post a Kubernetes Event on the StreamApp (best effort: events must never block a reconcile)."""
+        meta = app["metadata"]
+        now = dt.datetime.now(dt.UTC)
+        body = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{meta['name']}.", namespace=meta["namespace"]),
+            involved_object=client.V1ObjectReference(
+                api_version=f"{GROUP}/{VERSION}",
+                kind="StreamApp",
+                name=meta["name"],
+                namespace=meta["namespace"],
+                uid=meta.get("uid"),
+            ),
+            reason=reason,
+            message=message[:1024],
+            type="Warning" if warning else "Normal",
+            first_timestamp=now,
+            last_timestamp=now,
+            count=1,
+            source=client.V1EventSource(component="streamapp-operator"),
+        )
+        try:
+            self.core.create_namespaced_event(meta["namespace"], body)
+        except ApiException as error:
+            log.warning("event %s on %s not posted: %s", reason, meta["name"], error.reason)
+
+
+def _tolerate_conflict(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
+def _tolerate_missing(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except ApiException as error:
+        if error.status != 404:
+            raise

@@ -1,0 +1,44 @@
+"""Names and labels the operator gives its children, in one place.
+
+Members have static ids, so every child's name is derived from the app and the id: the pod
+`<app>-<id>`, its state volume `<app>-state-<id>`, its StreamAppMember `<app>-<id>`.
+"""
+
+from __future__ import annotations
+
+from streamapp.api.member import StreamAppMember
+from streamapp.api.meta import GROUP, VERSION
+from streamapp.api.streamapp import StreamApp
+
+APPS = StreamApp.PLURAL
+MEMBERS = StreamAppMember.PLURAL
+__all__ = ["APPS", "GROUP", "MEMBERS", "VERSION"]
+
+APP_LABEL = "streamapp.dev/app"
+MEMBER_LABEL = "streamapp.dev/member"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
+
+
+def member_name(app: str, member: int) -> str:
+    """The pod and the StreamAppMember of member `member`."""
+    return f"{app}-{member}"
+
+
+def state_claim_name(app: str, member: int) -> str:
+    """The member's state volume claim, which outlives its pods."""
+    return f"{app}-state-{member}"
+
+
+def executor_account(app: str) -> str:
+    """ServiceAccount, Role and RoleBinding of the app's executors."""
+    return f"{app}-executor"
+
+
+def selector(app: str) -> str:
+    """Label selector of the app's member pods (exposed in status for /scale, HPA and KEDA)."""
+    return f"{APP_LABEL}={app}"
+
+
+def member_labels(app: str, member: int) -> dict[str, str]:
+    """Labels of everything that belongs to one member."""
+    return {APP_LABEL: app, MEMBER_LABEL: str(member), **MANAGED_BY}

@@ -1,0 +1,87 @@
+"""What the operator sees, turned into what the engine needs (functional core, no I/O).
+
+Liveness comes from the kubelet: a member is alive while its pod exists, is not being deleted and
+is Ready. Lags come from the member's status only when the report was made by the pod that exists
+now (`status.podUID`), because a report from before a restart says nothing about what state
+survived. Acknowledgements count whoever made them: an old pod that acknowledged a revocation did
+let go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streamapp.controller.naming import MEMBER_LABEL
+from streamapp.rebalance import MemberView
+
+Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PodState:
+    """The parts of a member pod the operator acts on."""
+
+    member: int
+    name: str
+    uid: str
+    ready: bool
+    terminating: bool
+    node: str | None
+
+    @staticmethod
+    def of(pod: Body) -> PodState | None:
+        """Read a pod body; None when it does not carry a member label."""
+        meta = pod.get("metadata", {})
+        member = (meta.get("labels") or {}).get(MEMBER_LABEL)
+        if member is None or not str(member).isdigit():
+            return None
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        return PodState(
+            member=int(member),
+            name=meta.get("name", ""),
+            uid=meta.get("uid", ""),
+            ready=ready,
+            terminating=meta.get("deletionTimestamp") is not None,
+            node=(pod.get("spec") or {}).get("nodeName"),
+        )
+
+    @property
+    def alive(self) -> bool:
+        """Ready and not on its way out."""
+        return self.ready and not self.terminating
+
+
+def member_views(
+    pods: Iterable[Body],
+    members: Iterable[Body],
+    zones: Mapping[str, str],
+    wanted: int,
+) -> list[MemberView]:
+    """One view per member that has a pod, a StreamAppMember, or an id below `wanted`."""
+    pod_by_id: dict[int, PodState] = {}
+    for body in pods:
+        state = PodState.of(body)
+        if state is not None and (state.member not in pod_by_id or not state.terminating):
+            pod_by_id[state.member] = state
+    status_by_id = {int(m["spec"]["memberId"]): m.get("status") or {} for m in members if "spec" in m}
+    ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
+    return [_view(i, pod_by_id.get(i), status_by_id.get(i, {}), zones) for i in ids]
+
+
+def _view(member: int, pod: PodState | None, status: Body, zones: Mapping[str, str]) -> MemberView:
+    alive = pod is not None and pod.alive
+    fresh = pod is not None and status.get("podUID") == pod.uid
+    lags = {
+        int(t["task"]): int(t["lag"]) for t in status.get("tasks") or [] if fresh and t.get("lag") is not None
+    }
+    zone = zones.get(pod.node) if pod is not None and pod.node else None
+    return MemberView(
+        id=member,
+        alive=alive,
+        zone=zone,
+        lags=lags,
+        acked_generation=int(status.get("observedGeneration") or 0),
+    )

@@ -1,0 +1,178 @@
+"""One reconcile of one app: observe → plan → persist intent → act (the imperative shell).
+
+Order matters for crash safety: the engine's new assignment is written to the StreamApp status
+before any member spec, pod or volume changes, so an operator killed at any point restarts from
+an intent that is at least as new as anything it did. Every step is idempotent and recomputed from
+what is observed, never from what the previous reconcile believed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streamapp.api.rbac import executor_role_rules
+from streamapp.controller import children
+from streamapp.controller.kube import Kube
+from streamapp.controller.metrics import Metrics
+from streamapp.controller.naming import member_name, state_claim_name
+from streamapp.controller.observe import PodState, member_views
+from streamapp.controller.status import app_status, moved
+from streamapp.rebalance import (
+    AppConfig,
+    Assignment,
+    ConfigError,
+    Plan,
+    RebalanceConfig,
+    member_targets,
+    plan,
+)
+
+log = logging.getLogger(__name__)
+Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything one reconcile reads: the app and its children as the watches last saw them."""
+
+    app: Body
+    pods: tuple[Body, ...]
+    members: tuple[Body, ...]
+    zones: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """When to look again (epoch seconds, None: only on events) and the app as last written."""
+
+    wake_at: float | None
+    app: Body | None
+
+
+def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, first: bool = False) -> Outcome:
+    """Bring one app one step closer to its plan; `first` also ensures the app's static children."""
+    started = time.perf_counter()
+    app = observed.app
+    meta, spec = app["metadata"], app.get("spec") or {}
+    namespace, name = meta["namespace"], meta["name"]
+    try:
+        config = AppConfig(
+            int(spec["partitions"]),
+            int(spec.get("replicas", 0)),
+            RebalanceConfig.from_spec(spec.get("rebalance")),
+        )
+    except (ConfigError, KeyError, ValueError) as error:
+        kube.event(app, "InvalidSpec", str(error), warning=True)
+        return Outcome(None, None)
+    if first:
+        _ensure_static_children(kube, app)
+    previous = _intent(app)
+    views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
+    plan_started = time.perf_counter()
+    result = plan(config, views, previous, now)
+    metrics.plan_seconds.observe(time.perf_counter() - plan_started)
+    pods = _pods(observed.pods)
+    stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status = app_status(app, result, previous, views, pods, stamp)
+    current = app.get("status") or {}
+    written = None
+    if any(current.get(key) != value for key, value in status.items()):
+        written = kube.patch_app_status(namespace, name, status)
+    _write_member_specs(kube, app, result, observed.members)
+    _manage_pods(kube, app, config, result, pods, observed.members)
+    _report(kube, app, result, previous, metrics)
+    metrics.reconcile_seconds.observe(time.perf_counter() - started)
+    return Outcome(result.wake_at, written)
+
+
+def _ensure_static_children(kube: Kube, app: Body) -> None:
+    """The Service, the PDB and the executors' identity; created once, never changed."""
+    namespace = app["metadata"]["namespace"]
+    statics = [
+        children.headless_service(app),
+        children.disruption_budget(app),
+        *children.executor_identity(app, executor_role_rules()),
+    ]
+    for body in statics:
+        kube.create(namespace, body)
+
+
+def _intent(app: Body) -> Assignment:
+    intent = (app.get("status") or {}).get("intent")
+    return Assignment.from_dict(intent) if intent else Assignment()
+
+
+def _pods(bodies: Iterable[Body]) -> dict[int, PodState]:
+    pods: dict[int, PodState] = {}
+    for body in bodies:
+        state = PodState.of(body)
+        if state is not None:
+            pods[state.member] = state
+    return pods
+
+
+def _write_member_specs(kube: Kube, app: Body, result: Plan, members: Iterable[Body]) -> None:
+    """Write each member's target where it changed; create the StreamAppMember when missing."""
+    meta = app["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
+    targets = member_targets(result.assignment)
+    replicas = int((app.get("spec") or {}).get("replicas", 0))
+    for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
+        wanted = children.member_spec(name, member, targets.get(member), result.assignment.generation)
+        current = existing.get(member)
+        if current is None:
+            if member < replicas or member in targets:
+                kube.create_member(namespace, children.member_object(app, member, wanted))
+        elif not children.same_target(current["spec"], wanted):
+            kube.patch_member_spec(namespace, member_name(name, member), wanted)
+
+
+def _manage_pods(
+    kube: Kube,
+    app: Body,
+    config: AppConfig,
+    result: Plan,
+    pods: Mapping[int, PodState],
+    members: Iterable[Body],
+) -> None:
+    """Replace missing pods of wanted members at once; remove drained members completely."""
+    meta = app["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    for member in range(config.replicas):
+        if member not in pods:
+            claim = children.state_claim(app, member)
+            if claim is not None:
+                kube.create(namespace, claim)
+            kube.create(namespace, children.pod(app, member))
+    member_ids = {int(m["spec"]["memberId"]) for m in members if "spec" in m}
+    retain = bool(((app.get("spec") or {}).get("executor") or {}).get("storage", {}).get("retainOnScaleIn"))
+    for member in result.removable:
+        if member in pods and not pods[member].terminating:
+            kube.delete_pod(namespace, member_name(name, member))
+        if member not in pods:
+            if member in member_ids:
+                kube.delete_member(namespace, member_name(name, member))
+            if not retain:
+                kube.delete_claim(namespace, state_claim_name(name, member))
+
+
+_EVENT_NAMES: Mapping[str, str] = {"TasksAssigned": "TasksReassigned"}
+
+
+def _report(kube: Kube, app: Body, result: Plan, previous: Assignment, metrics: Metrics) -> None:
+    """Kubernetes Events and Prometheus metrics for what this step did."""
+    meta = app["metadata"]
+    labels = {"namespace": meta["namespace"], "app": meta["name"]}
+    for event in result.events:
+        kind = event.kind.value
+        kube.event(app, _EVENT_NAMES.get(kind, kind), event.describe(), warning=kind == "MemberLost")
+    if result.changed:
+        metrics.rebalances.labels(**labels).inc()
+        metrics.task_movements.labels(**labels).inc(moved(previous, result.assignment))
+    metrics.observe_assignment(labels, result.assignment)

@@ -1,0 +1,173 @@
+"""The StreamApp status the operator writes: intent, counts, members, conditions (pure).
+
+`intent` is the engine's persisted assignment — written before any child is touched, so a restarted
+operator resumes the handoff it was in. The rest is for people and tools: `kubectl get sapp`
+columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from streamapp.controller.naming import member_name, selector
+from streamapp.controller.observe import PodState
+from streamapp.rebalance import Assignment, MemberView, Plan
+
+Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One standard condition (type, status, reason, message)."""
+
+    type: str
+    status: bool
+    reason: str
+    message: str
+
+
+def task_counts(assignment: Assignment, views: Sequence[MemberView]) -> dict[str, int]:
+    """Tasks by state: processed by a live member, warming, reserved, revoking, unassigned."""
+    alive = {v.id for v in views if v.alive}
+    return {
+        "active": sum(1 for t in assignment.tasks if t.active in alive and t.revoking_since is None),
+        "revoking": sum(1 for t in assignment.tasks if t.revoking_since is not None),
+        "warming": sum(1 for t in assignment.tasks if t.warmups and t.revoking_since is None),
+        "reserved": sum(1 for t in assignment.tasks if t.active is not None and t.active not in alive),
+        "unassigned": sum(1 for t in assignment.tasks if t.active is None),
+    }
+
+
+def conditions(counts: Mapping[str, int], replicas: int, ready: int, in_flight: bool) -> list[Condition]:
+    """Ready, Rebalancing and Degraded, each with the reason a person would look for first."""
+    held = counts["reserved"] + counts["unassigned"]
+    ready_ok = held == 0 and ready >= replicas
+    ready_reason = "AllTasksProcessed" if ready_ok else ("TasksNotProcessed" if held else "MembersStarting")
+    ready_message = f"{counts['active']} tasks active on {ready}/{replicas} ready members"
+    if held:
+        ready_message += (
+            f"; {counts['reserved']} reserved for lost members, {counts['unassigned']} unassigned"
+        )
+    degraded = held > 0
+    return [
+        Condition("Ready", ready_ok, ready_reason, ready_message),
+        Condition(
+            "Rebalancing",
+            in_flight,
+            "HandoffInProgress" if in_flight else "Stable",
+            f"{counts['warming']} warming, {counts['revoking']} revoking"
+            if in_flight
+            else "no handoff in flight",
+        ),
+        Condition(
+            "Degraded",
+            degraded,
+            "TasksHeld" if degraded else "AsExpected",
+            f"{held} tasks are not processed by any member" if degraded else "every task has a live owner",
+        ),
+    ]
+
+
+def merge_conditions(
+    old: Sequence[Body], new: Sequence[Condition], now: str, generation: int
+) -> list[dict[str, Any]]:
+    """Standard conditions; `lastTransitionTime` moves only when a condition's status flips."""
+    before = {c.get("type"): c for c in old}
+    merged = []
+    for condition in new:
+        status = "True" if condition.status else "False"
+        previous = before.get(condition.type)
+        since = previous.get("lastTransitionTime") if previous and previous.get("status") == status else now
+        merged.append(
+            {
+                "type": condition.type,
+                "status": status,
+                "reason": condition.reason,
+                "message": condition.message,
+                "lastTransitionTime": since or now,
+                "observedGeneration": generation,
+            }
+        )
+    return merged
+
+
+def members_summary(
+    app: str, assignment: Assignment, views: Sequence[MemberView], pods: Mapping[int, PodState], replicas: int
+) -> list[dict[str, Any]]:
+    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`)."""
+    rows = []
+    for view in views:
+        pod = pods.get(view.id)
+        phase = (
+            "Draining"
+            if view.id >= replicas
+            else "Ready"
+            if view.alive
+            else "Lost"
+            if any(t.active == view.id for t in assignment.tasks)
+            else "Starting"
+        )
+        rows.append(
+            {
+                "id": view.id,
+                "pod": pod.name if pod else member_name(app, view.id),
+                "phase": phase,
+                "active": sum(1 for t in assignment.tasks if t.active == view.id),
+                "standby": sum(1 for t in assignment.tasks if view.id in t.standbys),
+                "warmup": sum(1 for t in assignment.tasks if view.id in t.warmups),
+                "lag": sum(view.lags.values()),
+            }
+        )
+    return rows
+
+
+def moved(previous: Assignment, current: Assignment) -> int:
+    """Tasks whose active owner changed to another member in this step."""
+    if not previous.tasks:
+        return 0
+    return sum(
+        1
+        for old, new in zip(previous.tasks, current.tasks, strict=True)
+        if new.active is not None and old.active is not None and old.active != new.active
+    )
+
+
+def app_status(
+    app: Body,
+    result: Plan,
+    previous: Assignment,
+    views: Sequence[MemberView],
+    pods: Mapping[int, PodState],
+    now: str,
+) -> dict[str, Any]:
+    """The whole status patch for one reconcile."""
+    meta, spec, old = app["metadata"], app.get("spec") or {}, app.get("status") or {}
+    replicas = int(spec.get("replicas", 0))
+    assignment = result.assignment
+    counts = task_counts(assignment, views)
+    ready = sum(1 for v in views if v.alive and v.id < replicas)
+    status: dict[str, Any] = {
+        "observedGeneration": meta.get("generation"),
+        "generation": assignment.generation,
+        "replicas": sum(1 for m in pods if m < replicas),
+        "readyReplicas": ready,
+        "selector": selector(meta["name"]),
+        "tasks": counts,
+        "members": members_summary(meta["name"], assignment, views, pods, replicas),
+        "conditions": merge_conditions(
+            old.get("conditions") or [],
+            conditions(counts, replicas, ready, assignment.in_flight()),
+            now,
+            int(meta.get("generation") or 0),
+        ),
+        "intent": assignment.to_dict(),
+    }
+    if result.changed:
+        status["lastRebalance"] = {
+            "time": now,
+            "reason": result.reason[:1000],
+            "moved": moved(previous, assignment),
+        }
+    return status

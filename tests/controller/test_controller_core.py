@@ -1,0 +1,114 @@
+"""The controller's functional core: observation, child manifests and status, without an API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamapp.controller import children
+from streamapp.controller.observe import PodState, member_views
+from streamapp.controller.status import app_status, conditions, merge_conditions
+from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
+
+APP: dict[str, Any] = {
+    "metadata": {"name": "counts", "namespace": "ns", "uid": "app-uid", "generation": 4},
+    "spec": {"replicas": 2, "partitions": 4, "executor": {"image": "img", "storage": {"size": "2Gi"}}},
+}
+
+
+def pod(
+    member: int, uid: str, ready: bool = True, deleting: bool = False, node: str = "n-a"
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": f"counts-{member}",
+        "uid": uid,
+        "labels": {"streamapp.dev/member": str(member)},
+    }
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {
+        "metadata": meta,
+        "spec": {"nodeName": node},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+def member(member_id: int, pod_uid: str, generation: int, lags: dict[int, int]) -> dict[str, Any]:
+    return {
+        "spec": {"memberId": member_id},
+        "status": {
+            "observedGeneration": generation,
+            "podUID": pod_uid,
+            "tasks": [{"task": t, "role": "warmup", "lag": lag} for t, lag in lags.items()],
+        },
+    }
+
+
+def test_views_trust_lags_only_from_the_current_pod() -> None:
+    views = member_views(
+        pods=[pod(0, "p0"), pod(1, "p1-new")],
+        members=[member(0, "p0", 3, {1: 50}), member(1, "p1-old", 3, {2: 0})],
+        zones={"n-a": "zone-a"},
+        wanted=2,
+    )
+    assert views[0].lags == {1: 50} and views[0].zone == "zone-a"
+    assert views[1].lags == {}, "a report from before the restart was trusted"
+    assert views[1].acked_generation == 3, "an acknowledgement from the old pod still counts"
+
+
+def test_views_treat_unready_and_terminating_pods_as_not_alive() -> None:
+    views = member_views([pod(0, "a", ready=False), pod(1, "b", deleting=True)], [], {}, wanted=3)
+    assert [(v.id, v.alive) for v in views] == [(0, False), (1, False), (2, False)]
+
+
+def test_pod_states_ignore_foreign_pods() -> None:
+    assert PodState.of({"metadata": {"name": "x", "labels": {}}}) is None
+
+
+def test_member_pod_manifest_carries_identity_volume_and_owner() -> None:
+    manifest = children.pod(APP, 1)
+    container = manifest["spec"]["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert manifest["metadata"]["name"] == "counts-1"
+    assert manifest["metadata"]["ownerReferences"][0]["uid"] == "app-uid"
+    assert env["STREAMAPP_MEMBER_ID"]["value"] == "1"
+    assert env["STREAMAPP_POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
+    assert manifest["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "counts-state-1"
+    claim = children.state_claim(APP, 1)
+    assert claim is not None and claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+
+
+def test_member_spec_lists_the_target_and_compares_without_generation() -> None:
+    result = plan(AppConfig(4, 2), [MemberView(0), MemberView(1)], Assignment(), 0.0)
+    spec = children.member_spec("counts", 0, member_targets(result.assignment)[0], 1)
+    assert [t["epoch"] for t in spec["active"]] == [1, 1]
+    assert children.same_target(spec, {**spec, "generation": 7})
+    assert not children.same_target(spec, {**spec, "warmup": [3]})
+
+
+def test_status_counts_conditions_and_intent() -> None:
+    views = [MemberView(0), MemberView(1)]
+    result = plan(AppConfig(4, 2), views, Assignment(), 0.0)
+    pods = {
+        0: PodState(0, "counts-0", "a", True, False, None),
+        1: PodState(1, "counts-1", "b", True, False, None),
+    }
+    status = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z")
+    assert status["tasks"] == {"active": 4, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 0}
+    assert status["readyReplicas"] == 2 and status["selector"] == "streamapp.dev/app=counts"
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and ready["observedGeneration"] == 4
+    assert Assignment.from_dict(status["intent"]) == result.assignment
+
+
+def test_condition_transition_time_moves_only_on_a_flip() -> None:
+    counts = {"active": 4, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 0}
+    first = merge_conditions([], conditions(counts, 2, 2, False), "t1", 1)
+    again = merge_conditions(first, conditions(counts, 2, 2, False), "t2", 1)
+    held = dict(counts, reserved=2)
+    flipped = merge_conditions(again, conditions(held, 2, 1, False), "t3", 1)
+    assert [c["lastTransitionTime"] for c in again] == ["t1", "t1", "t1"]
+    assert {c["type"]: c["lastTransitionTime"] for c in flipped} == {
+        "Ready": "t3",
+        "Rebalancing": "t1",
+        "Degraded": "t3",
+    }
