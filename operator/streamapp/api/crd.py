@@ -17,8 +17,11 @@ from streamapp.api.yamlfiles import Files, render
 CATEGORIES = ["streamapp"]
 
 
-def _column(name: str, path: str, type_: str, description: str) -> dict[str, str]:
-    return {"name": name, "type": type_, "jsonPath": path, "description": description}
+def _column(name: str, path: str, type_: str, description: str, priority: int = 0) -> dict[str, Any]:
+    column: dict[str, Any] = {"name": name, "type": type_, "jsonPath": path, "description": description}
+    if priority:
+        column["priority"] = priority
+    return column
 
 
 _AGE = _column("Age", ".metadata.creationTimestamp", "date", "Time since creation.")
@@ -37,7 +40,8 @@ MEMBER_COLUMNS = [
     _column("Member", ".spec.memberId", "integer", "Static member id."),
     _column("Generation", ".spec.generation", "integer", "Target assignment generation."),
     _column("Observed", ".status.observedGeneration", "integer", "Generation the executor has applied."),
-    _column("Active", ".spec.active[*].task", "string", "Tasks to process."),
+    # The API server prints only the first match of a `[*]` path, so the whole list is shown, in -o wide.
+    _column("Active", ".spec.active", "string", "Tasks to process, with their epochs.", priority=1),
     _AGE,
 ]
 SCALE = {
@@ -53,7 +57,7 @@ def crd_name(resource: type[Resource[Any, Any]]) -> str:
 
 
 def custom_resource_definition(
-    resource: type[Resource[Any, Any]], columns: list[dict[str, str]], scale: bool
+    resource: type[Resource[Any, Any]], columns: list[dict[str, Any]], scale: bool
 ) -> dict[str, Any]:
     """The CRD of one resource: one served and stored version, status (and optionally scale) subresource."""
     subresources: dict[str, Any] = {"status": {}}
@@ -65,7 +69,7 @@ def custom_resource_definition(
         "properties": {
             "apiVersion": {"type": "string", "description": "Versioned schema of this object."},
             "kind": {"type": "string", "description": "REST resource this object represents."},
-            "metadata": {"type": "object", "description": "Standard object metadata."},
+            "metadata": {"type": "object"},
             "spec": model_schema(resource.SPEC),
             "status": model_schema(resource.STATUS),
         },

@@ -1,0 +1,447 @@
+"""The generated CRDs, RBAC and manifests on a real kube-apiserver.
+
+The CRDs are cluster-wide and the operator tests install the same generated files, so they are
+created or replaced here and left in place; every object a test makes lives in its own namespace.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from localcluster import build
+from localcluster.waiting import wait_for
+from streamapp.api import GROUP, VERSION, StreamApp, StreamAppMember
+from streamapp.api.crd import crd_files
+from streamapp.api.rbac import executor_role_rules, operator_cluster_role_rules
+from streamapp.rebalance.config import RebalanceConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 60.0
+APPS, MEMBERS = StreamApp.PLURAL, StreamAppMember.PLURAL
+APP: dict[str, Any] = {
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "StreamApp",
+    "metadata": {"name": "counts"},
+    "spec": {
+        "partitions": 12,
+        "pipeline": {
+            "transform": "streamapp.executor.samples.counts:counts",
+            "source": {"type": "file", "path": "/data/in"},
+            "stateStore": {"uri": "file:///data/state"},
+        },
+        "executor": {"image": "streamapp:0.1.0"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def crds(api_client: client.ApiClient) -> None:
+    """The generated CRDs, created or replaced, Established."""
+    extensions = client.ApiextensionsV1Api(api_client)
+    for name, text in crd_files().items():
+        if name == "kustomization.yaml":
+            continue
+        body = yaml.safe_load(text)
+        crd = body["metadata"]["name"]
+        try:
+            current = extensions.read_custom_resource_definition(crd)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            extensions.replace_custom_resource_definition(crd, body)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            extensions.create_custom_resource_definition(body)
+
+        def established(crd: str = crd) -> bool:
+            conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        wait_for(established, TIMEOUT_S, f"CRD {crd} Established")
+
+
+@pytest.fixture
+def objects(api_client: client.ApiClient, crds: None) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api_client)
+
+
+def _app(**spec: Any) -> dict[str, Any]:
+    body = copy.deepcopy(APP)
+    body["spec"].update(spec)
+    return body
+
+
+def _create(
+    objects: client.CustomObjectsApi, namespace: str, body: dict[str, Any], plural: str = APPS
+) -> Any:
+    """Create, retrying while the new resource is not served yet (discovery lags Established)."""
+
+    def attempt() -> Any:
+        try:
+            return objects.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    return wait_for(attempt, TIMEOUT_S, f"{plural} to be served")
+
+
+def _member(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamAppMember",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _refused(action: Callable[[], Any]) -> str:
+    """The message of the 422 an invalid request gets (it lists every failed rule with its field)."""
+    with pytest.raises(ApiException) as refused:
+        action()
+    assert refused.value.status == 422, refused.value.body
+    message: str = json.loads(refused.value.body)["message"]
+    return message
+
+
+def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi, namespace: str) -> None:
+    created = _create(objects, namespace, _app())
+    spec = created["spec"]
+    assert spec["replicas"] == 3
+    assert spec["rebalance"] == RebalanceConfig().to_spec()
+    assert spec["executor"]["command"] == ["streamapp", "executor"]
+    assert spec["executor"]["storage"] == {"retainOnScaleIn": False}
+    parsed = StreamApp.from_resource(created)
+    assert parsed.spec.to_dict() == spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"partitions": 0}, "partitions must be >= 1"),
+        ({"replicas": -1}, "replicas must be >= 0"),
+        ({"rebalance": {"maxWarmupReplicas": 0}}, "maxWarmupReplicas must be >= 1"),
+        ({"rebalance": {"acceptableRecoveryLag": -5}}, "acceptableRecoveryLag must be >= 0"),
+        (
+            {"rebalance": {"scheduledRebalanceMaxDelay": "5 minutes"}},
+            "scheduledRebalanceMaxDelay must be a duration such as 30s, 5m or 1h30m",
+        ),
+        ({"rebalance": {"probingRebalanceInterval": "0s"}}, "probingRebalanceInterval must be > 0"),
+        (
+            {"replicas": 2, "rebalance": {"standbyReplicas": 2}},
+            "rebalance.standbyReplicas must be less than replicas",
+        ),
+        (
+            {
+                "pipeline": {
+                    "transform": "no-function",
+                    "source": {"type": "file", "path": "/x"},
+                    "stateStore": {"uri": "/s"},
+                }
+            },
+            "transform must be module:function",
+        ),
+        (
+            {"pipeline": {"transform": "m:f", "source": {"type": "kafka"}, "stateStore": {"uri": "/s"}}},
+            "a kafka endpoint needs uri",
+        ),
+    ],
+)
+def test_invalid_specs_are_refused_with_the_rules_message(
+    objects: client.CustomObjectsApi, namespace: str, spec: dict[str, Any], message: str
+) -> None:
+    _create(objects, namespace, _app())
+    body = _app(**spec)
+    body["metadata"]["name"] = "invalid"
+    assert message in _refused(
+        lambda: objects.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+    )
+
+
+def test_partitions_are_immutable(objects: client.CustomObjectsApi, namespace: str) -> None:
+    _create(objects, namespace, _app())
+    patch = {"spec": {"partitions": 24}}
+    message = _refused(
+        lambda: objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, APPS, "counts", patch)
+    )
+    assert "partitions is immutable" in message
+    objects.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, APPS, "counts", {"spec": {"replicas": 4}}
+    )
+
+
+def test_scale_subresource(objects: client.CustomObjectsApi, namespace: str) -> None:
+    _create(objects, namespace, _app(rebalance={"standbyReplicas": 1}))
+    args = (GROUP, VERSION, namespace, APPS, "counts")
+    selector = "streamapp.dev/app=counts"
+    objects.patch_namespaced_custom_object_status(*args, {"status": {"replicas": 3, "selector": selector}})
+    objects.patch_namespaced_custom_object_scale(*args, {"spec": {"replicas": 5}})
+    assert objects.get_namespaced_custom_object(*args)["spec"]["replicas"] == 5
+    scale = objects.get_namespaced_custom_object_scale(*args)
+    assert scale["spec"] == {"replicas": 5}
+    assert scale["status"] == {"replicas": 3, "selector": selector}
+    message = _refused(lambda: objects.patch_namespaced_custom_object_scale(*args, {"spec": {"replicas": 1}}))
+    assert "rebalance.standbyReplicas must be less than replicas" in message
+    objects.patch_namespaced_custom_object_scale(*args, {"spec": {"replicas": 0}})
+
+
+def test_status_written_by_the_model_is_kept_whole(objects: client.CustomObjectsApi, namespace: str) -> None:
+    """Nothing the models write is pruned by the structural schema."""
+    _create(objects, namespace, _app())
+    status = {
+        "observedGeneration": 1,
+        "generation": 2,
+        "replicas": 3,
+        "readyReplicas": 2,
+        "selector": "streamapp.dev/app=counts",
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "MembersStarting",
+                "message": "2/3 ready",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "observedGeneration": 1,
+            }
+        ],
+        "tasks": {"active": 8, "warming": 2, "reserved": 4, "unassigned": 0, "revoking": 1},
+        "members": [
+            {"id": 0, "pod": "counts-0", "phase": "Ready", "active": 4, "standby": 0, "warmup": 1, "lag": 7}
+        ],
+        "lastRebalance": {"time": "2026-01-01T00:00:00Z", "reason": "member 2 lost", "moved": 0},
+        "intent": {"generation": 2, "anything": {"nested": [1, 2]}},
+    }
+    written = objects.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, APPS, "counts", {"status": status}
+    )
+    assert written["status"] == status
+    assert StreamApp.from_resource(written).to_dict()["status"] == status
+
+
+def test_member_spec_and_status(objects: client.CustomObjectsApi, namespace: str) -> None:
+    member = _member(
+        "counts-0",
+        app="counts",
+        memberId=0,
+        generation=3,
+        active=[{"task": 0, "epoch": 2}, {"task": 3, "epoch": 1}],
+        revoking=[{"task": 6, "epoch": 1}],
+        standby=[1],
+        warmup=[2],
+    )
+    _create(objects, namespace, member, MEMBERS)
+    status = {
+        "observedGeneration": 3,
+        "podUID": "0f0e",
+        "reportedAt": "2026-01-01T00:00:00Z",
+        "tasks": [{"task": 0, "role": "active", "epoch": 2, "appliedSeq": 4, "appliedOffset": 40, "lag": 0}],
+    }
+    written = objects.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, MEMBERS, "counts-0", {"status": status}
+    )
+    assert written["status"] == status
+    parsed = StreamAppMember.from_resource(written)
+    assert parsed.to_dict()["spec"] == written["spec"]
+
+
+def test_sample_is_accepted(objects: client.CustomObjectsApi, namespace: str) -> None:
+    sample = yaml.safe_load((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+    created = _create(objects, namespace, sample)
+    assert created["spec"]["rebalance"]["standbyReplicas"] == 1
+
+
+def _kubectl(local_cluster: Any) -> str:
+    built = build.bin_dir() / "kubectl"
+    if local_cluster is not None and built.exists():
+        return str(built)
+    found = shutil.which("kubectl")
+    if found is None:
+        pytest.skip("no kubectl binary")
+    return found
+
+
+def test_printer_columns(
+    objects: client.CustomObjectsApi, namespace: str, kubeconfig_path: Path, local_cluster: Any
+) -> None:
+    _create(objects, namespace, _app())
+    active = [{"task": 0, "epoch": 1}, {"task": 5, "epoch": 1}]
+    _create(objects, namespace, _member("counts-0", app="counts", memberId=0, active=active), MEMBERS)
+    kubectl = _kubectl(local_cluster)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig_path)}
+
+    def table(resource: str) -> tuple[list[str], list[dict[str, str]]]:
+        """Header and rows of `kubectl get`, cut at the header's column starts (empty cells stay empty)."""
+        out = subprocess.run(
+            [kubectl, "get", resource, "-n", namespace, "-o", "wide"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        header, *lines = out.splitlines()
+        names = header.split()
+        starts = [header.index(f" {n}") + 1 if i else 0 for i, n in enumerate(names)]
+        cells = [zip(names, starts, [*starts[1:], None], strict=True) for _ in lines]
+        rows = [{n: line[a:b].strip() for n, a, b in cut} for line, cut in zip(lines, cells, strict=True)]
+        return names, rows
+
+    names, apps = table("sapp")
+    assert names == ["NAME", "REPLICAS", "READY", "PARTITIONS", "WARMING", "UNASSIGNED", "GENERATION", "AGE"]
+    assert apps[0] | {"AGE": ""} == {
+        "NAME": "counts",
+        "REPLICAS": "3",
+        "READY": "",
+        "PARTITIONS": "12",
+        "WARMING": "",
+        "UNASSIGNED": "",
+        "GENERATION": "",
+        "AGE": "",
+    }
+    names, members = table("sam")
+    assert names == ["NAME", "APP", "MEMBER", "GENERATION", "OBSERVED", "ACTIVE", "AGE"]
+    assert members[0] | {"AGE": ""} == {
+        "NAME": "counts-0",
+        "APP": "counts",
+        "MEMBER": "0",
+        "GENERATION": "0",
+        "OBSERVED": "",
+        "ACTIVE": '[{"epoch":1,"task":0},{"epoch":1,"task":5}]',
+        "AGE": "",
+    }
+
+
+def test_kustomization_builds(local_cluster: Any) -> None:
+    out = subprocess.run(
+        [_kubectl(local_cluster), "kustomize", str(ROOT / "manifests")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(out)]
+    assert kinds.count("CustomResourceDefinition") == 2
+    assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment"} <= set(kinds)
+    namespaced = [
+        d for d in yaml.safe_load_all(out) if d["kind"] in ("ServiceAccount", "Deployment", "Service")
+    ]
+    assert {d["metadata"]["namespace"] for d in namespaced} == {"streamapp-system"}
+
+
+def _impersonating(kubeconfig_path: Path, namespace: str, account: str) -> client.ApiClient:
+    api = config.new_client_from_config(config_file=str(kubeconfig_path))
+    api.set_default_header("Impersonate-User", f"system:serviceaccount:{namespace}:{account}")
+    return api
+
+
+@pytest.fixture
+def operator_role(api_client: client.ApiClient) -> Iterator[str]:
+    """The operator's ClusterRole under a unique name (the real one may belong to an installed operator)."""
+    rbac = client.RbacAuthorizationV1Api(api_client)
+    name = f"streamapp-operator-test-{uuid.uuid4().hex[:6]}"
+    rbac.create_cluster_role({"metadata": {"name": name}, "rules": operator_cluster_role_rules()})
+    try:
+        yield name
+    finally:
+        rbac.delete_cluster_role(name)
+
+
+def _account_bound_to(
+    api_client: client.ApiClient, namespace: str, account: str, role_kind: str, role: str
+) -> None:
+    client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": account}})
+    client.RbacAuthorizationV1Api(api_client).create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": account},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+        },
+    )
+
+
+def test_operator_can_grant_the_executor_role_without_escalate(
+    api_client: client.ApiClient, namespace: str, kubeconfig_path: Path, operator_role: str, crds: None
+) -> None:
+    _account_bound_to(api_client, namespace, "operator", "ClusterRole", operator_role)
+    as_operator = _impersonating(kubeconfig_path, namespace, "operator")
+    try:
+        rbac = client.RbacAuthorizationV1Api(as_operator)
+        wait_for(
+            lambda: _try(lambda: client.CoreV1Api(as_operator).list_namespaced_pod(namespace)),
+            TIMEOUT_S,
+            "the operator's binding to take effect",
+        )
+        client.CoreV1Api(as_operator).create_namespaced_service_account(
+            namespace, {"metadata": {"name": "counts-executor"}}
+        )
+        rbac.create_namespaced_role(
+            namespace, {"metadata": {"name": "counts-executor"}, "rules": executor_role_rules()}
+        )
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": "counts-executor"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "counts-executor",
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": "counts-executor", "namespace": namespace}],
+            },
+        )
+    finally:
+        as_operator.close()
+
+
+def test_executor_may_write_its_status_but_not_its_assignment(
+    api_client: client.ApiClient, namespace: str, kubeconfig_path: Path, crds: None
+) -> None:
+    objects = client.CustomObjectsApi(api_client)
+    _create(objects, namespace, _member("counts-1", app="counts", memberId=1), MEMBERS)
+    client.RbacAuthorizationV1Api(api_client).create_namespaced_role(
+        namespace, {"metadata": {"name": "executor"}, "rules": executor_role_rules()}
+    )
+    _account_bound_to(api_client, namespace, "executor", "Role", "executor")
+    as_executor = _impersonating(kubeconfig_path, namespace, "executor")
+    try:
+        mine = client.CustomObjectsApi(as_executor)
+        args = (GROUP, VERSION, namespace, MEMBERS, "counts-1")
+        wait_for(
+            lambda: _try(lambda: mine.get_namespaced_custom_object(*args)),
+            TIMEOUT_S,
+            "the executor's binding",
+        )
+        mine.patch_namespaced_custom_object_status(
+            *args, {"status": {"observedGeneration": 0, "podUID": "p"}}
+        )
+        with pytest.raises(ApiException) as forbidden:
+            mine.patch_namespaced_custom_object(*args, {"spec": {"active": [{"task": 0, "epoch": 9}]}})
+        assert forbidden.value.status == 403
+        with pytest.raises(ApiException) as forbidden:
+            mine.list_namespaced_custom_object(GROUP, VERSION, namespace, APPS)
+        assert forbidden.value.status == 403
+    finally:
+        as_executor.close()
+
+
+def _try(call: Callable[[], Any]) -> bool:
+    """True once `call` is allowed (RBAC bindings take a moment to reach the authorizer cache)."""
+    try:
+        call()
+    except ApiException as error:
+        if error.status == 403:
+            return False
+        raise
+    return True
