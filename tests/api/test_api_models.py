@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import kopf
 import pytest
 import yaml
 from api_samples import MINIMAL_APP, app, app_with_rebalance
@@ -29,7 +30,7 @@ def test_minimal_app_gets_every_default() -> None:
     spec = StreamApp.from_resource(MINIMAL_APP).spec
     assert spec.replicas == 3
     assert spec.rebalance == RebalanceConfig()
-    assert spec.executor.command == ("streamapp", "executor")
+    assert spec.executor.command == ("streamapp", "executor", "--from-cluster")
     assert spec.executor.storage.retain_on_scale_in is False
     assert spec.pipeline.sink is None and spec.pipeline.merge is None
 
@@ -239,3 +240,19 @@ def test_condition_reason_must_be_camel_case() -> None:
                 ]
             }
         )
+
+
+def test_reads_a_kopf_body() -> None:
+    body = kopf.Body(copy.deepcopy(MINIMAL_APP))
+    assert StreamApp.from_resource(body).spec.partitions == 12
+
+
+def test_owner_references_round_trip() -> None:
+    owner = {"apiVersion": "streamapp.dev/v1alpha1", "kind": "StreamApp", "name": "counts", "uid": "u"}
+    body = {
+        "metadata": {"name": "counts-0", "ownerReferences": [owner]},
+        "spec": {"app": "counts", "memberId": 0},
+    }
+    member = StreamAppMember.from_resource(body)
+    assert member.metadata.owner_references == (owner,)
+    assert member.to_dict()["metadata"]["ownerReferences"] == [owner]

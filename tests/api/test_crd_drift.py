@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from streamapp.api.crd import crd_files
 from streamapp.api.manifests import manifest_files
@@ -49,8 +50,20 @@ def test_check_fails_with_a_diff_and_write_repairs(
     assert "1 file(s)" in captured.out
 
 
-def test_print_shows_every_file(capsys: pytest.CaptureFixture[str]) -> None:
+def test_print_is_one_applicable_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["manifests"]) == 0
-    out = capsys.readouterr().out
-    for name in manifest_files():
-        assert f"# {name}\n" in out
+    kinds = [doc["kind"] for doc in yaml.safe_load_all(capsys.readouterr().out)]
+    assert kinds == [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+        "Service",
+    ]
+    assert main(["crd"]) == 0
+    crds = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert [doc["metadata"]["name"] for doc in crds] == [
+        "streamapps.streamapp.dev",
+        "streamappmembers.streamapp.dev",
+    ]

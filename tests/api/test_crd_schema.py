@@ -83,7 +83,7 @@ def test_spec_defaults() -> None:
     defaults = {k: v["default"] for k, v in properties["rebalance"]["properties"].items()}
     assert defaults == RebalanceConfig().to_spec()
     executor = properties["executor"]["properties"]
-    assert executor["command"]["default"] == ["streamapp", "executor"]
+    assert executor["command"]["default"] == ["streamapp", "executor", "--from-cluster"]
     assert executor["storage"]["default"] == {}
     assert executor["storage"]["properties"]["retainOnScaleIn"]["default"] is False
 

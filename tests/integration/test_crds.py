@@ -122,7 +122,7 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
     spec = created["spec"]
     assert spec["replicas"] == 3
     assert spec["rebalance"] == RebalanceConfig().to_spec()
-    assert spec["executor"]["command"] == ["streamapp", "executor"]
+    assert spec["executor"]["command"] == ["streamapp", "executor", "--from-cluster"]
     assert spec["executor"]["storage"] == {"retainOnScaleIn": False}
     parsed = StreamApp.from_resource(created)
     assert parsed.spec.to_dict() == spec

@@ -15,7 +15,8 @@ from streamapp.api.member import (
     StreamAppMemberStatus,
     TaskReport,
 )
-from streamapp.api.meta import API_VERSION, GROUP, VERSION, ObjectMeta
+from streamapp.api.meta import API_VERSION, GROUP, VERSION, ObjectMeta, Resource
+from streamapp.api.rbac import executor_role_rules
 from streamapp.api.streamapp import (
     Endpoint,
     Executor,
@@ -43,6 +44,7 @@ __all__ = [
     "MemberSummary",
     "ObjectMeta",
     "Pipeline",
+    "Resource",
     "RevokingTask",
     "StateStore",
     "Storage",
@@ -55,5 +57,6 @@ __all__ = [
     "TaskCounts",
     "TaskReport",
     "ValidationError",
+    "executor_role_rules",
     "set_condition",
 ]

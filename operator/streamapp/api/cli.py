@@ -10,7 +10,7 @@ from typing import Any
 
 from streamapp.api.crd import crd_files
 from streamapp.api.manifests import manifest_files
-from streamapp.api.yamlfiles import Files, differences, write
+from streamapp.api.yamlfiles import KUSTOMIZATION, Files, differences, write
 
 GENERATORS: dict[str, tuple[Callable[[], Files], str]] = {
     "crd": (crd_files, "the CustomResourceDefinitions (crds/)"),
@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
         parser = subparsers.add_parser(
             command,
             help=f"print, write or check {what}",
-            description=f"Generate {what} from the Python resource model. Without options, print them.",
+            description=f"Generate {what} from the Python resource model. Without options, print the "
+            "objects as one YAML stream (for kubectl apply -f -).",
         )
         target = parser.add_mutually_exclusive_group()
         target.add_argument("--write", metavar="DIR", type=Path, help="write the files into DIR")
@@ -47,6 +48,5 @@ def run(args: argparse.Namespace, files: Files) -> int:
             print(f"{len(problems)} file(s) in {args.check} differ from the model; regenerate with --write")
             return 1
         return 0
-    for name, text in files.items():
-        print(f"# {name}\n{text}", end="")
+    print("---\n".join(text for name, text in files.items() if name != KUSTOMIZATION), end="")
     return 0

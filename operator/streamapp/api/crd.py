@@ -12,7 +12,7 @@ from streamapp.api.member import StreamAppMember
 from streamapp.api.meta import GROUP, VERSION, Resource
 from streamapp.api.schema import describe, model_schema
 from streamapp.api.streamapp import StreamApp
-from streamapp.api.yamlfiles import Files, render
+from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
 CATEGORIES = ["streamapp"]
 
@@ -115,7 +115,7 @@ def crds() -> list[dict[str, Any]]:
 def crd_files() -> Files:
     """crds/: one file per CRD, named like controller-gen names them, and a kustomization listing them."""
     files = {f"{GROUP}_{doc['spec']['names']['plural']}.yaml": render([doc], "crd") for doc in crds()}
-    files["kustomization.yaml"] = render(
+    files[KUSTOMIZATION] = render(
         [
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",

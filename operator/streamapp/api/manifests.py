@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp.api.rbac import operator_cluster_role_rules
-from streamapp.api.yamlfiles import Files, render
+from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
 NAMESPACE = "streamapp-system"
 NAME = "streamapp-operator"
@@ -21,6 +21,12 @@ LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "streamap
 COMMAND = "manifests"
 
 
+def _namespaced(name: str) -> dict[str, Any]:
+    """Metadata of a namespaced object; the namespace is spelled out so the printed stream applies as is
+    (the kustomization overrides it)."""
+    return {"name": name, "namespace": NAMESPACE, "labels": LABELS}
+
+
 def namespace() -> dict[str, Any]:
     """The operator's namespace."""
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": LABELS}}
@@ -30,7 +36,7 @@ def rbac() -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole and ClusterRoleBinding of the operator."""
     rbac_api = "rbac.authorization.k8s.io/v1"
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": NAME, "labels": LABELS}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _namespaced(NAME)},
         {
             "apiVersion": rbac_api,
             "kind": "ClusterRole",
@@ -71,7 +77,7 @@ def deployment() -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": NAME, "labels": LABELS},
+        "metadata": _namespaced(NAME),
         "spec": {
             "replicas": OPERATOR_REPLICAS,
             "selector": {"matchLabels": selector},
@@ -103,7 +109,7 @@ def metrics_service() -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": f"{NAME}-metrics", "labels": LABELS},
+        "metadata": _namespaced(f"{NAME}-metrics"),
         "spec": {
             "selector": {"app.kubernetes.io/name": NAME},
             "ports": [{"name": "metrics", "port": METRICS_PORT, "targetPort": "metrics"}],
@@ -124,5 +130,5 @@ def manifest_files() -> Files:
         "namespace": NAMESPACE,
         "resources": ["../crds", *files],
     }
-    files["kustomization.yaml"] = render([kustomization], COMMAND)
+    files[KUSTOMIZATION] = render([kustomization], COMMAND)
     return files

@@ -34,6 +34,9 @@ class ObjectMeta(Model):
     )
     labels: dict[str, str] | None = field(default=None, metadata=prop("Labels of the object."))
     annotations: dict[str, str] | None = field(default=None, metadata=prop("Annotations of the object."))
+    owner_references: tuple[dict[str, Any], ...] | None = field(
+        default=None, metadata=prop("Owners whose deletion garbage-collects this object.")
+    )
     extra: dict[str, Any] = field(
         default_factory=dict, metadata=prop("Metadata the models do not interpret.", rest=True)
     )

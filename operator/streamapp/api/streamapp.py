@@ -142,9 +142,10 @@ class Executor(Model):
         metadata=prop("Container image with the streamapp distribution and the user's pipeline module.")
     )
     command: tuple[str, ...] = field(
-        default=("streamapp", "executor"),
+        default=("streamapp", "executor", "--from-cluster"),
         metadata=prop(
-            "Container command; the executor reads its member identity from the pod's environment."
+            "Container command; --from-cluster makes the executor follow its StreamAppMember, named by "
+            "the pod's environment."
         ),
     )
     resources: dict[str, Any] | None = field(
