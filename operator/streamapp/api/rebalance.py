@@ -14,12 +14,11 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from streamapp.api.fields import Rule, ValidationError
+from streamapp.api.fields import Prop, Rule, ValidationError
 from streamapp.rebalance.config import ConfigError, RebalanceConfig
 
 DURATION_PATTERN = "^([0-9]+([.][0-9]+)?(ms|s|m|h))+$"
 DURATION_MAX_LENGTH = 32
-_DURATION = re.compile(DURATION_PATTERN)
 
 # Lower bounds `RebalanceConfig.__post_init__` enforces, as CEL rules for the API server.
 MINIMUMS: dict[str, int] = {
@@ -28,8 +27,7 @@ MINIMUMS: dict[str, int] = {
     "maxWarmupReplicas": 1,
     "standbyReplicas": 0,
 }
-# Durations that must be positive: a Go duration that matched DURATION_PATTERN is > 0 iff it has a
-# non-zero digit.
+# Durations RebalanceConfig requires to be > 0.
 POSITIVE_DURATIONS = ("probingRebalanceInterval",)
 
 _DESCRIPTIONS: dict[str, str] = {
@@ -57,25 +55,28 @@ def wire_fields() -> list[tuple[str, Any, Any]]:
     return [(key, hints[f.name], defaults[key]) for key, f in zip(defaults, fields, strict=True)]
 
 
-def duration_rules(key: str) -> list[Rule]:
-    """The Go-duration spelling (and positivity where required) of a duration key, as rules."""
-    rules = [
-        Rule(
-            f"self.matches('{DURATION_PATTERN}')",
-            f"{key} must be a duration such as 30s, 5m or 1h30m",
-            lambda value: _DURATION.search(value) is not None,
-        )
-    ]
-    if key in POSITIVE_DURATIONS:
-        rules.append(
-            Rule("self.matches('[1-9]')", f"{key} must be > 0", lambda v: re.search("[1-9]", v) is not None)
-        )
-    return rules
+def _positive(key: str) -> Rule:
+    """A duration that matched DURATION_PATTERN is > 0 iff it has a non-zero digit."""
+    return Rule(
+        "self.matches('[1-9]')", f"{key} must be > 0", lambda value: re.search("[1-9]", value) is not None
+    )
 
 
-def _key_schema(key: str, tp: Any, default: Any) -> tuple[dict[str, Any], list[Rule]]:
-    schema: dict[str, Any] = {"description": _DESCRIPTIONS[key], "default": default}
-    rules: list[Rule] = []
+def _key_prop(key: str, duration: bool) -> Prop:
+    """What the API server checks for one key: its range, or its duration spelling."""
+    return Prop(
+        _DESCRIPTIONS[key],
+        minimum=MINIMUMS.get(key),
+        pattern=DURATION_PATTERN if duration else None,
+        pattern_message=f"{key} must be a duration such as 30s, 5m or 1h30m",
+        max_length=DURATION_MAX_LENGTH if duration else None,
+        rules=(_positive(key),) if key in POSITIVE_DURATIONS else (),
+    )
+
+
+def _key_schema(key: str, tp: Any, default: Any) -> tuple[dict[str, Any], tuple[Rule, ...]]:
+    """The schema of one key and the rules in it; the wire type follows from the default's type."""
+    schema: dict[str, Any] = {}
     if typing.get_origin(tp) is Literal:
         schema.update(type="string", enum=list(typing.get_args(tp)))
     elif isinstance(default, bool):
@@ -83,11 +84,12 @@ def _key_schema(key: str, tp: Any, default: Any) -> tuple[dict[str, Any], list[R
     elif isinstance(default, int):
         schema.update(type="integer", format="int64")
     else:
-        schema.update(type="string", maxLength=DURATION_MAX_LENGTH)
-        rules = duration_rules(key)
-    if key in MINIMUMS:
-        bound = MINIMUMS[key]
-        rules.append(Rule(f"self >= {bound}", f"{key} must be >= {bound}", lambda v: bool(v >= bound)))
+        schema["type"] = "string"
+    meta = _key_prop(key, duration=schema["type"] == "string" and "enum" not in schema)
+    schema.update(description=meta.description, default=default)
+    if meta.max_length is not None:
+        schema["maxLength"] = meta.max_length
+    rules = meta.all_rules(key)
     if rules:
         schema["x-kubernetes-validations"] = [rule.to_schema() for rule in rules]
     return schema, rules

@@ -194,7 +194,9 @@ class StreamAppSpec(Model):
     executor: Executor = field(metadata=prop("The executor pods."))
     rebalance: RebalanceConfig = field(
         default_factory=RebalanceConfig,
-        metadata=prop("How tasks move between members (DESIGN.md §4).", codec=REBALANCE),
+        metadata=prop(
+            "How tasks move between members; the same block as a simulator scenario's.", codec=REBALANCE
+        ),
     )
 
     def app_config(self) -> AppConfig:

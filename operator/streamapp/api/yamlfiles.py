@@ -28,7 +28,9 @@ _Dumper.add_representer(str, _str)
 def render(documents: list[dict[str, Any]], command: str) -> str:
     """YAML documents in insertion order (the order a reader expects: apiVersion, kind, metadata, spec)."""
     body = "---\n".join(
-        yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110)
+        yaml.dump(
+            doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110, allow_unicode=True
+        )
         for doc in documents
     )
     return HEADER.format(command=command) + body
