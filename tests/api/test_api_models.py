@@ -21,6 +21,7 @@ from streamapp.api import (
     set_condition,
 )
 from streamapp.api.conditions import ConditionStatus
+from streamapp.api.streamapp import BUILTIN_MERGES
 from streamapp.rebalance.config import RebalanceConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,3 +257,9 @@ def test_owner_references_round_trip() -> None:
     member = StreamAppMember.from_resource(body)
     assert member.metadata.owner_references == (owner,)
     assert member.to_dict()["metadata"]["ownerReferences"] == [owner]
+
+
+def test_builtin_merges_are_the_executors() -> None:
+    from streamapp.executor.merge import BUILTINS
+
+    assert BUILTIN_MERGES == BUILTINS
