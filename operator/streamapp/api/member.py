@@ -98,7 +98,7 @@ class StreamAppMemberStatus(Model):
         default=None, metadata=prop("When the report was written.", format="date-time")
     )
     tasks: tuple[TaskReport, ...] = field(
-        default=(), metadata=prop("One report per copy.", list_map_keys=("task",))
+        default=(), metadata=prop("One report per copy (task and role).", list_map_keys=("task", "role"))
     )
 
 
