@@ -1,0 +1,458 @@
+"""Executor data-plane benchmark: StreamApp micro-batches vs Spark Structured Streaming (RocksDB state
+store with changelog checkpointing) on the same keyed-count pipeline and the same input, restore
+throughput for 1M keys, warmup catch-up while the owner processes, and the state-store candidates.
+
+    .venv/bin/python bench/dataplane.py [--write bench/results/dataplane.md] [--quick]
+
+Prints Markdown. Everything runs in one process on one SparkSession (the warmup runs in a child process,
+as it would on another member); data lives in a temporary directory that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+
+from streamapp.executor import changelog
+from streamapp.executor import manifest as manifests
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Head, Kind, Manifest
+from streamapp.executor.merge import fold, resolve
+from streamapp.executor.replica import rebuild
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink
+from streamapp.executor.source import SPARK_SCHEMA, FileLog
+from streamapp.executor.spark import session
+from streamapp.executor.state import KeyedState, rows_table
+from streamapp.executor.task import TaskConfig
+
+COUNTS = "streamapp.executor.samples.counts:counts"
+ROCKSDB_CONF = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.streaming.numRecentProgressUpdates": "10000",
+}
+
+
+COMPARISON_NOTE = """\
+Same input (a 2-partition file log of Parquet segments, one segment per partition per batch), same
+pipeline (`groupBy(key).count()`, updated rows appended to Parquet), same SparkSession (`local[*]`,
+`spark.sql.shuffle.partitions` = cores). A StreamApp batch covers one partition and includes the
+changelog segment, the outputs and the commit manifest; a Structured Streaming batch covers both
+partitions' new segments (`maxFilesPerTrigger=2`) with RocksDB state and changelog checkpointing.
+Batch times are per micro-batch; throughput is input records per wall second for the whole run."""
+
+WARMUP_NOTE = """\
+The owner first commits 600k records in 10k batches with no snapshot; then a warmup starts in another
+process (no Spark) and rebuilds the partition from the changelog, 5 manifests per step, while the owner
+processes 200k more records arriving in 10k appends (100k distinct keys, so each segment holds ~10k
+rows). Lag is in input records (owner's committed offset − applied offset)."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Input of one side-by-side run: `records` over 2 partitions, one log segment per `per_segment`."""
+
+    name: str
+    records: int
+    per_segment: int
+    keys: int
+
+
+@dataclass(frozen=True)
+class Run:
+    system: str
+    scenario: str
+    records: int
+    batches: int
+    seconds: float
+    batch_ms: list[float]
+
+    def row(self) -> str:
+        per_batch = self.records / max(1, self.batches)
+        p50 = statistics.median(self.batch_ms) if self.batch_ms else 0.0
+        p95 = sorted(self.batch_ms)[int(0.95 * (len(self.batch_ms) - 1))] if self.batch_ms else 0.0
+        return (
+            f"| {self.scenario} | {self.system} | {per_batch:,.0f} | {self.batches} | {p50:,.0f} "
+            f"| {p95:,.0f} | {self.records / self.seconds:,.0f} |"
+        )
+
+
+@contextmanager
+def timed() -> Iterator[list[float]]:
+    box: list[float] = []
+    began = time.perf_counter()
+    yield box
+    box.append(time.perf_counter() - began)
+
+
+def make_log(root: Path, scenario: Scenario) -> FileLog:
+    log = FileLog(root / "log")
+    generate(
+        log,
+        GenerateSpec(
+            partitions=2, count=scenario.records, keys=scenario.keys, seed=7, chunk=2 * scenario.per_segment
+        ),
+    )
+    return log
+
+
+def run_streamapp(root: Path, log: FileLog, scenario: Scenario) -> Run:
+    """Both partitions active on one executor; one micro-batch per log segment per partition."""
+    executor = Executor(
+        StateLayout(root / "sa-state"),
+        log,
+        FileSink(root / "sa-out"),
+        pipelines.load(COUNTS),
+        TaskConfig(max_batch_records=scenario.per_segment, snapshot_every=20),
+    )
+    executor.apply(Target(active={0: 1, 1: 1}))
+    executor.step()
+    batch_ms: list[float] = []
+    began = time.perf_counter()
+    busy = True
+    while busy:
+        busy = False
+        for partition in (0, 1):
+            start = time.perf_counter()
+            if executor.tasks[partition].step():
+                batch_ms.append(1000 * (time.perf_counter() - start))
+                busy = True
+    seconds = time.perf_counter() - began
+    return Run("StreamApp executor", scenario.name, scenario.records, len(batch_ms), seconds, batch_ms)
+
+
+def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scenario: Scenario) -> Run:
+    """The same count as a Structured Streaming query, `availableNow`, two segments (one per partition)
+    per trigger, RocksDB state with changelog checkpointing, updated rows appended to Parquet."""
+    for key, value in ROCKSDB_CONF.items():
+        spark.conf.set(key, value)
+    out = str(root / "ss-out")
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        batch.write.mode("append").parquet(out)
+
+    stream = spark.readStream.schema(SPARK_SCHEMA).option("maxFilesPerTrigger", 2).parquet(str(log.root))
+    query = (
+        stream.groupBy("key")
+        .count()
+        .writeStream.outputMode("update")
+        .option("checkpointLocation", str(root / "ss-checkpoint"))
+        .foreachBatch(write)
+        .trigger(availableNow=True)
+    )
+    began = time.perf_counter()
+    handle = query.start()
+    handle.awaitTermination()
+    seconds = time.perf_counter() - began
+    progress = [p for p in handle.recentProgress if p["numInputRows"] > 0]
+    batch_ms = [float(p["durationMs"]["triggerExecution"]) for p in progress]
+    records = sum(int(p["numInputRows"]) for p in progress)
+    return Run("Structured Streaming + RocksDB", scenario.name, records, len(progress), seconds, batch_ms)
+
+
+def write_history(layout: StateLayout, keys: int, segments: int, snapshot: bool) -> None:
+    """A partition history of `keys` keys: optionally a snapshot of all of them, then `segments`
+    changelog segments that each rewrite 1/`segments` of the keys (written through the real APIs)."""
+    names = [f"k{i:08d}" for i in range(keys)]
+    head = Head()
+    if snapshot:
+        manifests.create(layout, 0, Manifest(seq=0, epoch=1, kind=Kind.BATCH, start=0, end=keys))
+        head = Head(seq=0, offset=keys, epoch=1)
+        changelog.write_snapshot(layout, 0, head, rows_table(dict.fromkeys(names, 1), "long"))
+    size = keys // segments
+    for index in range(segments):
+        rows = dict.fromkeys(names[index * size : (index + 1) * size], index + 2)
+        segment = changelog.write_segment(layout, 0, head.next_seq, 1, rows_table(rows, "long"))
+        found = Manifest(
+            seq=head.next_seq,
+            epoch=1,
+            kind=Kind.BATCH,
+            start=head.offset,
+            end=head.offset + size,
+            segments=(segment,),
+        )
+        manifests.create(layout, 0, found)
+        head = manifests.advance(head, found).head
+
+
+def restore_rates(root: Path, keys: int) -> list[str]:
+    rows = []
+    for label, snapshot, segments in (
+        (f"snapshot + 10 segments ({2 * keys:,} rows)", True, 10),
+        ("changelog only, 10 segments", False, 10),
+    ):
+        layout = StateLayout(root / f"restore-{snapshot}")
+        write_history(layout, keys, segments, snapshot)
+        with timed() as took:
+            replica = rebuild(layout, 0)
+        assert len(replica.state) == keys
+        applied = keys * (2 if snapshot else 1)
+        rows.append(
+            f"| {label} | {len(replica.state):,} | {took[0]:.2f} | {len(replica.state) / took[0]:,.0f} "
+            f"| {applied / took[0]:,.0f} |"
+        )
+    return rows
+
+
+def warmup_child(state_root: str, log_root: str, done_flag: str, results: Any) -> None:
+    """A warmup on its own process (as on another member): step, record (t, applied offset, lag)."""
+    executor = Executor(
+        StateLayout(Path(state_root)),
+        FileLog(Path(log_root)),
+        FileSink(Path(state_root) / "unused"),
+        pipelines.load(COUNTS),
+        TaskConfig(max_apply_per_step=5),
+        spark=_no_spark,
+    )
+    executor.apply(Target(warmup=frozenset({0})))
+    began = time.perf_counter()
+    first = executor.status()[0]
+    timeline = [(0.0, first.applied_offset, first.lag)]
+    while True:
+        done = executor.step()
+        status = executor.status()[0]
+        timeline.append((time.perf_counter() - began, status.applied_offset, status.lag))
+        if status.lag == 0 and Path(done_flag).exists():
+            break
+        if done == 0:
+            time.sleep(0.02)
+    results.put(timeline)
+
+
+def _no_spark() -> SparkSession:
+    raise RuntimeError("a warmup never needs Spark")
+
+
+def warmup_catch_up(root: Path, history: int, live: int, keys: int) -> tuple[list[str], list[str]]:
+    """The owner processes `history` records (no snapshot), then keeps processing `live` more arriving
+    records while a warmup in another process rebuilds the partition from its changelog."""
+    log = FileLog(root / "wlog")
+    generate(log, GenerateSpec(partitions=1, count=history, keys=keys, seed=3, chunk=10_000))
+    state = root / "wstate"
+    owner = Executor(
+        StateLayout(state),
+        log,
+        FileSink(root / "wout"),
+        pipelines.load(COUNTS),
+        TaskConfig(max_batch_records=10_000, snapshot_every=10**9),
+    )
+    owner.apply(Target(active={0: 1}))
+    owner.run_until_idle()
+    done_flag = root / "owner-done"
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    child = context.Process(target=warmup_child, args=(str(state), str(log.root), str(done_flag), results))
+    began = time.perf_counter()
+    child.start()
+    processed = 0
+    while processed < live:
+        generate(log, GenerateSpec(partitions=1, count=10_000, keys=keys, seed=3))
+        processed += owner.step()
+    owner_seconds = time.perf_counter() - began
+    done_flag.touch()
+    timeline: list[tuple[float, int, int]] = results.get(timeout=600)
+    child.join(60)
+    start_lag = timeline[0][2]
+    caught = next(((t, offset) for t, offset, lag in timeline if lag <= 10_000), timeline[-1][:2])
+    zero = next(((t, offset) for t, offset, lag in timeline if lag == 0), timeline[-1][:2])
+    summary = [
+        f"| owner (active) | processes {processed:,} new records in {owner_seconds:.1f} s "
+        f"| {processed / owner_seconds:,.0f} records/s |",
+        f"| warmup starts | lag {start_lag:,} | |",
+        f"| warmup caught up: lag ≤ 10,000 (acceptableRecoveryLag) | after {caught[0]:.2f} s "
+        f"| {caught[1] / max(caught[0], 1e-9):,.0f} input records/s applied |",
+        f"| warmup current: lag 0 | after {zero[0]:.2f} s "
+        f"| {zero[1] / max(zero[0], 1e-9):,.0f} input records/s applied |",
+    ]
+    catching = [point for point in timeline if point[0] <= caught[0]]
+    later = [point for point in timeline if point[0] > caught[0]]
+    samples = [*catching[:: max(1, len(catching) // 10)], *later[:: max(1, len(later) // 3)], timeline[-1]]
+    lags = [f"| {t:.1f} | {offset:,} | {lag:,} |" for t, offset, lag in samples]
+    return summary, lags
+
+
+def state_store_candidates(spark: SparkSession, root: Path, keys: int, batch: int) -> list[str]:
+    """Fold one batch of updates into a `keys`-key state, and restore it, for each candidate store."""
+    names = [f"k{i:08d}" for i in range(keys)]
+    updates = [names[(i * 7_919) % keys] for i in range(batch)]
+    rows = []
+
+    state = KeyedState(dict.fromkeys(names, 1))
+    with timed() as fold_took:
+        changed = fold(state.values, updates, [1] * batch, resolve("sum"))
+        state.upsert(changed.keys(), changed.values())
+    layout = StateLayout(root / "candidates")
+    with timed() as snap_took:
+        changelog.write_snapshot(layout, 0, Head(seq=0, offset=keys, epoch=1), state.to_table("long"))
+    path = layout.snapshot(0, 0)
+    before = resident_mib()
+    with timed() as load_took:
+        loaded = KeyedState()
+        loaded.apply_table(changelog.read_table(path))
+    memory = resident_mib() - before
+    rows.append(
+        f"| dict + Parquet snapshot | {1000 * fold_took[0]:,.0f} | {snap_took[0]:.2f} | {load_took[0]:.2f} "
+        f"| {keys / load_took[0]:,.0f} | {memory:,.0f} MiB |"
+    )
+
+    db = sqlite3.connect(root / "candidates.sqlite")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("CREATE TABLE state (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID")
+    with timed() as bulk_took:
+        db.executemany("INSERT INTO state VALUES (?, ?)", ((n, 1) for n in names))
+        db.commit()
+    with timed() as upsert_took:
+        db.executemany(
+            "INSERT INTO state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
+            ((k, 1) for k in updates),
+        )
+        db.commit()
+    db.close()
+    rows.append(
+        f"| sqlite (WAL, upsert) | {1000 * upsert_took[0]:,.0f} | (the db file) | {bulk_took[0]:.2f} "
+        f"| {keys / bulk_took[0]:,.0f} | on disk |"
+    )
+
+    spark_state = spark.read.parquet(str(path)).select("key", "value").cache()
+    spark_state.count()
+    update_frame = spark.createDataFrame(pa.table({"key": updates, "value": [1] * batch}).to_pandas())
+    with timed() as spark_took:
+        merged = spark_state.join(update_frame.groupBy("key").sum("value"), "key", "full_outer")
+        merged.write.mode("overwrite").parquet(str(root / "spark-state"))
+    with timed() as spark_load:
+        spark.read.parquet(str(path)).cache().count()
+    spark_state.unpersist()
+    rows.append(
+        f"| Spark-side (DataFrame join, rewrite) | {1000 * spark_took[0]:,.0f} | (every batch) "
+        f"| {spark_load[0]:.2f} | {keys / spark_load[0]:,.0f} | in the JVM |"
+    )
+    return rows
+
+
+def resident_mib() -> float:
+    """This process's resident memory."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+    except (OSError, StopIteration):
+        model = cpu
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    java = subprocess.run(
+        ["java", "-version"], capture_output=True, text=True, check=False
+    ).stderr.splitlines()[0]
+    import pyspark
+
+    return (
+        f"{os.cpu_count()} cores ({model}), {memory:.0f} GiB RAM, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, pyspark {pyspark.__version__}, {java}; "
+        f"load average at start {os.getloadavg()[0]:.1f} (the machine is shared)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, help="also write the Markdown to this file")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    scenarios = [
+        Scenario("small batches", 100_000 // scale, 1_000, 20_000),
+        Scenario("large batches", 1_000_000 // scale, 100_000 // scale, 100_000),
+    ]
+    restore_keys = 1_000_000 // scale
+    command = " ".join(["python", "bench/dataplane.py", *(argv if argv is not None else sys.argv[1:])])
+    spark = session()
+    root = Path(tempfile.mkdtemp(prefix="streamapp-bench-"))
+    lines = [
+        "# Executor data plane benchmark",
+        "",
+        f"Produced by `.venv/bin/{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+        "",
+        f"Machine: {machine()}.",
+        "",
+    ]
+    try:
+        lines += [
+            "## Keyed running count: StreamApp executor vs Structured Streaming",
+            "",
+            COMPARISON_NOTE,
+            "",
+            "| scenario | system | records/batch | batches | p50 ms/batch | p95 ms/batch | records/s |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
+        for scenario in scenarios:
+            case = root / scenario.name.replace(" ", "-")
+            log = make_log(case, scenario)
+            ours = run_streamapp(case, log, scenario)
+            theirs = run_structured_streaming(spark, case, log, scenario)
+            lines += [ours.row(), theirs.row()]
+        lines += [
+            "",
+            f"## Restore of {restore_keys:,} keys (no Spark: Parquet snapshot + changelog segments → dict)",
+            "",
+            "| history | keys | seconds | keys/s | rows applied/s |",
+            "|---|---:|---:|---:|---:|",
+            *restore_rates(root, restore_keys),
+            "",
+            "## Warmup catch-up while the active owner processes",
+            "",
+            WARMUP_NOTE,
+            "",
+            "| what | when | rate |",
+            "|---|---|---:|",
+        ]
+        summary, lags = warmup_catch_up(root, 600_000 // scale, 200_000 // scale, 100_000 // scale)
+        lines += [*summary, "", "| warmup t (s) | applied offset | lag |", "|---:|---:|---:|", *lags]
+        lines += [
+            "",
+            f"## State store candidates ({restore_keys:,} keys, a batch of 10,000 updates)",
+            "",
+            "| store | fold one batch (ms) | snapshot (s) | restore (s) | restore keys/s | memory |",
+            "|---|---:|---:|---:|---:|---:|",
+            *state_store_candidates(spark, root, restore_keys, 10_000),
+        ]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
