@@ -355,6 +355,24 @@ def test_process_node_kills_after_grace_period(
     assert not Path(f"/proc/{pid}").exists(), "the process ignoring SIGTERM must be killed"
 
 
+def test_process_node_puts_configured_dirs_first_on_path(
+    api_client: client.ApiClient, namespace: str, process_node: str, local_cluster: Any, tmp_path: Path
+) -> None:
+    if local_cluster is None:
+        pytest.skip("the PATH setting belongs to the local process node")
+    core = client.CoreV1Api(api_client)
+    found = tmp_path / "which"
+    pod = _process_pod("which", "", restartPolicy="Never")
+    pod["spec"]["containers"][0]["command"] = ["sh", "-c", f"command -v streamapp > {found}"]
+    core.create_namespaced_pod(namespace, pod)
+    wait_for(
+        lambda: core.read_namespaced_pod("which", namespace).status.phase == "Succeeded",
+        TIMEOUT_S,
+        "the PATH lookup pod to succeed",
+    )
+    assert Path(found.read_text().strip()).parent == Path(local_cluster.process_path[0])
+
+
 def test_process_node_pod_acts_as_its_service_account(
     api_client: client.ApiClient, namespace: str, process_node: str, tmp_path: Path
 ) -> None:
