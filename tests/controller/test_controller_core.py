@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 from streamapp.controller.observe import PodState, member_views
 from streamapp.controller.status import app_status, conditions, merge_conditions
@@ -11,8 +12,18 @@ from streamapp.rebalance import AppConfig, Assignment, MemberView, member_target
 
 APP: dict[str, Any] = {
     "metadata": {"name": "counts", "namespace": "ns", "uid": "app-uid", "generation": 4},
-    "spec": {"replicas": 2, "partitions": 4, "executor": {"image": "img", "storage": {"size": "2Gi"}}},
+    "spec": {
+        "replicas": 2,
+        "partitions": 4,
+        "pipeline": {
+            "transform": "streamapp.executor.samples.counts:counts",
+            "source": {"type": "file", "path": "/data/in"},
+            "stateStore": {"uri": "file:///data/state"},
+        },
+        "executor": {"image": "img", "storage": {"size": "2Gi"}},
+    },
 }
+MODEL = StreamApp.from_resource(APP)
 
 
 def pod(
@@ -65,7 +76,7 @@ def test_pod_states_ignore_foreign_pods() -> None:
 
 
 def test_member_pod_manifest_carries_identity_volume_and_owner() -> None:
-    manifest = children.pod(APP, 1)
+    manifest = children.pod(MODEL, 1)
     container = manifest["spec"]["containers"][0]
     env = {e["name"]: e for e in container["env"]}
     assert manifest["metadata"]["name"] == "counts-1"
@@ -73,8 +84,16 @@ def test_member_pod_manifest_carries_identity_volume_and_owner() -> None:
     assert env["STREAMAPP_MEMBER_ID"]["value"] == "1"
     assert env["STREAMAPP_POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
     assert manifest["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "counts-state-1"
-    claim = children.state_claim(APP, 1)
+    claim = children.state_claim(MODEL, 1)
     assert claim is not None and claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    assert container["command"] == ["streamapp", "executor", "--from-cluster"]
+
+
+def test_without_a_volume_size_state_lives_in_an_empty_dir() -> None:
+    body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img"}}}
+    model = StreamApp.from_resource(body)
+    assert children.state_claim(model, 0) is None
+    assert children.pod(model, 0)["spec"]["volumes"] == [{"name": "state", "emptyDir": {}}]
 
 
 def test_member_spec_lists_the_target_and_compares_without_generation() -> None:

@@ -189,3 +189,14 @@ def test_assignment_survives_a_round_trip_through_its_persisted_form() -> None:
     world.kill(2)
     world.replan()
     assert Assignment.from_dict(world.assignment.to_dict()) == world.assignment
+
+
+def test_persisted_form_tolerates_dropped_nulls() -> None:
+    """The API server prunes null fields from stored objects; reading must not depend on them."""
+    world = settled(4, 2)
+    world.kill(1)
+    world.replan()
+    data = world.assignment.to_dict()
+    pruned = {k: v for k, v in data.items() if v is not None}
+    pruned["tasks"] = [{k: v for k, v in t.items() if v is not None} for t in data["tasks"]]
+    assert Assignment.from_dict(pruned) == world.assignment

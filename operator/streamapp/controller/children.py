@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from streamapp.api.streamapp import StreamApp
 from streamapp.controller.naming import (
     APP_LABEL,
     GROUP,
@@ -25,19 +26,16 @@ from streamapp.controller.naming import (
 )
 from streamapp.rebalance import MemberTarget
 
-Body = Mapping[str, Any]
-DEFAULT_COMMAND = ["streamapp", "executor", "--from-cluster"]
 STATE_MOUNT = "/var/lib/streamapp"
 
 
-def owner_reference(app: Body) -> dict[str, Any]:
+def owner_reference(app: StreamApp) -> dict[str, Any]:
     """Makes a child garbage-collected with its app."""
-    meta = app["metadata"]
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "name": meta["name"],
-        "uid": meta["uid"],
+        "kind": StreamApp.KIND,
+        "name": app.metadata.name,
+        "uid": app.metadata.uid,
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -57,15 +55,15 @@ def member_spec(app: str, member: int, target: MemberTarget | None, generation: 
     }
 
 
-def same_target(spec: Body, wanted: Body) -> bool:
+def same_target(spec: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether a member's current spec already says what `wanted` says (generation aside)."""
     keys = ("active", "revoking", "standby", "warmup")
     return all(list(spec.get(k) or []) == list(wanted.get(k) or []) for k in keys)
 
 
-def member_object(app: Body, member: int, spec: dict[str, Any]) -> dict[str, Any]:
+def member_object(app: StreamApp, member: int, spec: dict[str, Any]) -> dict[str, Any]:
     """A new StreamAppMember."""
-    name = app["metadata"]["name"]
+    name = app.metadata.name
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "StreamAppMember",
@@ -78,31 +76,30 @@ def member_object(app: Body, member: int, spec: dict[str, Any]) -> dict[str, Any
     }
 
 
-def pod(app: Body, member: int) -> dict[str, Any]:
-    """The member's pod: the executor container, its identity in env, its state volume if any."""
-    name = app["metadata"]["name"]
-    spec = app.get("spec") or {}
-    executor = spec.get("executor") or {}
-    template = copy.deepcopy(executor.get("podTemplate") or {})
+def pod(app: StreamApp, member: int) -> dict[str, Any]:
+    """The member's pod: the executor container, its identity in env, its state volume."""
+    name = app.metadata.name
+    executor = app.spec.executor
+    template = copy.deepcopy(executor.pod_template or {})
     template_meta = template.get("metadata") or {}
     pod_spec: dict[str, Any] = copy.deepcopy(template.get("spec") or {})
     container: dict[str, Any] = {
         "name": "executor",
-        "image": executor.get("image", "streamapp/executor:latest"),
-        "command": list(executor.get("command") or DEFAULT_COMMAND),
+        "image": executor.image,
+        "command": list(executor.command),
         "env": _env(app, member),
         "ports": [{"name": "http", "containerPort": 8080}],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 2},
+        "volumeMounts": [{"name": "state", "mountPath": STATE_MOUNT}],
     }
-    if executor.get("args"):
-        container["args"] = list(executor["args"])
-    if executor.get("resources"):
-        container["resources"] = copy.deepcopy(executor["resources"])
-    if executor.get("storage"):
-        container["volumeMounts"] = [{"name": "state", "mountPath": STATE_MOUNT}]
-        pod_spec.setdefault("volumes", []).append(
-            {"name": "state", "persistentVolumeClaim": {"claimName": state_claim_name(name, member)}}
-        )
+    if executor.resources:
+        container["resources"] = copy.deepcopy(executor.resources)
+    volume: dict[str, Any] = (
+        {"persistentVolumeClaim": {"claimName": state_claim_name(name, member)}}
+        if executor.storage.size
+        else {"emptyDir": {}}
+    )
+    pod_spec.setdefault("volumes", []).append({"name": "state", **volume})
     pod_spec["containers"] = [container, *(pod_spec.get("containers") or [])]
     pod_spec.setdefault("serviceAccountName", executor_account(name))
     pod_spec.setdefault("restartPolicy", "Always")
@@ -121,12 +118,12 @@ def pod(app: Body, member: int) -> dict[str, Any]:
     }
 
 
-def state_claim(app: Body, member: int) -> dict[str, Any] | None:
-    """The member's state volume claim, or None when the app keeps state without a volume."""
-    storage = ((app.get("spec") or {}).get("executor") or {}).get("storage")
-    if not storage:
+def state_claim(app: StreamApp, member: int) -> dict[str, Any] | None:
+    """The member's state volume claim, or None when the app keeps local state in an emptyDir."""
+    storage = app.spec.executor.storage
+    if not storage.size:
         return None
-    name = app["metadata"]["name"]
+    name = app.metadata.name
     claim: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -135,19 +132,16 @@ def state_claim(app: Body, member: int) -> dict[str, Any] | None:
             "labels": member_labels(name, member),
             "ownerReferences": [owner_reference(app)],
         },
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": storage.get("size", "1Gi")}},
-        },
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage.size}}},
     }
-    if storage.get("storageClassName"):
-        claim["spec"]["storageClassName"] = storage["storageClassName"]
+    if storage.storage_class_name:
+        claim["spec"]["storageClassName"] = storage.storage_class_name
     return claim
 
 
-def headless_service(app: Body) -> dict[str, Any]:
+def headless_service(app: StreamApp) -> dict[str, Any]:
     """Stable DNS names `<app>-<id>.<app>` for the members (metrics scraping, debugging)."""
-    name = app["metadata"]["name"]
+    name = app.metadata.name
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -165,9 +159,9 @@ def headless_service(app: Body) -> dict[str, Any]:
     }
 
 
-def disruption_budget(app: Body) -> dict[str, Any]:
+def disruption_budget(app: StreamApp) -> dict[str, Any]:
     """At most one member voluntarily disrupted at a time (drains go one node at a time)."""
-    name = app["metadata"]["name"]
+    name = app.metadata.name
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -180,9 +174,9 @@ def disruption_budget(app: Body) -> dict[str, Any]:
     }
 
 
-def executor_identity(app: Body, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def executor_identity(app: StreamApp, rules: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """ServiceAccount, Role and RoleBinding that let an executor read its target and report status."""
-    name = app["metadata"]["name"]
+    name = app.metadata.name
     account = executor_account(name)
     meta = {
         "name": account,
@@ -207,18 +201,16 @@ def executor_identity(app: Body, rules: list[dict[str, Any]]) -> list[dict[str, 
     ]
 
 
-def _env(app: Body, member: int) -> list[dict[str, Any]]:
-    spec = app.get("spec") or {}
-    executor = spec.get("executor") or {}
+def _env(app: StreamApp, member: int) -> list[dict[str, Any]]:
+    spec = app.spec
     plain = {
-        "STREAMAPP_APP": app["metadata"]["name"],
+        "STREAMAPP_APP": app.metadata.name,
         "STREAMAPP_MEMBER_ID": str(member),
-        "STREAMAPP_PARTITIONS": str(spec.get("partitions", "")),
-        "STREAMAPP_PIPELINE": json.dumps(spec.get("pipeline") or {}, sort_keys=True),
-        "STREAMAPP_SPARK_CONF": json.dumps(executor.get("sparkConf") or {}, sort_keys=True),
+        "STREAMAPP_PARTITIONS": str(spec.partitions),
+        "STREAMAPP_PIPELINE": json.dumps(spec.pipeline.to_dict(), sort_keys=True),
+        "STREAMAPP_SPARK_CONF": json.dumps(spec.executor.spark_conf or {}, sort_keys=True),
+        "STREAMAPP_STATE_DIR": STATE_MOUNT,
     }
-    if executor.get("storage"):
-        plain["STREAMAPP_STATE_DIR"] = STATE_MOUNT
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items()]
     for var, path in (
         ("STREAMAPP_NAMESPACE", "metadata.namespace"),
@@ -226,4 +218,4 @@ def _env(app: Body, member: int) -> list[dict[str, Any]]:
         ("STREAMAPP_POD_UID", "metadata.uid"),
     ):
         env.append({"name": var, "valueFrom": {"fieldRef": {"fieldPath": path}}})
-    return env + list(executor.get("env") or [])
+    return env

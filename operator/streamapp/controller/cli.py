@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
+from streamapp.controller.handlers import connection_info
 from streamapp.controller.handlers import register as register_handlers
 from streamapp.controller.kube import Kube
 from streamapp.controller.leader import LeaseConfig, LeaseLock
@@ -48,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.kubeconfig:
-        os.environ["KUBECONFIG"] = args.kubeconfig
         config.load_kube_config(args.kubeconfig)
     else:
         try:
@@ -105,7 +105,7 @@ async def _act(
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
     loops = AppLoops(Kube(api), metrics)
-    register_handlers(registry, loops)
+    register_handlers(registry, loops, connection_info(api.configuration))
     settings = kopf.OperatorSettings()
     settings.peering.standalone = True
     settings.watching.server_timeout = 300

@@ -17,25 +17,25 @@ from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
-def register(registry: kopf.OperatorRegistry, loops: AppLoops) -> None:
-    """Register every handler on `registry`, routing to `loops`.
+def register(registry: kopf.OperatorRegistry, loops: AppLoops, connection: kopf.ConnectionInfo) -> None:
+    """Register every handler on `registry`, routing to `loops`; kopf logs in with `connection`.
 
     Handlers take kopf's keyword arguments as `**kwargs` (kopf passes many; each uses a few).
     """
 
     @kopf.on.login(registry=registry)
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        return kopf.login_via_client(**kwargs)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection
 
-    @kopf.index("pods", labels={APP_LABEL: kopf.PRESENT}, registry=registry)
+    @kopf.index("pods", labels={APP_LABEL: kopf.PRESENT}, registry=registry, id="member_pods")
     def member_pods(**kwargs: Any) -> dict[Key, Any]:
         return {(kwargs["namespace"], kwargs["labels"][APP_LABEL]): _plain(kwargs["body"])}
 
-    @kopf.index(GROUP, VERSION, MEMBERS, registry=registry)
+    @kopf.index(GROUP, VERSION, MEMBERS, registry=registry, id="app_members")
     def app_members(**kwargs: Any) -> dict[Key, Any]:
         return {(kwargs["namespace"], str(kwargs["spec"].get("app"))): _plain(kwargs["body"])}
 
-    @kopf.index("nodes", registry=registry)
+    @kopf.index("nodes", registry=registry, id="node_zones")
     def node_zones(**kwargs: Any) -> dict[str, str] | None:
         zone = kwargs["labels"].get(ZONE_LABEL)
         return {kwargs["name"]: zone} if zone else None
@@ -63,6 +63,19 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops) -> None:
             zones=lambda: {node: zone for node, found in zones.items() for zone in found},
         )
         loops.upsert(key, _plain(kwargs["body"]), sources)
+
+
+def connection_info(configuration: Any) -> kopf.ConnectionInfo:
+    """kopf's credentials from the client library's loaded configuration (one login for both)."""
+    token = (configuration.api_key or {}).get("authorization", "")
+    return kopf.ConnectionInfo(
+        server=configuration.host,
+        ca_path=configuration.ssl_ca_cert,
+        insecure=not configuration.verify_ssl,
+        certificate_path=configuration.cert_file,
+        private_key_path=configuration.key_file,
+        token=token.removeprefix("Bearer ") or None,
+    )
 
 
 def _values(index: kopf.Index[Key, Any], key: Key) -> Iterable[Any]:

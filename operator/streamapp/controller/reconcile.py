@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.rbac import executor_role_rules
+from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
@@ -25,9 +26,7 @@ from streamapp.controller.status import app_status, moved
 from streamapp.rebalance import (
     AppConfig,
     Assignment,
-    ConfigError,
     Plan,
-    RebalanceConfig,
     member_targets,
     plan,
 )
@@ -58,19 +57,15 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
     """Bring one app one step closer to its plan; `first` also ensures the app's static children."""
     started = time.perf_counter()
     app = observed.app
-    meta, spec = app["metadata"], app.get("spec") or {}
-    namespace, name = meta["namespace"], meta["name"]
+    namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
     try:
-        config = AppConfig(
-            int(spec["partitions"]),
-            int(spec.get("replicas", 0)),
-            RebalanceConfig.from_spec(spec.get("rebalance")),
-        )
-    except (ConfigError, KeyError, ValueError) as error:
+        model = StreamApp.from_resource(app)
+        config = model.spec.app_config()
+    except ValueError as error:
         kube.event(app, "InvalidSpec", str(error), warning=True)
         return Outcome(None, None)
     if first:
-        _ensure_static_children(kube, app)
+        _ensure_static_children(kube, model)
     previous = _intent(app)
     views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
     plan_started = time.perf_counter()
@@ -83,16 +78,16 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
     written = None
     if any(current.get(key) != value for key, value in status.items()):
         written = kube.patch_app_status(namespace, name, status)
-    _write_member_specs(kube, app, result, observed.members)
-    _manage_pods(kube, app, config, result, pods, observed.members)
+    _write_member_specs(kube, model, result, observed.members)
+    _manage_pods(kube, model, config, result, pods, observed.members)
     _report(kube, app, result, previous, metrics)
     metrics.reconcile_seconds.observe(time.perf_counter() - started)
     return Outcome(result.wake_at, written)
 
 
-def _ensure_static_children(kube: Kube, app: Body) -> None:
+def _ensure_static_children(kube: Kube, app: StreamApp) -> None:
     """The Service, the PDB and the executors' identity; created once, never changed."""
-    namespace = app["metadata"]["namespace"]
+    namespace = str(app.metadata.namespace)
     statics = [
         children.headless_service(app),
         children.disruption_budget(app),
@@ -116,13 +111,12 @@ def _pods(bodies: Iterable[Body]) -> dict[int, PodState]:
     return pods
 
 
-def _write_member_specs(kube: Kube, app: Body, result: Plan, members: Iterable[Body]) -> None:
+def _write_member_specs(kube: Kube, app: StreamApp, result: Plan, members: Iterable[Body]) -> None:
     """Write each member's target where it changed; create the StreamAppMember when missing."""
-    meta = app["metadata"]
-    name, namespace = meta["name"], meta["namespace"]
+    name, namespace = app.metadata.name, str(app.metadata.namespace)
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
     targets = member_targets(result.assignment)
-    replicas = int((app.get("spec") or {}).get("replicas", 0))
+    replicas = app.spec.replicas
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
         wanted = children.member_spec(name, member, targets.get(member), result.assignment.generation)
         current = existing.get(member)
@@ -135,15 +129,14 @@ def _write_member_specs(kube: Kube, app: Body, result: Plan, members: Iterable[B
 
 def _manage_pods(
     kube: Kube,
-    app: Body,
+    app: StreamApp,
     config: AppConfig,
     result: Plan,
     pods: Mapping[int, PodState],
     members: Iterable[Body],
 ) -> None:
     """Replace missing pods of wanted members at once; remove drained members completely."""
-    meta = app["metadata"]
-    name, namespace = meta["name"], meta["namespace"]
+    name, namespace = app.metadata.name, str(app.metadata.namespace)
     for member in range(config.replicas):
         if member not in pods:
             claim = children.state_claim(app, member)
@@ -151,7 +144,7 @@ def _manage_pods(
                 kube.create(namespace, claim)
             kube.create(namespace, children.pod(app, member))
     member_ids = {int(m["spec"]["memberId"]) for m in members if "spec" in m}
-    retain = bool(((app.get("spec") or {}).get("executor") or {}).get("storage", {}).get("retainOnScaleIn"))
+    retain = app.spec.executor.storage.retain_on_scale_in
     for member in result.removable:
         if member in pods and not pods[member].terminating:
             kube.delete_pod(namespace, member_name(name, member))

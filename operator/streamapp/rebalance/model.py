@@ -106,24 +106,24 @@ class Assignment:
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> Assignment:
-        """Inverse of `to_dict`."""
+        """Inverse of `to_dict`; a missing key reads as null or empty, since stores may drop nulls."""
         return Assignment(
-            generation=int(data["generation"]),
+            generation=int(data.get("generation") or 0),
             tasks=tuple(
                 TaskAssignment(
-                    active=t["active"],
-                    epoch=int(t["epoch"]),
-                    revoking_since=t["revokingSince"],
-                    standbys=tuple(t["standbys"]),
-                    warmups=tuple(t["warmups"]),
+                    active=t.get("active"),
+                    epoch=int(t.get("epoch") or 0),
+                    revoking_since=t.get("revokingSince"),
+                    standbys=tuple(t.get("standbys") or ()),
+                    warmups=tuple(t.get("warmups") or ()),
                 )
-                for t in data["tasks"]
+                for t in data.get("tasks") or ()
             ),
             reservations=tuple(
-                Reservation(int(r["member"]), float(r["deadline"])) for r in data["reservations"]
+                Reservation(int(r["member"]), float(r["deadline"])) for r in data.get("reservations") or ()
             ),
-            membership=tuple(data["membership"]),
-            next_probe_at=data["nextProbeAt"],
+            membership=tuple(data.get("membership") or ()),
+            next_probe_at=data.get("nextProbeAt"),
         )
 
 

@@ -1,0 +1,377 @@
+"""The operator against the real control plane: the scenarios of the operator milestone.
+
+The operator runs as a real `streamapp operator` process; member pods run on kwok nodes and their
+executors are played by the fleet (real membership clients, simulated restore progress). The fleet
+checks single ownership and warm handoffs at every apply; tests check what users see.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fleet import Fleet, member_statuses
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from localcluster.waiting import wait_for
+from streamapp.controller.naming import APPS, GROUP, VERSION
+
+ROOT = Path(__file__).resolve().parents[2]
+STREAMAPP = Path(sys.executable).with_name("streamapp")
+APP = "counts"
+
+
+@pytest.fixture(scope="module")
+def crds(api_client: client.ApiClient) -> None:
+    """Install the generated CRDs (create or replace) and wait until they are served."""
+    ext = client.ApiextensionsV1Api(api_client)
+    for path in sorted((ROOT / "crds").glob("streamapp.dev_*.yaml")):
+        body = yaml.safe_load(path.read_text())
+        name = body["metadata"]["name"]
+        try:
+            current = ext.read_custom_resource_definition(name)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            ext.replace_custom_resource_definition(name, body)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            ext.create_custom_resource_definition(body)
+
+        def established(name: str = name) -> bool:
+            conditions = ext.read_custom_resource_definition(name).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        wait_for(established, 30, f"CRD {name} established")
+
+
+class Operator:
+    """A `streamapp operator` process watching one namespace."""
+
+    def __init__(
+        self, kubeconfig: Path, namespace: str, log: Path, identity: str, leader_election: bool
+    ) -> None:
+        args = [
+            str(STREAMAPP),
+            "operator",
+            "--namespace",
+            namespace,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-port",
+            "0",
+            "--lease-namespace",
+            namespace,
+            "--identity",
+            identity,
+        ]
+        if not leader_election:
+            args.append("--no-leader-election")
+        self.log = log
+        self.identity = identity
+        self.process = subprocess.Popen(args, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup, no lease release (a crash or a lost node)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None) -> Iterator[list[Operator]]:
+    """Start operators with `start(identity, leader_election)`; all are stopped afterwards."""
+    started: list[Operator] = []
+    yield started
+    for operator in started:
+        operator.stop()
+    for operator in started:
+        sys.stderr.write(
+            f"--- {operator.identity} log tail ---\n"
+            + "".join(operator.log.read_text().splitlines(True)[-40:])
+        )
+
+
+def start(
+    operators: list[Operator],
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+    identity: str = "op-1",
+    leader_election: bool = False,
+) -> Operator:
+    operator = Operator(kubeconfig, namespace, tmp_path / f"{identity}.log", identity, leader_election)
+    operators.append(operator)
+    return operator
+
+
+def create_app(
+    api: client.ApiClient, namespace: str, replicas: int, partitions: int, **rebalance: Any
+) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "metadata": {"name": APP},
+        "spec": {
+            "replicas": replicas,
+            "partitions": partitions,
+            "pipeline": {
+                "transform": "streamapp.executor.samples.counts:counts",
+                "source": {"type": "file", "path": "/data/input"},
+                "stateStore": {"uri": "file:///var/lib/streamapp"},
+            },
+            "executor": {"image": "streamapp/executor:dev"},
+            "rebalance": {"scheduledRebalanceMaxDelay": "5m", **rebalance},
+        },
+    }
+    client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+
+
+def app(api: client.ApiClient, namespace: str) -> dict[str, Any]:
+    return dict(
+        client.CustomObjectsApi(api).get_namespaced_custom_object(GROUP, VERSION, namespace, APPS, APP)
+    )
+
+
+def scale(api: client.ApiClient, namespace: str, replicas: int) -> None:
+    """Through the /scale subresource, as `kubectl scale` and an HPA do."""
+    client.CustomObjectsApi(api).patch_namespaced_custom_object_scale(
+        GROUP, VERSION, namespace, APPS, APP, {"spec": {"replicas": replicas}}
+    )
+
+
+def owners(fleet: Fleet) -> dict[int, int]:
+    """task → member, from what the executors are actually applying."""
+    return {task: member for member, target in fleet.targets().items() for task in target.active}
+
+
+def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int, partitions: int) -> bool:
+    """Stable: every task active on exactly one live member, spread ≤ 1, nothing in flight, Ready."""
+    status = app(api, namespace).get("status") or {}
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    current = owners(fleet)
+    counts = [list(current.values()).count(m) for m in range(replicas)]
+    return (
+        len(current) == partitions
+        and set(current.values()) <= set(range(replicas))
+        and max(counts) - min(counts) <= 1
+        and conditions.get("Ready") == "True"
+        and conditions.get("Rebalancing") == "False"
+    )
+
+
+def assert_clean(fleet: Fleet) -> None:
+    assert fleet.violations.double_owned == [], fleet.violations.double_owned
+    assert fleet.violations.cold_handoffs == [], fleet.violations.cold_handoffs
+
+
+def test_create_balances_tasks_and_reports_ready(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    start(operators, kubeconfig_path, namespace, tmp_path)
+    create_app(api_client, namespace, replicas=3, partitions=12)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 12), 90, "a balanced, Ready app")
+        status = app(api_client, namespace)["status"]
+        assert status["replicas"] == 3 and status["readyReplicas"] == 3
+        assert status["selector"] == f"streamapp.dev/app={APP}"
+        assert status["tasks"]["active"] == 12 and status["tasks"]["unassigned"] == 0
+        assert {m["spec"]["memberId"] for m in member_statuses(api_client, namespace)} == {0, 1, 2}
+        pods = client.CoreV1Api(api_client).list_namespaced_pod(namespace).items
+        assert sorted(p.metadata.name for p in pods) == [f"{APP}-0", f"{APP}-1", f"{APP}-2"]
+        assert all(p.metadata.owner_references[0].kind == "StreamApp" for p in pods)
+        assert_clean(fleet)
+
+
+def test_scale_out_warms_up_then_hands_over(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    start(operators, kubeconfig_path, namespace, tmp_path)
+    create_app(api_client, namespace, replicas=3, partitions=12, maxWarmupReplicas=2)
+    with Fleet(api_client, namespace, APP, restore_rate=5_000) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 12), 90, "a balanced app at 3")
+        before = owners(fleet)
+        scale(api_client, namespace, 6)
+        warmed: set[int] = set()
+
+        def settled() -> bool:
+            for target in fleet.targets().values():
+                warmed.update(target.warmup)
+            return balanced(api_client, namespace, fleet, 6, 12)
+
+        wait_for(settled, 180, "a balanced app at 6")
+        after = owners(fleet)
+        moved = {t for t in after if after[t] != before[t]}
+        assert len(moved) == 6, f"moved {sorted(moved)}"
+        assert moved <= warmed, "a task moved without a warmup"
+        assert_clean(fleet)
+
+
+def test_member_bounce_keeps_its_tasks(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    start(operators, kubeconfig_path, namespace, tmp_path)
+    create_app(api_client, namespace, replicas=3, partitions=9)
+    core = client.CoreV1Api(api_client)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
+        before = owners(fleet)
+        old_uid = core.read_namespaced_pod(f"{APP}-1", namespace).metadata.uid
+        core.delete_namespaced_pod(f"{APP}-1", namespace, grace_period_seconds=0)
+        wait_for(
+            lambda: app(api_client, namespace)["status"]["tasks"]["reserved"] == 3, 30, "3 reserved tasks"
+        )
+
+        def back() -> bool:
+            pod = core.read_namespaced_pod(f"{APP}-1", namespace)
+            return pod.metadata.uid != old_uid and balanced(api_client, namespace, fleet, 3, 9)
+
+        wait_for(back, 90, "member 1 back with its tasks")
+        assert owners(fleet) == before
+        assert_clean(fleet)
+
+
+def test_member_that_never_returns_loses_its_tasks_after_the_delay(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    start(operators, kubeconfig_path, namespace, tmp_path)
+    create_app(
+        api_client,
+        namespace,
+        replicas=3,
+        partitions=9,
+        scheduledRebalanceMaxDelay="8s",
+        standbyReplicas=1,
+        failoverToStandby=False,
+    )
+    core = client.CoreV1Api(api_client)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
+        lost = {t for t, m in owners(fleet).items() if m == 2}
+        standbys = {t: m for m, target in fleet.targets().items() for t in target.standby}
+        fleet.refused.add(2)  # its replacement never becomes an executor: the member is gone for good
+        core.delete_namespaced_pod(f"{APP}-2", namespace, grace_period_seconds=0)
+
+        def moved_after_delay() -> bool:
+            current = owners(fleet)
+            return all(current.get(t) not in (None, 2) for t in lost)
+
+        wait_for(moved_after_delay, 60, "member 2's tasks taken over after the delay")
+        current = owners(fleet)
+        assert all(current[t] == standbys[t] for t in lost), "expected the caught-up standbys to take over"
+        assert_clean(fleet)
+
+
+def test_scale_in_drains_before_removing(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    start(operators, kubeconfig_path, namespace, tmp_path)
+    create_app(api_client, namespace, replicas=6, partitions=12)
+    core = client.CoreV1Api(api_client)
+    with Fleet(api_client, namespace, APP, restore_rate=5_000) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 6, 12), 120, "a balanced app at 6")
+        scale(api_client, namespace, 3)
+
+        def drained() -> bool:
+            names = {p.metadata.name for p in core.list_namespaced_pod(namespace).items}
+            return names == {f"{APP}-{i}" for i in range(3)} and balanced(api_client, namespace, fleet, 3, 12)
+
+        wait_for(drained, 180, "members 3-5 drained and removed")
+        assert {m["spec"]["memberId"] for m in member_statuses(api_client, namespace)} == {0, 1, 2}
+        assert_clean(fleet)
+
+
+def test_operator_killed_mid_rebalance_resumes(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    first = start(operators, kubeconfig_path, namespace, tmp_path, "op-1")
+    create_app(api_client, namespace, replicas=2, partitions=8, maxWarmupReplicas=1)
+    with Fleet(api_client, namespace, APP, restore_rate=2_000) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 2, 8), 90, "a balanced app")
+        generation = app(api_client, namespace)["status"]["generation"]
+        scale(api_client, namespace, 4)
+        wait_for(lambda: any(t.warmup for t in fleet.targets().values()), 60, "warmups under way")
+        first.kill()
+        start(operators, kubeconfig_path, namespace, tmp_path, "op-2")
+        wait_for(lambda: balanced(api_client, namespace, fleet, 4, 8), 180, "a balanced app at 4")
+        assert app(api_client, namespace)["status"]["generation"] > generation
+        assert_clean(fleet)
+
+
+def test_only_the_leader_acts_and_a_successor_takes_over(
+    api_client: client.ApiClient,
+    namespace: str,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+    operators: list[Operator],
+) -> None:
+    one = start(operators, kubeconfig_path, namespace, tmp_path, "op-1", leader_election=True)
+    wait_for(lambda: _holder(api_client, namespace) == "op-1", 30, "op-1 holding the lease")
+    two = start(operators, kubeconfig_path, namespace, tmp_path, "op-2", leader_election=True)
+    create_app(api_client, namespace, replicas=2, partitions=6)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 2, 6), 90, "a balanced app")
+        assert _holder(api_client, namespace) == "op-1"
+        assert "acquired lease" not in two.log.read_text()
+        one.kill()
+        wait_for(lambda: _holder(api_client, namespace) == "op-2", 60, "op-2 taking the lease over")
+        scale(api_client, namespace, 3)
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 6), 120, "the successor rebalancing to 3")
+        assert_clean(fleet)
+
+
+def _holder(api: client.ApiClient, namespace: str) -> str | None:
+    try:
+        lease = client.CoordinationV1Api(api).read_namespaced_lease("streamapp-operator", namespace)
+    except ApiException:
+        return None
+    return lease.spec.holder_identity
+
+
+def test_invalid_partitions_change_is_refused(
+    api_client: client.ApiClient, namespace: str, crds: None
+) -> None:
+    create_app(api_client, namespace, replicas=1, partitions=4)
+    with pytest.raises(ApiException) as refused:
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, APPS, APP, {"spec": {"partitions": 5}}
+        )
+    assert refused.value.status == 422 and "immutable" in refused.value.body
