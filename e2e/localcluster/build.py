@@ -20,24 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from localcluster import components, gowrapper, versions
+from localcluster import components, gowrapper, products, versions
+from localcluster.products import Product
 
 GO_ENV_DEFAULTS = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -trimpath"}
-BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
+BINARIES = tuple(name for product in products.PRODUCTS for name in product.commands)
 PROGRESS_INTERVAL_S = 15.0
-
-
-@dataclass(frozen=True)
-class Product:
-    """One upstream Go module and the commands built from it."""
-
-    name: str
-    module: str
-    version: str
-    commands: dict[str, str]
-    tags: str = ""
-    ldflags: list[str] = field(default_factory=list)
-    replace_staging: bool = False
 
 
 @dataclass
@@ -126,58 +114,6 @@ def module_info(module: str, version: str, cwd: Path, log: Path) -> dict[str, st
     return info
 
 
-def kubernetes_product(release_time: str) -> Product:
-    """kube-apiserver, kube-controller-manager, kube-scheduler and kubectl, built like upstream does.
-
-    Tags and version ldflags follow ``hack/lib/golang.sh`` and ``hack/lib/version.sh``; without the
-    ldflags ``/version`` would report ``v0.0.0-master``. The module proxy does not carry the git commit,
-    so ``gitTreeState`` is ``archive`` (what upstream uses for source tarballs) and buildDate is the
-    release's publication time, which keeps the build reproducible.
-    """
-    major, minor = versions.KUBERNETES.removeprefix("v").split(".")[:2]
-    values = {
-        "gitVersion": versions.KUBERNETES,
-        "gitMajor": major,
-        "gitMinor": minor,
-        "gitTreeState": "archive",
-        "buildDate": release_time,
-    }
-    ldflags = [
-        f"-X {package}.{key}={value}"
-        for package in ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version")
-        for key, value in values.items()
-    ]
-    commands = {
-        name: f"k8s.io/kubernetes/cmd/{name}"
-        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
-    }
-    return Product(
-        "kubernetes",
-        "k8s.io/kubernetes",
-        versions.KUBERNETES,
-        commands,
-        tags="selinux,notest,grpcnotrace",
-        ldflags=ldflags,
-        replace_staging=True,
-    )
-
-
-def etcd_product() -> Product:
-    """etcd's server binary; its ``main`` package is the root of ``go.etcd.io/etcd/server/v3``."""
-    return Product("etcd", "go.etcd.io/etcd/server/v3", versions.ETCD, {"etcd": "go.etcd.io/etcd/server/v3"})
-
-
-def kwok_product() -> Product:
-    """kwok, which turns Node and Pod objects of fake nodes Ready/Running from Stage rules."""
-    return Product(
-        "kwok",
-        "sigs.k8s.io/kwok",
-        versions.KWOK,
-        {"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
-        ldflags=[f"-X sigs.k8s.io/kwok/pkg/consts.Version={versions.KWOK}"],
-    )
-
-
 def write_wrapper(product: Product, workdir: Path, upstream_go_mod: str) -> None:
     """Write the wrapper go.mod that makes ``product``'s commands buildable (see :mod:`gowrapper`)."""
     replaces = (
@@ -196,13 +132,14 @@ def write_wrapper(product: Product, workdir: Path, upstream_go_mod: str) -> None
     (workdir / "go.mod").write_text(text)
 
 
-def compile_with_progress(product: Product, workdir: Path, out: Path, log: Path) -> None:
+def compile_with_progress(product: Product, release_time: str, workdir: Path, out: Path, log: Path) -> None:
     """``go build -v`` the product's commands, printing how many packages are compiled so far."""
     packages = list(product.commands.values())
     total = len(run_go(["list", "-deps", *packages], workdir, log).split())
-    args = ["build", "-v", f"-tags={product.tags}", f"-ldflags=-s -w {' '.join(product.ldflags)}"]
-    target = out / next(iter(product.commands)) if len(packages) == 1 else out
-    args += ["-o", f"{target}/" if target == out else str(target), *packages]
+    ldflags = " ".join(["-s", "-w", *product.ldflags(release_time)])
+    # One package: name the binary (etcd's main package path ends in /v3); several: go names each.
+    output = str(out / next(iter(product.commands))) if len(packages) == 1 else f"{out}/"
+    args = ["build", "-v", f"-tags={product.tags}", f"-ldflags={ldflags}", "-o", output, *packages]
     started = last = time.monotonic()
     done = 0
     with log.open("a") as sink:
@@ -230,33 +167,17 @@ def _progress(name: str, done: int, total: int, elapsed: float) -> None:
     print(f"  [{name}] {done}/{total} packages ({percent}%), {elapsed:.0f}s", flush=True)
 
 
-MODULES = {
-    "etcd": ("go.etcd.io/etcd/server/v3", versions.ETCD),
-    "kwok": ("sigs.k8s.io/kwok", versions.KWOK),
-    "kubernetes": ("k8s.io/kubernetes", versions.KUBERNETES),
-}
-
-
-def product_for(name: str, info: dict[str, str]) -> Product:
-    """The product description; Kubernetes needs its release time (from the proxy) for buildDate."""
-    if name == "kubernetes":
-        release = json.loads(Path(info["Info"]).read_text())
-        return kubernetes_product(release["Time"])
-    return etcd_product() if name == "etcd" else kwok_product()
-
-
-def build_product(name: str, scratch: Path, out: Path, log: Path) -> None:
+def build_product(product: Product, scratch: Path, out: Path, log: Path) -> None:
     """Download, wrap and compile one product into ``out``."""
-    workdir = scratch / name
+    workdir = scratch / product.name
     workdir.mkdir()
-    module, version = MODULES[name]
-    info = module_info(module, version, workdir, log)
-    product = product_for(name, info)
+    info = module_info(product.module, product.version, workdir, log)
+    release_time = json.loads(Path(info["Info"]).read_text())["Time"]
     write_wrapper(product, workdir, Path(info["GoMod"]).read_text())
-    print(f"  [{name}] resolving {module}@{version} dependencies", flush=True)
+    print(f"  [{product.name}] resolving {product.module}@{product.version} dependencies", flush=True)
     run_go(["mod", "tidy"], workdir, log)
-    compile_with_progress(product, workdir, out, log)
-    if name == "kwok":
+    compile_with_progress(product, release_time, workdir, out, log)
+    if product is products.KWOK:
         copy_kwok_stages(Path(info["Dir"]) / "kustomize" / "stage", out.parent / "kwok-stages")
 
 
@@ -304,11 +225,11 @@ def _build_atomically() -> BuildReport:
         out = staging / "bin"
         out.mkdir()
         log = staging / "build.log"
-        for name in MODULES:
-            print(f"building {name} (log: {log})", flush=True)
+        for product in products.PRODUCTS:
+            print(f"building {product.name} (log: {log})", flush=True)
             product_started = time.monotonic()
-            build_product(name, staging, out, log)
-            report.per_product_s[name] = round(time.monotonic() - product_started, 1)
+            build_product(product, staging, out, log)
+            report.per_product_s[product.name] = round(time.monotonic() - product_started, 1)
         report.seconds = round(time.monotonic() - started, 1)
         report.peak_rss_mib = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
         (staging / "build-report.json").write_text(json.dumps(report.__dict__, indent=2) + "\n")
@@ -321,8 +242,8 @@ def _build_atomically() -> BuildReport:
 
 def _swap_in(staging: Path) -> None:
     """Replace the cache entry with the finished build, dropping wrapper sources (only bin/ is used)."""
-    for name in MODULES:
-        shutil.rmtree(staging / name, ignore_errors=True)
+    for product in products.PRODUCTS:
+        shutil.rmtree(staging / product.name, ignore_errors=True)
     final = version_dir()
     if final.exists():
         retired = final.with_name(f".{final.name}.old-{os.getpid()}")
