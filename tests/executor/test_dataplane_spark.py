@@ -10,12 +10,13 @@ from dataplane_checks import check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from streamapp.executor import changelog
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.merge import resolve
 from streamapp.executor.pipeline import Pipeline
-from streamapp.executor.replica import rebuild
+from streamapp.executor.replica import Replica, rebuild
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink
 from streamapp.executor.source import FileLog
@@ -39,6 +40,31 @@ def test_counts_are_exactly_once_across_restarts_and_snapshots(spark: SparkSessi
     for partition in (0, 1):
         assert check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, partition) >= 4
     assert list((tmp_path / "state" / "snapshots" / "p=0").iterdir())
+
+
+def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=12_000, keys=300, seed=12))
+    layout = StateLayout(tmp_path / "state")
+    owner = executor_for(tmp_path, log, "m0", max_batch_records=1_000, snapshot_every=3)
+    owner.apply(Target(active={0: 1}))
+    owner.step()
+    owner.step()
+    lagging = Replica(layout, 0)
+    lagging.catch_up()
+    assert lagging.head.seq == 1
+    owner.run_until_idle()
+
+    snapshots = sorted(changelog.file_seq(p) for p in layout.snapshots(0).iterdir())
+    segments = sorted(changelog.file_seq(p) for p in layout.changelog(0).iterdir())
+    assert snapshots == [9, 12]
+    assert segments == [10, 11, 12], "segments the oldest kept snapshot contains are deleted"
+    lagging.catch_up()
+    assert lagging.head.seq == 12
+    assert lagging.state.values == rebuild(layout, 0).state.values
+    check_partition(layout, tmp_path / "outputs", log, 0)
 
 
 def test_windowed_sample_sums_values_per_key_and_minute(spark: SparkSession, tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ A snapshot holds the whole state after commit `seq` and carries the history head
 epoch) in its Parquet metadata. It is published by an atomic rename, so a snapshot file is always
 complete; it is derived only from accepted manifests, so it is trusted after checking that manifest
 `seq` still carries the same epoch. Restore = newest snapshot + the segments committed after it, which
-keeps restore time bounded by the snapshot interval rather than by the age of the partition.
+keeps restore time bounded by the snapshot interval rather than by the age of the partition, and
+`compact` deletes the segments older snapshots cover, which keeps the changelog's size bounded too.
 """
 
 from __future__ import annotations
@@ -76,6 +77,30 @@ def snapshots_newest_first(layout: StateLayout, partition: int) -> list[Path]:
 
 
 def prune_snapshots(layout: StateLayout, partition: int, keep: int) -> None:
-    """Delete all but the `keep` newest snapshots (the changelog itself is kept: copies read it)."""
+    """Delete all but the `keep` newest snapshots."""
     for path in snapshots_newest_first(layout, partition)[keep:]:
         path.unlink(missing_ok=True)
+
+
+def file_seq(path: Path) -> int:
+    """The sequence number a segment or snapshot file name starts with."""
+    return int(path.name.split("-", 1)[0].removesuffix(".parquet"))
+
+
+def compact(layout: StateLayout, partition: int) -> int:
+    """Delete the segments the oldest kept snapshot already contains; returns how many were deleted.
+
+    This is what bounds the changelog on disk. Manifests stay (they are small and carry the epochs and
+    output names); a copy that still needed a deleted segment finds a snapshot covering it instead
+    (`Replica.apply`). Segments left by crashed batches are deleted by the same rule.
+    """
+    kept = snapshots_newest_first(layout, partition)
+    if not kept:
+        return 0
+    covered = file_seq(kept[-1])
+    removed = 0
+    for path in storage.visible_files(layout.changelog(partition), ".parquet"):
+        if file_seq(path) <= covered:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -58,14 +58,30 @@ class Replica:
         return count
 
     def apply(self, found: Manifest) -> bool:
-        """Examine the next manifest; apply its segments if it is accepted. Returns whether it was."""
+        """Examine the next manifest; apply its segments if it is accepted. Returns whether it was.
+
+        A segment that compaction already deleted means a snapshot at or after this manifest exists:
+        the replica jumps to it instead.
+        """
         step = manifests.advance(self.head, found)
         if step.accepted:
-            for name in found.segments:
-                self.state.apply_table(changelog.read_table(self.layout.resolve(name)))
+            try:
+                tables = [changelog.read_table(self.layout.resolve(name)) for name in found.segments]
+            except FileNotFoundError:
+                return self._jump_past(found.seq)
+            for table in tables:
+                self.state.apply_table(table)
                 faults.reached("restore.segment-applied")
         self.head = step.head
         return step.accepted
+
+    def _jump_past(self, seq: int) -> bool:
+        self.load_snapshot()
+        if self.head.seq < seq:
+            raise RuntimeError(
+                f"partition {self.partition}: segment of seq {seq} is gone and no snapshot covers it"
+            )
+        return True
 
     def apply_own(self, committed: Manifest, changed: dict[str, Any]) -> None:
         """Record a batch this executor just committed, whose changed rows it already holds in memory."""

@@ -233,12 +233,13 @@ class Task:
         return committed
 
     def snapshot(self) -> None:
-        """Publish the state at the head so later restores skip the changelog before it."""
+        """Publish the state at the head, then drop snapshots and segments that newer snapshots cover."""
         table = self.replica.state.to_table(self.ctx.pipeline.value_type)
         changelog.write_snapshot(self.ctx.layout, self.partition, self.head, table)
         faults.reached("snapshot.written")
         self.batches_since_snapshot = 0
         changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
+        changelog.compact(self.ctx.layout, self.partition)
 
     def status(self) -> TaskStatus:
         """Current progress; a copy re-reads the owner's position so even a never-stepped one reports lag."""
