@@ -10,6 +10,7 @@ once, and no task taken from its owner unless some other member holds a caught-u
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,14 +29,27 @@ class Violations:
 
 
 class CheckedDataPlane(SimulatedDataPlane):
-    """A simulated data plane whose applies are checked against the whole fleet."""
+    """A simulated data plane whose applies are checked against the whole fleet.
 
+    Letting go of a task takes `REVOKE_SECONDS` (finishing the batch and committing), as it does in a
+    real executor: an engine that handed a task over before the old owner acknowledged would have
+    two members process it during that pause, and the check would see it.
+    """
+
+    REVOKE_SECONDS = 0.5
     fleet: Fleet
     member: int
 
     def apply(self, target: MemberTarget) -> None:
+        current = self._target
+        if current is not None and set(current.active) - set(target.active):
+            time.sleep(self.REVOKE_SECONDS)
         with self.fleet.lock:
             before = self._target
+            started = set(target.active) - set(before.active if before else ())
+            for task in sorted(started):
+                lag = self.lags.get(task)
+                self.fleet.takeovers.append((task, self.member, None if lag is None else round(lag)))
             super().apply(target)
             self.fleet.check(self.member, before, target)
 
@@ -61,10 +75,10 @@ class Fleet:
         self.acceptable_lag = acceptable_lag
         self.lock = threading.RLock()
         self.violations = Violations()
+        self.takeovers: list[tuple[int, int, int | None]] = []
         self.planes: dict[int, CheckedDataPlane] = {}
         self.states: dict[int, dict[int, float]] = {}
         self.running: dict[int, tuple[str, threading.Event, threading.Thread]] = {}
-        self.refused: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._supervise, name=f"fleet {app}", daemon=True)
 
@@ -131,7 +145,7 @@ class Fleet:
                 if ready.get(member) != uid:
                     self._halt(member, stop, thread)
             for member, uid in ready.items():
-                if member not in self.running and member not in self.refused:
+                if member not in self.running:
                     self._start(member, uid)
             self._stop.wait(0.2)
 

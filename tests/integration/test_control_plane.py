@@ -232,7 +232,10 @@ def _process_pod(name: str, script: str, **spec: Any) -> dict[str, Any]:
         "name": "main",
         "image": "none",
         "command": [sys.executable, "-c", script],
-        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
     }
     container.update(spec.pop("container", {}))
     return {
@@ -316,10 +319,10 @@ def test_process_node_http_probe_and_sigterm_on_delete(
     port = _free_port()
     log = tmp_path / "signals.txt"
     script = (
-        "import http.server, signal, sys, threading\n"
+        "import http.server, os, signal, sys, threading\n"
         f"def on_term(*_):\n    open({str(log)!r}, 'w').write('SIGTERM')\n    sys.exit(0)\n"
         "signal.signal(signal.SIGTERM, on_term)\n"
-        f"server = http.server.HTTPServer(('127.0.0.1', {port}), http.server.SimpleHTTPRequestHandler)\n"
+        f"server = http.server.HTTPServer((os.environ['POD_IP'], {port}), http.server.SimpleHTTPRequestHandler)\n"
         "threading.Thread(target=server.serve_forever, daemon=True).start()\n"
         "signal.pause()\n"
     )
@@ -334,6 +337,42 @@ def test_process_node_http_probe_and_sigterm_on_delete(
     core.delete_namespaced_pod("server", namespace, grace_period_seconds=20)
     wait_for(lambda: _gone(lambda: core.read_namespaced_pod("server", namespace)), TIMEOUT_S, "pod removed")
     assert log.read_text() == "SIGTERM"
+
+
+def test_process_node_pods_get_own_ip_and_emptydir(
+    api_client: client.ApiClient, namespace: str, process_node: str, tmp_path: Path
+) -> None:
+    """Two pods serve on the same port (each on its pod IP) and write to the same mountPath without
+    sharing a directory: what several executors on the process node need."""
+    core = client.CoreV1Api(api_client)
+    port = _free_port()
+    script = (
+        "import http.server, os, pathlib\n"
+        "state = pathlib.Path(os.environ['STATE_DIR'])\n"
+        "(state / 'owner').write_text(os.environ['POD_NAME'])\n"
+        f"pathlib.Path({str(tmp_path)!r}, os.environ['POD_NAME']).write_text(str(state))\n"
+        f"http.server.HTTPServer((os.environ['POD_IP'], {port}), http.server.SimpleHTTPRequestHandler).serve_forever()\n"
+    )
+    container = {
+        "volumeMounts": [{"name": "state", "mountPath": "/var/lib/e2e-state"}],
+        "readinessProbe": {"httpGet": {"path": "/", "port": port}, "periodSeconds": 1},
+    }
+    for name in ("left", "right"):
+        pod = _process_pod(name, script, container=container, volumes=[{"name": "state", "emptyDir": {}}])
+        pod["spec"]["containers"][0]["env"].append({"name": "STATE_DIR", "value": "/var/lib/e2e-state"})
+        core.create_namespaced_pod(namespace, pod)
+    for name in ("left", "right"):
+        wait_for(
+            lambda n=name: _condition(core.read_namespaced_pod(n, namespace), "Ready") == "True",
+            TIMEOUT_S,
+            f"pod {name} Ready on its own IP",
+        )
+    ips = {core.read_namespaced_pod(n, namespace).status.pod_ip for n in ("left", "right")}
+    assert len(ips) == 2
+    dirs = {name: Path((tmp_path / name).read_text()) for name in ("left", "right")}
+    assert dirs["left"] != dirs["right"]
+    for name, directory in dirs.items():
+        assert (directory / "owner").read_text() == name
 
 
 def test_process_node_kills_after_grace_period(
