@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from processnode.container import Runtime
 from processnode.kube import NodeClient
+from processnode.loopback import LoopbackPool, PodAddresses
 from processnode.node import LEASE_RENEW_S, STATUS_REPORT_S, NodeHeartbeat, NodeSpec
 from processnode.pod import PodRunner
 
@@ -37,6 +38,7 @@ class Agent:
         self.sync_interval_s = sync_interval_s
         self.heartbeat = NodeHeartbeat(api, spec)
         self.pods: dict[str, PodRunner] = {}
+        self.pod_ips = LoopbackPool()
         self.reported: dict[str, str] = {}
         self.stopping = threading.Event()
 
@@ -74,8 +76,8 @@ class Agent:
             return
         for uid in list(self.pods):
             if uid not in current:
-                self.pods.pop(uid).kill_now()
-                self.reported.pop(uid, None)
+                self.pods[uid].kill_now()
+                self._forget(uid)
         for uid, pod in current.items():
             try:
                 self._sync_pod(uid, pod)
@@ -90,7 +92,8 @@ class Agent:
             if deleting or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
                 self._finish_foreign(pod, deleting)
                 return
-            runner = PodRunner(pod, self.runtime, self.spec.ip, self.api)
+            addresses = PodAddresses(self.pod_ips.acquire(uid), self.spec.ip)
+            runner = PodRunner(pod, self.runtime, addresses, self.api)
             self.pods[uid] = runner
             runner.start()
         if deleting:
@@ -99,8 +102,13 @@ class Agent:
         self._report(uid, pod, runner)
         if deleting and runner.stopped:
             self.api.delete_pod_now(pod)
-            del self.pods[uid]
-            self.reported.pop(uid, None)
+            self._forget(uid)
+
+    def _forget(self, uid: str) -> None:
+        """Drop a pod whose processes are gone, returning its IP to the pool."""
+        del self.pods[uid]
+        self.reported.pop(uid, None)
+        self.pod_ips.release(uid)
 
     def _finish_foreign(self, pod: Json, deleting: bool) -> None:
         """A pod this agent never ran (e.g. from before a restart): nothing to stop, just let it go."""

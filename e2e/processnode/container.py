@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from processnode import envvars, pidfiles, procfs
+from processnode import envvars, pidfiles, procfs, volumes
 from processnode.probes import ReadinessProber
 
 Json = dict[str, Any]
@@ -43,14 +43,30 @@ class Runtime:
         return env
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a container lives on this node: its default directory, its emulated mounts, its IP."""
+
+    workdir: Path
+    mounts: dict[str, Path]
+    pod_ip: str
+
+
 class ContainerRunner:
     """Lifecycle of one container: start, observe exit, restart, probe readiness, terminate."""
 
-    def __init__(self, spec: Json, env: dict[str, str], workdir: Path, runtime: Runtime, key: str) -> None:
+    def __init__(
+        self, spec: Json, env: dict[str, str], placement: Placement, runtime: Runtime, key: str
+    ) -> None:
         self.spec = spec
         self.name: str = spec["name"]
-        self.env = {**runtime.base_env(), **env}
-        self.workdir = Path(spec.get("workingDir") or workdir)
+        self.placement = placement
+        pod_env = {name: volumes.rewrite(value, placement.mounts) for name, value in env.items()}
+        self.env = {**runtime.base_env(), **pod_env}
+        working_dir = spec.get("workingDir")
+        self.workdir = (
+            Path(volumes.rewrite(working_dir, placement.mounts)) if working_dir else placement.workdir
+        )
         self.runtime = runtime
         self.key = key
         self.restart_count = 0
@@ -78,11 +94,11 @@ class ContainerRunner:
         return self.prober.ready if self.prober is not None else True
 
     def argv(self) -> list[str]:
-        """command + args with ``$(VAR)`` expanded; there is no image, so a command is required."""
-        command = [envvars.expand(c, self.env) for c in self.spec.get("command", [])]
-        if not command:
+        """command + args, ``$(VAR)`` expanded and mount paths rewritten; there is no image entrypoint."""
+        words = [*self.spec.get("command", []), *self.spec.get("args", [])]
+        if not self.spec.get("command"):
             raise ValueError("the process node runs no images: the container needs an explicit command")
-        return command + [envvars.expand(a, self.env) for a in self.spec.get("args", [])]
+        return [volumes.rewrite(envvars.expand(word, self.env), self.placement.mounts) for word in words]
 
     def start(self) -> None:
         """Start the process in its own process group, output appended to ``<workdir>/<name>.log``."""
@@ -110,7 +126,9 @@ class ContainerRunner:
             self.runtime.state_dir, f"{self.key}-{self.restart_count}", self.process.pid
         )
         if "readinessProbe" in self.spec:
-            self.prober = ReadinessProber(self.spec["readinessProbe"], self.spec, self.env, self.workdir)
+            self.prober = ReadinessProber(
+                self.spec["readinessProbe"], self.spec, self.env, self.workdir, self.placement.pod_ip
+            )
             self.prober.start()
 
     def poll(self, restart_policy: str, may_restart: bool) -> bool:

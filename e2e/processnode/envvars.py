@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from processnode.loopback import PodAddresses
+
 Json = dict[str, Any]
 Reader = Callable[[str, str], Json]
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.\-]*)\)")
@@ -23,7 +25,7 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _REFERENCE.sub(substitute, text)
 
 
-def field_value(pod: Json, path: str, node_ip: str) -> str:
+def field_value(pod: Json, path: str, addresses: PodAddresses) -> str:
     """Values of the downward API's ``fieldRef`` paths that a process can use."""
     meta = pod["metadata"]
     if path.startswith("metadata.labels['") or path.startswith("metadata.annotations['"):
@@ -35,8 +37,10 @@ def field_value(pod: Json, path: str, node_ip: str) -> str:
         "metadata.uid": meta["uid"],
         "spec.nodeName": pod["spec"].get("nodeName", ""),
         "spec.serviceAccountName": pod["spec"].get("serviceAccountName", ""),
-        "status.podIP": node_ip,
-        "status.hostIP": node_ip,
+        "status.podIP": addresses.pod_ip,
+        "status.podIPs": addresses.pod_ip,
+        "status.hostIP": addresses.node_ip,
+        "status.hostIPs": addresses.node_ip,
     }
     if path not in values:
         raise ValueError(f"fieldRef {path!r} is not supported by the process node")
@@ -48,7 +52,7 @@ def _secret_value(secret: Json, key: str) -> str:
 
 
 def container_env(
-    pod: Json, container: Json, node_ip: str, read_config_map: Reader, read_secret: Reader
+    pod: Json, container: Json, addresses: PodAddresses, read_config_map: Reader, read_secret: Reader
 ) -> dict[str, str]:
     """``envFrom`` then ``env`` (later entries win, ``$(VAR)`` sees earlier ones), like the kubelet."""
     namespace = pod["metadata"]["namespace"]
@@ -62,19 +66,24 @@ def container_env(
             secret = read_secret(namespace, source["secretRef"]["name"])
             env.update({prefix + k: _secret_value(secret, k) for k in secret.get("data", {})})
     for var in container.get("env", []):
-        env[var["name"]] = _env_value(pod, var, env, node_ip, read_config_map, read_secret)
+        env[var["name"]] = _env_value(pod, var, env, addresses, read_config_map, read_secret)
     return env
 
 
 def _env_value(
-    pod: Json, var: Json, env: Mapping[str, str], node_ip: str, read_config_map: Reader, read_secret: Reader
+    pod: Json,
+    var: Json,
+    env: Mapping[str, str],
+    addresses: PodAddresses,
+    read_config_map: Reader,
+    read_secret: Reader,
 ) -> str:
     if "valueFrom" not in var:
         return expand(str(var.get("value", "")), env)
     source = var["valueFrom"]
     namespace = pod["metadata"]["namespace"]
     if "fieldRef" in source:
-        return field_value(pod, source["fieldRef"]["fieldPath"], node_ip)
+        return field_value(pod, source["fieldRef"]["fieldPath"], addresses)
     if "configMapKeyRef" in source:
         ref = source["configMapKeyRef"]
         return str(read_config_map(namespace, ref["name"]).get("data", {})[ref["key"]])

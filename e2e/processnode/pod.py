@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from processnode import envvars, serviceaccount
-from processnode.container import ContainerRunner, Runtime, now_rfc3339
+from processnode import envvars, serviceaccount, volumes
+from processnode.container import ContainerRunner, Placement, Runtime, now_rfc3339
 from processnode.kube import NodeClient
+from processnode.loopback import PodAddresses
 
 Json = dict[str, Any]
 DEFAULT_GRACE_S = 30
@@ -18,11 +19,11 @@ DEFAULT_GRACE_S = 30
 class PodRunner:
     """Runs every container of one pod as a local process and derives the pod's status from them."""
 
-    def __init__(self, pod: Json, runtime: Runtime, node_ip: str, api: NodeClient) -> None:
+    def __init__(self, pod: Json, runtime: Runtime, addresses: PodAddresses, api: NodeClient) -> None:
         meta = pod["metadata"]
         self.uid: str = meta["uid"]
         self.pod = pod
-        self.node_ip = node_ip
+        self.addresses = addresses
         self.restart_policy: str = pod["spec"].get("restartPolicy", "Always")
         self.images = {c["name"]: c.get("image", "") for c in pod["spec"]["containers"]}
         self.start_time = now_rfc3339()
@@ -42,15 +43,17 @@ class PodRunner:
         credentials: dict[str, str] = {}
         if serviceaccount.wants_token(pod):
             credentials = serviceaccount.write_credentials(api, pod, workdir / "serviceaccount")
+        pod_volumes = volumes.emptydir_volumes(pod, workdir)
         runners = []
         for spec in pod["spec"]["containers"]:
             try:
-                env = envvars.container_env(pod, spec, self.node_ip, api.read_config_map, api.read_secret)
+                env = envvars.container_env(pod, spec, self.addresses, api.read_config_map, api.read_secret)
             except (ValueError, KeyError) as error:
                 self.failure_message = f"container {spec['name']}: {error}"
                 return []
+            placement = Placement(workdir, volumes.mount_table(spec, pod_volumes), self.addresses.pod_ip)
             key = f"{self.uid}-{spec['name']}"
-            runners.append(ContainerRunner(spec, {**credentials, **env}, workdir, runtime, key))
+            runners.append(ContainerRunner(spec, {**credentials, **env}, placement, runtime, key))
         return runners
 
     def start(self) -> None:
@@ -127,10 +130,10 @@ class PodRunner:
         status: Json = {
             "phase": self.phase,
             "conditions": conditions,
-            "hostIP": self.node_ip,
-            "hostIPs": [{"ip": self.node_ip}],
-            "podIP": self.node_ip,
-            "podIPs": [{"ip": self.node_ip}],
+            "hostIP": self.addresses.node_ip,
+            "hostIPs": [{"ip": self.addresses.node_ip}],
+            "podIP": self.addresses.pod_ip,
+            "podIPs": [{"ip": self.addresses.pod_ip}],
             "startTime": self.start_time,
             "containerStatuses": [c.status(self.images[c.name]) for c in self.containers],
         }

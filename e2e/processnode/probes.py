@@ -1,7 +1,7 @@
 """Readiness probes (exec, httpGet, tcpSocket) with the kubelet's thresholds and timing fields.
 
-Every pod process shares the host network, so HTTP and TCP probes go to 127.0.0.1 unless the probe
-names a host.
+HTTP and TCP probes go to the pod's own loopback IP (see :mod:`loopback`) unless the probe names a
+host, like a kubelet's go to the pod IP.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _port(value: int | str, container: Json) -> int:
     raise ValueError(f"probe port {value!r} is not a named port of container {container['name']}")
 
 
-def run_once(probe: Json, container: Json, env: Mapping[str, str], cwd: Path) -> bool:
+def run_once(probe: Json, container: Json, env: Mapping[str, str], cwd: Path, pod_ip: str) -> bool:
     """One probe attempt; any error or timeout counts as a failure, as in the kubelet."""
     timeout = float(probe.get("timeoutSeconds", 1))
     try:
@@ -46,12 +46,12 @@ def run_once(probe: Json, container: Json, env: Mapping[str, str], cwd: Path) ->
         if "httpGet" in probe:
             get = probe["httpGet"]
             scheme = str(get.get("scheme", "HTTP")).lower()
-            url = f"{scheme}://{get.get('host') or '127.0.0.1'}:{_port(get['port'], container)}{get.get('path', '/')}"
+            url = f"{scheme}://{get.get('host') or pod_ip}:{_port(get['port'], container)}{get.get('path', '/')}"
             with urllib.request.urlopen(url, timeout=timeout) as response:
                 return 200 <= int(response.status) < 400
         if "tcpSocket" in probe:
             tcp = probe["tcpSocket"]
-            address = (tcp.get("host") or "127.0.0.1", _port(tcp["port"], container))
+            address = (tcp.get("host") or pod_ip, _port(tcp["port"], container))
             with socket.create_connection(address, timeout=timeout):
                 return True
     except (OSError, subprocess.SubprocessError, urllib.error.URLError, ValueError):
@@ -62,8 +62,9 @@ def run_once(probe: Json, container: Json, env: Mapping[str, str], cwd: Path) ->
 class ReadinessProber:
     """Probes one running container instance on its own thread until :meth:`stop`."""
 
-    def __init__(self, probe: Json, container: Json, env: Mapping[str, str], cwd: Path) -> None:
+    def __init__(self, probe: Json, container: Json, env: Mapping[str, str], cwd: Path, pod_ip: str) -> None:
         self.probe, self.container, self.env, self.cwd = probe, container, env, cwd
+        self.pod_ip = pod_ip
         self.ready = False
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"probe-{container['name']}", daemon=True)
@@ -82,7 +83,7 @@ class ReadinessProber:
         if self._stopped.wait(float(self.probe.get("initialDelaySeconds", 0))):
             return
         while not self._stopped.is_set():
-            if run_once(self.probe, self.container, self.env, self.cwd):
+            if run_once(self.probe, self.container, self.env, self.cwd, self.pod_ip):
                 successes, failures = successes + 1, 0
                 if successes >= needed_ok:
                     self.ready = True

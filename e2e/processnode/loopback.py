@@ -1,0 +1,41 @@
+"""Pod IPs on the loopback network: every 127.0.0.0/8 address is local on Linux without any setup.
+
+Each pod gets its own address from 127.10.0.0/16, so two pods can both serve on port 8080 as long as
+they bind to their pod IP (``fieldRef: status.podIP``) rather than 0.0.0.0; probes go to the pod IP,
+as a kubelet's do.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+POD_NETWORK = ipaddress.ip_network("127.10.0.0/16")
+
+
+@dataclass(frozen=True)
+class PodAddresses:
+    """The pod's own IP and the node's (``status.podIP`` / ``status.hostIP``)."""
+
+    pod_ip: str
+    node_ip: str
+
+
+class LoopbackPool:
+    """Hands out pod IPs and takes them back when pods go away."""
+
+    def __init__(self, network: ipaddress.IPv4Network | ipaddress.IPv6Network = POD_NETWORK) -> None:
+        self._free = iter(network.hosts())
+        self._returned: list[str] = []
+        self._owners: dict[str, str] = {}
+
+    def acquire(self, uid: str) -> str:
+        """The pod's address, stable for the lifetime of the pod (its UID)."""
+        if uid not in self._owners:
+            self._owners[uid] = self._returned.pop(0) if self._returned else str(next(self._free))
+        return self._owners[uid]
+
+    def release(self, uid: str) -> None:
+        address = self._owners.pop(uid, None)
+        if address is not None:
+            self._returned.append(address)
