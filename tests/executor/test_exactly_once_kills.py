@@ -46,7 +46,7 @@ def executor_command(root: Path, epoch: int, member: str) -> list[str]:
         sys.executable,
         "-m",
         "streamapp.executor.cli",
-        "executor",
+        "dataplane",
         "--state",
         str(root / "state"),
         "--sink",

@@ -1,5 +1,10 @@
-"""`streamapp generate` (append synthetic records to a file log) and `streamapp executor` (run the data
-plane for a fixed assignment, without Kubernetes — for demos, benchmarks and fault-injection tests).
+"""`streamapp generate` (append synthetic records to a file log) and `streamapp dataplane` (run the
+executor data plane for a fixed assignment, without Kubernetes — for demos, benchmarks and
+fault-injection tests).
+
+The pod command `streamapp executor --from-cluster` belongs to the membership loop, which follows the
+member's StreamAppMember instead of a fixed assignment; it can reuse `add_dataplane_arguments` and
+`build_executor` so both commands configure the data plane the same way.
 """
 
 from __future__ import annotations
@@ -48,26 +53,48 @@ def run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options that configure the data plane itself: paths, pipeline, batching, Spark."""
+    parser.add_argument("--state", required=True, help="state path (manifests, changelog, snapshots)")
+    parser.add_argument("--log", required=True, help="input file log")
+    parser.add_argument("--sink", help="output directory (default <state>/outputs)")
+    parser.add_argument("--pipeline", required=True, help="transform as module:function")
+    parser.add_argument(
+        "--merge", help="override the declared merge (sum|count|min|max|last|module:function)"
+    )
+    parser.add_argument("--value-type", help="override the declared state value type (long|double|string)")
+    parser.add_argument("--member", default="", help="owner name recorded in manifests")
+    parser.add_argument("--max-batch-records", type=int, default=TaskConfig.max_batch_records)
+    parser.add_argument(
+        "--snapshot-every", type=int, default=TaskConfig.snapshot_every, help="batches per snapshot"
+    )
+    parser.add_argument("--spark-master", default="local[*]")
+    parser.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (repeatable)")
+
+
+def build_executor(args: argparse.Namespace) -> Executor:
+    """An executor configured from `add_dataplane_arguments` options (Spark starts on first use)."""
+    state = Path(args.state)
+    settings = SparkSettings(master=args.spark_master, conf=parse_conf(args.conf))
+    return Executor(
+        StateLayout(state),
+        FileLog(Path(args.log)),
+        FileSink(Path(args.sink) if args.sink else state / "outputs"),
+        pipelines.load(args.pipeline, merge=args.merge, value_type=args.value_type),
+        TaskConfig(
+            max_batch_records=args.max_batch_records, snapshot_every=args.snapshot_every, owner=args.member
+        ),
+        spark=lambda: session(settings),
+    )
+
+
 def _status_json(executor: Executor) -> bytes:
     rows: list[dict[str, Any]] = [asdict(s) for s in executor.status()]
     return json.dumps(rows, sort_keys=True).encode()
 
 
-def run_executor(args: argparse.Namespace) -> int:
-    state = Path(args.state)
-    loaded = pipelines.load(args.pipeline, merge=args.merge, value_type=args.value_type)
-    settings = SparkSettings(master=args.spark_master, conf=parse_conf(args.conf))
-    config = TaskConfig(
-        max_batch_records=args.max_batch_records, snapshot_every=args.snapshot_every, owner=args.member
-    )
-    executor = Executor(
-        StateLayout(state),
-        FileLog(Path(args.log)),
-        FileSink(Path(args.sink) if args.sink else state / "outputs"),
-        loaded,
-        config,
-        spark=lambda: session(settings),
-    )
+def run_dataplane(args: argparse.Namespace) -> int:
+    executor = build_executor(args)
     executor.apply(
         Target(
             active=parse_active(args.active),
@@ -107,26 +134,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gen.add_argument("--seed", type=int, default=0)
     gen.set_defaults(run=run_generate)
 
-    ex = subparsers.add_parser("executor", help="run the executor data plane for a fixed assignment")
-    ex.add_argument("--state", required=True, help="state path (manifests, changelog, snapshots)")
-    ex.add_argument("--log", required=True, help="input file log")
-    ex.add_argument("--sink", help="output directory (default <state>/outputs)")
-    ex.add_argument("--pipeline", required=True, help="transform as module:function")
-    ex.add_argument("--merge", help="override the declared merge (sum|count|min|max|last|module:function)")
-    ex.add_argument("--value-type", help="override the declared state value type (long|double|string)")
-    ex.add_argument("--active", default="", help="partition=epoch,... to process")
-    ex.add_argument("--standby", default="", help="partitions to keep hot copies of")
-    ex.add_argument("--warmup", default="", help="partitions to warm up")
-    ex.add_argument("--member", default="", help="owner name recorded in manifests")
-    ex.add_argument("--max-batch-records", type=int, default=TaskConfig.max_batch_records)
-    ex.add_argument(
-        "--snapshot-every", type=int, default=TaskConfig.snapshot_every, help="batches per snapshot"
+    plane = subparsers.add_parser(
+        "dataplane", help="run the executor data plane for a fixed assignment (no Kubernetes)"
     )
-    ex.add_argument("--spark-master", default="local[*]")
-    ex.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (repeatable)")
-    ex.add_argument("--status", help="file to rewrite with per-task status JSON after every step")
-    ex.add_argument("--until-idle", action="store_true", help="exit once all input has been processed")
-    ex.set_defaults(run=run_executor)
+    add_dataplane_arguments(plane)
+    plane.add_argument("--active", default="", help="partition=epoch,... to process")
+    plane.add_argument("--standby", default="", help="partitions to keep hot copies of")
+    plane.add_argument("--warmup", default="", help="partitions to warm up")
+    plane.add_argument("--status", help="file to rewrite with per-task status JSON after every step")
+    plane.add_argument("--until-idle", action="store_true", help="exit once all input has been processed")
+    plane.set_defaults(run=run_dataplane)
 
 
 def main(argv: list[str] | None = None) -> int:
