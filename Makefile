@@ -38,6 +38,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py --write bench/RESULTS.md
 
+## crds: regenerate the CRDs and install manifests from the resource models (a test checks they match)
+crds: $(STAMP)
+	$(VENV)/bin/streamapp crd --write crds
+	$(VENV)/bin/streamapp manifests --write manifests
+
 ## k8s-binaries: build (once, cached in ~/.cache/streamapp/k8s/<version>) the control-plane binaries
 k8s-binaries: $(STAMP)
 	$(PY) e2e/cluster.py build
