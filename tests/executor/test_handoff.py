@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from dataplane_checks import check_partition, executor_for
 from pyspark.sql import SparkSession
 
+from streamapp.executor import manifest as manifests
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.replica import rebuild
@@ -64,3 +67,31 @@ def test_warmup_catches_up_is_promoted_and_the_old_owner_is_revoked(
     standby = b.tasks[1]
     assert standby.replica.state.values == rebuild(layout, 1).state.values
     assert b.status()[1].lag == 0
+
+
+def test_a_revocation_from_another_thread_waits_for_the_batch_in_flight(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=40_000, keys=200, seed=22))
+    a = executor_for(tmp_path, log, "a", max_batch_records=1_000)
+    a.apply(Target(active={0: 1}))
+    stop = threading.Event()
+    worker = threading.Thread(target=a.run, args=(stop.is_set, 0.01))
+    worker.start()
+    try:
+        while a.status()[0].applied_offset < 3_000:
+            time.sleep(0.05)
+        assert a.apply(Target()) == frozenset({0})
+        layout = StateLayout(tmp_path / "state")
+        released_at = manifests.latest_seq(layout, 0, -1)
+        time.sleep(0.5)
+        assert manifests.latest_seq(layout, 0, -1) == released_at, "nothing is committed after the release"
+    finally:
+        stop.set()
+        worker.join(60)
+
+    b = executor_for(tmp_path, log, "b", max_batch_records=5_000)
+    b.apply(Target(active={0: 2}))
+    b.run_until_idle()
+    check_partition(layout, tmp_path / "outputs", log, 0)

@@ -17,6 +17,7 @@ processing, tailing — happens in `step`, where status can be reported between 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -67,7 +68,12 @@ def released_partitions(before: Mapping[int, Role], target: Target) -> frozenset
 
 
 class Executor:
-    """All tasks of one executor process, sharing one SparkSession (started on first use)."""
+    """All tasks of one executor process, sharing one SparkSession (started on first use).
+
+    Safe to drive from two threads — say, a watch thread calling `apply` while a worker thread loops
+    over `step`: a lock is held for each task's unit of work, so `apply` waits for at most the batch in
+    flight and a revoked task has committed its last batch by the time `apply` returns.
+    """
 
     def __init__(
         self,
@@ -80,25 +86,35 @@ class Executor:
     ) -> None:
         self.context = TaskContext(layout, source, sink, pipeline, spark, config or TaskConfig())
         self.tasks: dict[int, Task] = {}
+        self._lock = threading.RLock()
 
     def apply(self, target: Target) -> frozenset[int]:
         """Make the task set match `target`; returns the partitions released (safe to acknowledge)."""
         wanted = target.roles()
-        released = released_partitions({p: t.role for p, t in self.tasks.items()}, target)
-        for partition in [p for p in self.tasks if p not in wanted]:
-            del self.tasks[partition]
-        for partition, (role, epoch) in sorted(wanted.items()):
-            if partition not in self.tasks:
-                self.tasks[partition] = Task(partition, self.context)
-            self.tasks[partition].assign(role, epoch)
+        with self._lock:
+            released = released_partitions({p: t.role for p, t in self.tasks.items()}, target)
+            for partition in [p for p in self.tasks if p not in wanted]:
+                del self.tasks[partition]
+            for partition, (role, epoch) in sorted(wanted.items()):
+                if partition not in self.tasks:
+                    self.tasks[partition] = Task(partition, self.context)
+                self.tasks[partition].assign(role, epoch)
         return released
 
     def step(self) -> int:
         """One unit of work for every task, in partition order; returns the total work done."""
-        return sum(self.tasks[p].step() for p in sorted(self.tasks))
+        done = 0
+        with self._lock:
+            partitions = sorted(self.tasks)
+        for partition in partitions:
+            with self._lock:
+                task = self.tasks.get(partition)
+                done += task.step() if task is not None else 0
+        return done
 
     def status(self) -> list[TaskStatus]:
-        return [self.tasks[p].status() for p in sorted(self.tasks)]
+        with self._lock:
+            return [self.tasks[p].status() for p in sorted(self.tasks)]
 
     def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
         """Step until `stop()` is true, sleeping briefly when a step found nothing to do."""
