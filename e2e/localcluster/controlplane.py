@@ -29,7 +29,9 @@ from processnode import pidfiles
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO_ROOT / "e2e"
-STARTUP_TIMEOUT_S = 90.0
+STARTUP_TIMEOUT_S = 180.0
+# Ports are picked free just before the components bind them; another program can win that race.
+START_ATTEMPTS = 2
 
 
 def default_root() -> Path:
@@ -167,11 +169,18 @@ class LocalCluster:
             self._stop_and_clean()
             if not build.is_built():
                 build.ensure_built()
-            try:
-                self._start(timeout_s)
-            except BaseException:
-                self._stop_and_clean()
-                raise
+            for attempt in range(1, START_ATTEMPTS + 1):
+                try:
+                    self._start(timeout_s)
+                    return
+                except RuntimeError as error:  # a component exited, e.g. its free port was taken
+                    self._stop_and_clean()
+                    if attempt == START_ATTEMPTS:
+                        raise
+                    print(f"cluster start failed, retrying: {error}", flush=True)
+                except BaseException:
+                    self._stop_and_clean()
+                    raise
 
     def down(self) -> None:
         """Stop every recorded process (newest first), free ports, drop state; logs are kept."""
