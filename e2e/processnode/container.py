@@ -12,12 +12,13 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from processnode import envvars, pidfiles, procfs, volumes
-from processnode.probes import ReadinessProber
+from processnode.probes import Prober
 
 Json = dict[str, Any]
 RESET_BACKOFF_AFTER_S = 600.0
@@ -79,7 +80,7 @@ class ContainerRunner:
         self.waiting_message = ""
         self.next_start = 0.0
         self.backoff = runtime.backoff_s
-        self.prober: ReadinessProber | None = None
+        self.probers: dict[str, Prober] = {}
         self._pidfile: Path | None = None
         self.exhausted = False
 
@@ -91,7 +92,8 @@ class ContainerRunner:
     def ready(self) -> bool:
         if self.process is None:
             return False
-        return self.prober.ready if self.prober is not None else True
+        readiness = self.probers.get("readiness")
+        return readiness.passing if readiness is not None else True
 
     def argv(self) -> list[str]:
         """command + args, ``$(VAR)`` expanded and mount paths rewritten; there is no image entrypoint."""
@@ -125,11 +127,20 @@ class ContainerRunner:
         self._pidfile = pidfiles.record(
             self.runtime.state_dir, f"{self.key}-{self.restart_count}", self.process.pid
         )
+        self.probers = {}
         if "readinessProbe" in self.spec:
-            self.prober = ReadinessProber(
-                self.spec["readinessProbe"], self.spec, self.env, self.workdir, self.placement.pod_ip
-            )
-            self.prober.start()
+            self.probers["readiness"] = self._prober(self.spec["readinessProbe"])
+        if "livenessProbe" in self.spec:
+            self.probers["liveness"] = self._prober(self.spec["livenessProbe"], self._kill_unhealthy)
+        for prober in self.probers.values():
+            prober.start()
+
+    def _prober(self, probe: Json, on_failure: Callable[[], None] | None = None) -> Prober:
+        return Prober(probe, self.spec, self.env, self.workdir, self.placement.pod_ip, on_failure)
+
+    def _kill_unhealthy(self) -> None:
+        """Liveness failed: kill the process; :meth:`poll` then restarts it per ``restartPolicy``."""
+        self.signal(signal.SIGKILL)
 
     def poll(self, restart_policy: str, may_restart: bool) -> bool:
         """Notice an exit and schedule a restart if the policy wants one; True when something changed."""
@@ -176,9 +187,9 @@ class ContainerRunner:
         if signal_name:
             self.last_termination["message"] = f"killed by {signal_name}"
         self.process = None
-        if self.prober is not None:
-            self.prober.stop()
-            self.prober = None
+        for prober in self.probers.values():
+            prober.stop()
+        self.probers = {}
         if self._pidfile is not None:
             self._pidfile.unlink(missing_ok=True)
             self._pidfile = None

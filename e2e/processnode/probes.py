@@ -1,4 +1,4 @@
-"""Readiness probes (exec, httpGet, tcpSocket) with the kubelet's thresholds and timing fields.
+"""Readiness and liveness probes (exec, httpGet, tcpSocket) with the kubelet's thresholds and timing fields.
 
 HTTP and TCP probes go to the pod's own loopback IP (see :mod:`loopback`) unless the probe names a
 host, like a kubelet's go to the pod IP.
@@ -11,7 +11,7 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +59,26 @@ def run_once(probe: Json, container: Json, env: Mapping[str, str], cwd: Path, po
     raise ValueError(f"unsupported probe handler in {sorted(probe)}")
 
 
-class ReadinessProber:
-    """Probes one running container instance on its own thread until :meth:`stop`."""
+class Prober:
+    """Probes one running container instance on its own thread until :meth:`stop`.
 
-    def __init__(self, probe: Json, container: Json, env: Mapping[str, str], cwd: Path, pod_ip: str) -> None:
+    ``passing`` follows the thresholds (readiness); ``on_failure`` is called once when the probe has
+    failed ``failureThreshold`` times in a row (liveness: the container gets killed and restarted).
+    """
+
+    def __init__(
+        self,
+        probe: Json,
+        container: Json,
+        env: Mapping[str, str],
+        cwd: Path,
+        pod_ip: str,
+        on_failure: Callable[[], None] | None = None,
+    ) -> None:
         self.probe, self.container, self.env, self.cwd = probe, container, env, cwd
         self.pod_ip = pod_ip
-        self.ready = False
+        self.on_failure = on_failure
+        self.passing = False
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"probe-{container['name']}", daemon=True)
 
@@ -86,10 +99,13 @@ class ReadinessProber:
             if run_once(self.probe, self.container, self.env, self.cwd, self.pod_ip):
                 successes, failures = successes + 1, 0
                 if successes >= needed_ok:
-                    self.ready = True
+                    self.passing = True
             else:
                 successes, failures = 0, failures + 1
                 if failures >= needed_fail:
-                    self.ready = False
+                    self.passing = False
+                    if self.on_failure is not None:
+                        self.on_failure()
+                        return
             if self._stopped.wait(period):
                 return

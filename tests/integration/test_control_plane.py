@@ -312,6 +312,24 @@ def test_process_node_readiness_follows_exec_probe(
     )
 
 
+def test_process_node_restarts_container_failing_liveness_probe(
+    api_client: client.ApiClient, namespace: str, process_node: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    probe = {"exec": {"command": ["false"]}, "periodSeconds": 1, "failureThreshold": 2}
+    pod = _process_pod(
+        "unhealthy", "import time\nwhile True: time.sleep(1)", container={"livenessProbe": probe}
+    )
+    core.create_namespaced_pod(namespace, pod)
+
+    def restarted() -> Any:
+        status = _container_status(core, "unhealthy", namespace)
+        return status if status and status.restart_count >= 1 and status.last_state.terminated else None
+
+    status = wait_for(restarted, TIMEOUT_S, "the container failing its liveness probe to be restarted")
+    assert status.last_state.terminated.exit_code == 137  # 128 + SIGKILL, as a kubelet reports it
+
+
 def test_process_node_http_probe_and_sigterm_on_delete(
     api_client: client.ApiClient, namespace: str, process_node: str, tmp_path: Path
 ) -> None:

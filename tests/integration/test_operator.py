@@ -92,31 +92,33 @@ class Operator:
                 self.kill()
 
 
+class Operators:
+    """The operator processes of one test; all are stopped (and their logs shown) afterwards."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, logs: Path) -> None:
+        self.kubeconfig, self.namespace, self.logs = kubeconfig, namespace, logs
+        self.started: list[Operator] = []
+
+    def start(self, identity: str = "op-1", leader_election: bool = False) -> Operator:
+        log = self.logs / f"{identity}.log"
+        operator = Operator(self.kubeconfig, self.namespace, log, identity, leader_election)
+        self.started.append(operator)
+        return operator
+
+    def stop_all(self) -> None:
+        for operator in self.started:
+            operator.stop()
+        for operator in self.started:
+            tail = "".join(operator.log.read_text().splitlines(True)[-40:])
+            sys.stderr.write(f"--- {operator.identity} log tail ---\n{tail}")
+
+
 @pytest.fixture
-def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None) -> Iterator[list[Operator]]:
-    """Start operators with `start(identity, leader_election)`; all are stopped afterwards."""
-    started: list[Operator] = []
+def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None) -> Iterator[Operators]:
+    """Start operators with `operators.start(identity, leader_election)`."""
+    started = Operators(kubeconfig_path, namespace, tmp_path)
     yield started
-    for operator in started:
-        operator.stop()
-    for operator in started:
-        sys.stderr.write(
-            f"--- {operator.identity} log tail ---\n"
-            + "".join(operator.log.read_text().splitlines(True)[-40:])
-        )
-
-
-def start(
-    operators: list[Operator],
-    kubeconfig: Path,
-    namespace: str,
-    tmp_path: Path,
-    identity: str = "op-1",
-    leader_election: bool = False,
-) -> Operator:
-    operator = Operator(kubeconfig, namespace, tmp_path / f"{identity}.log", identity, leader_election)
-    operators.append(operator)
-    return operator
+    started.stop_all()
 
 
 def create_app(
@@ -180,13 +182,9 @@ def assert_clean(fleet: Fleet) -> None:
 
 
 def test_create_balances_tasks_and_reports_ready(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    start(operators, kubeconfig_path, namespace, tmp_path)
+    operators.start()
     create_app(api_client, namespace, replicas=3, partitions=12)
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 12), 90, "a balanced, Ready app")
@@ -202,13 +200,9 @@ def test_create_balances_tasks_and_reports_ready(
 
 
 def test_scale_out_warms_up_then_hands_over(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    start(operators, kubeconfig_path, namespace, tmp_path)
+    operators.start()
     create_app(api_client, namespace, replicas=3, partitions=12, maxWarmupReplicas=2)
     with Fleet(api_client, namespace, APP, restore_rate=5_000) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 12), 90, "a balanced app at 3")
@@ -230,13 +224,9 @@ def test_scale_out_warms_up_then_hands_over(
 
 
 def test_member_bounce_keeps_its_tasks(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    start(operators, kubeconfig_path, namespace, tmp_path)
+    operators.start()
     create_app(api_client, namespace, replicas=3, partitions=9)
     core = client.CoreV1Api(api_client)
     with Fleet(api_client, namespace, APP) as fleet:
@@ -268,13 +258,9 @@ def test_member_bounce_keeps_its_tasks(
 
 
 def test_member_that_never_returns_loses_its_tasks_after_the_delay(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    start(operators, kubeconfig_path, namespace, tmp_path)
+    operators.start()
     create_app(
         api_client,
         namespace,
@@ -313,13 +299,9 @@ def test_member_that_never_returns_loses_its_tasks_after_the_delay(
 
 
 def test_scale_in_drains_before_removing(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    start(operators, kubeconfig_path, namespace, tmp_path)
+    operators.start()
     create_app(api_client, namespace, replicas=6, partitions=12)
     core = client.CoreV1Api(api_client)
     with Fleet(api_client, namespace, APP, restore_rate=5_000) as fleet:
@@ -336,13 +318,9 @@ def test_scale_in_drains_before_removing(
 
 
 def test_operator_killed_mid_rebalance_resumes(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    first = start(operators, kubeconfig_path, namespace, tmp_path, "op-1")
+    first = operators.start("op-1")
     create_app(api_client, namespace, replicas=2, partitions=8, maxWarmupReplicas=1)
     with Fleet(api_client, namespace, APP, restore_rate=2_000) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 2, 8), 90, "a balanced app")
@@ -350,22 +328,18 @@ def test_operator_killed_mid_rebalance_resumes(
         scale(api_client, namespace, 4)
         wait_for(lambda: any(t.warmup for t in fleet.targets().values()), 60, "warmups under way")
         first.kill()
-        start(operators, kubeconfig_path, namespace, tmp_path, "op-2")
+        operators.start("op-2")
         wait_for(lambda: balanced(api_client, namespace, fleet, 4, 8), 180, "a balanced app at 4")
         assert app(api_client, namespace)["status"]["generation"] > generation
         assert_clean(fleet)
 
 
 def test_only_the_leader_acts_and_a_successor_takes_over(
-    api_client: client.ApiClient,
-    namespace: str,
-    kubeconfig_path: Path,
-    tmp_path: Path,
-    operators: list[Operator],
+    api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    one = start(operators, kubeconfig_path, namespace, tmp_path, "op-1", leader_election=True)
+    one = operators.start("op-1", leader_election=True)
     wait_for(lambda: _holder(api_client, namespace) == "op-1", 30, "op-1 holding the lease")
-    two = start(operators, kubeconfig_path, namespace, tmp_path, "op-2", leader_election=True)
+    two = operators.start("op-2", leader_election=True)
     create_app(api_client, namespace, replicas=2, partitions=6)
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 2, 6), 90, "a balanced app")
