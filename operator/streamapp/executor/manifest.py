@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from streamapp.executor import storage
@@ -136,9 +135,9 @@ def judge_conflict(partition: int, mine: int, winner: Manifest) -> Conflict | Fe
     return Conflict(f"partition {partition}: seq {winner.seq} taken by epoch {winner.epoch}")
 
 
-def lag(owner: Head, applied: Head) -> int:
+def lag(owner_offset: int, applied: Head) -> int:
     """Input records a copy still has to apply to be as current as the owner's committed history."""
-    return max(0, owner.offset - applied.offset)
+    return max(0, owner_offset - applied.offset)
 
 
 def read(layout: StateLayout, partition: int, seq: int) -> Manifest | None:
@@ -168,8 +167,3 @@ def latest_seq(layout: StateLayout, partition: int, after: int) -> int:
     while layout.manifest(partition, seq + 1).exists():
         seq += 1
     return seq
-
-
-def committed_paths(directory: Path) -> list[Path]:
-    """Every manifest file of a partition in sequence order (for readers that scan the whole history)."""
-    return sorted(storage.visible_files(directory, ".json"))

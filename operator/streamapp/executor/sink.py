@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from streamapp.executor import manifest as manifests
 from streamapp.executor.changelog import unique_name
-from streamapp.executor.layout import StateLayout, partition_dir
+from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Head, Manifest
 
 
@@ -37,7 +37,7 @@ class FileSink:
     root: Path
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
-        directory = partition_dir(self.root, "", partition)
+        directory = self.root / f"p={partition}"
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / unique_name(seq, epoch)
         pq.write_table(rows, path)

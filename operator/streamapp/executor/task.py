@@ -252,7 +252,7 @@ class Task:
             applied_seq=self.head.seq,
             applied_offset=self.head.offset,
             committed_offset=max(self.committed_offset, self.head.offset),
-            lag=0 if self.owning else max(0, self.committed_offset - self.head.offset),
+            lag=0 if self.owning else manifests.lag(self.committed_offset, self.head),
             backlog=self.backlog if self.owning else 0,
             keys=len(self.replica.state),
             fenced_by=self.fenced_by,
