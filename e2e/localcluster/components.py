@@ -32,6 +32,7 @@ class Ports:
     controller_manager: int
     scheduler: int
     kwok: int
+    process_node_logs: int
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Pki:
     apiserver_key: Path
     sa_public: Path
     sa_private: Path
+    kubelet_client_cert: Path
+    kubelet_client_key: Path
 
 
 def etcd(bin_dir: Path, data_dir: Path, ports: Ports) -> list[str]:
@@ -80,6 +83,10 @@ def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports) -> list[str]:
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
         f"--service-account-key-file={pki.sa_public}",
         f"--service-account-signing-key-file={pki.sa_private}",
+        f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+        f"--kubelet-client-key={pki.kubelet_client_key}",
+        f"--kubelet-certificate-authority={pki.ca_cert}",
+        "--kubelet-preferred-address-types=InternalIP",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--endpoint-reconciler-type=none",
         "--allow-privileged=true",

@@ -7,6 +7,7 @@ cluster-down`` after ``make cluster-up``. A failed ``up`` tears down whatever it
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -222,7 +223,7 @@ class LocalCluster:
             shutil.rmtree(previous_run, ignore_errors=True)
         for directory in (layout.root, layout.pki, layout.logs, layout.component_kubeconfigs):
             directory.mkdir(parents=True, exist_ok=True)
-        ports = components.Ports(*(processes.free_port() for _ in range(6)))
+        ports = components.Ports(*(processes.free_port() for _ in dataclasses.fields(components.Ports)))
         self._state = ClusterState(server=f"https://127.0.0.1:{ports.apiserver}", ports=vars(ports).copy())
         self._state.save(layout.state)
         pki, configs = self._write_pki_and_kubeconfigs()
@@ -232,7 +233,7 @@ class LocalCluster:
         self._start_controllers(bin_dir, pki, configs, ports, timeout_s)
         self._start_kwok(bin_dir, configs["kwok"], ports)
         self._register_kwok_nodes()
-        self._start_process_node(configs["node"])
+        self._start_process_node(configs["node"], ports)
         self._wait_for_workloads_ready(timeout_s)
         print(f"cluster up in {time.monotonic() - started:.1f}s; KUBECONFIG={layout.kubeconfig}", flush=True)
 
@@ -252,7 +253,26 @@ class LocalCluster:
             server_ips=("127.0.0.1", "10.0.0.1"),
         )
         sa = certs.service_account_keys(self.layout.pki)
-        pki = components.Pki(ca.pair.cert, ca.pair.key, serving.cert, serving.key, sa.cert, sa.key)
+        # kube-apiserver's identity towards nodes (kubectl logs), as kubeadm issues it
+        kubelet_client = ca.issue(
+            "apiserver-kubelet-client", certs.Identity("kube-apiserver-kubelet-client", ("system:masters",))
+        )
+        ca.issue(
+            "process-node-serving",
+            certs.Identity(f"system:node:{nodes.PROCESS_NODE_NAME}", ("system:nodes",)),
+            server_names=(nodes.PROCESS_NODE_NAME, "localhost"),
+            server_ips=("127.0.0.1",),
+        )
+        pki = components.Pki(
+            ca.pair.cert,
+            ca.pair.key,
+            serving.cert,
+            serving.key,
+            sa.cert,
+            sa.key,
+            kubelet_client.cert,
+            kubelet_client.key,
+        )
         identities = {
             "admin": certs.Identity("admin", ("system:masters",)),
             "controller-manager": certs.Identity("system:kube-controller-manager"),
@@ -321,7 +341,8 @@ class LocalCluster:
         for name, zone in nodes.KWOK_NODES.items():
             api.create_node(body=client.V1Node.model_validate(nodes.kwok_node(name, zone)))
 
-    def _start_process_node(self, config: Path) -> None:
+    def _start_process_node(self, config: Path, ports: components.Ports) -> None:
+        pki = self.layout.pki
         argv = [
             sys.executable,
             "-m",
@@ -331,6 +352,10 @@ class LocalCluster:
             f"--zone={nodes.PROCESS_NODE_ZONE}",
             f"--state-dir={self.layout.process_node}",
             f"--path-prepend={os.pathsep.join(self.process_path)}",
+            f"--kubelet-port={ports.process_node_logs}",
+            f"--serving-cert={pki / 'process-node-serving.crt'}",
+            f"--serving-key={pki / 'process-node-serving.key'}",
+            f"--client-ca={pki / 'ca.crt'}",
         ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(E2E_DIR), env.get("PYTHONPATH", "")]))

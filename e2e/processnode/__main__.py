@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from processnode import logserver
 from processnode.agent import Agent
 from processnode.container import Runtime
 from processnode.kube import NodeClient
@@ -23,6 +24,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--restart-backoff", type=float, default=1.0, help="first restart delay (s)")
     parser.add_argument("--max-restart-backoff", type=float, default=60.0, help="restart delay cap (s)")
+    parser.add_argument("--kubelet-port", type=int, default=0, help="HTTPS port for kubectl logs (0: off)")
+    parser.add_argument("--serving-cert", type=Path, help="the log server's certificate (for 127.0.0.1)")
+    parser.add_argument("--serving-key", type=Path, help="the log server's private key")
+    parser.add_argument("--client-ca", type=Path, help="CA of kube-apiserver's kubelet client certificate")
     return parser.parse_args(argv)
 
 
@@ -36,9 +41,16 @@ def main(argv: list[str] | None = None) -> None:
         max_backoff_s=args.max_restart_backoff,
     )
     spec = NodeSpec(
-        name=args.node_name, zone=args.zone, labels=PROCESS_NODE_LABELS, taints=[PROCESS_NODE_TAINT]
+        name=args.node_name,
+        zone=args.zone,
+        labels=PROCESS_NODE_LABELS,
+        taints=[PROCESS_NODE_TAINT],
+        kubelet_port=args.kubelet_port,
     )
-    Agent(NodeClient(args.kubeconfig), spec, runtime).run()
+    log_tls = None
+    if args.kubelet_port:
+        log_tls = logserver.TlsFiles(args.serving_cert, args.serving_key, args.client_ca)
+    Agent(NodeClient(args.kubeconfig), spec, runtime, log_tls).run()
 
 
 if __name__ == "__main__":

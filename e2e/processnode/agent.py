@@ -12,10 +12,12 @@ import signal
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from processnode import logserver
 from processnode.container import Runtime
 from processnode.kube import NodeClient
 from processnode.loopback import LoopbackPool, PodAddresses
@@ -30,7 +32,12 @@ class Agent:
     """Kubelet-like agent for pods whose containers are plain local processes."""
 
     def __init__(
-        self, api: NodeClient, spec: NodeSpec, runtime: Runtime, sync_interval_s: float = 0.5
+        self,
+        api: NodeClient,
+        spec: NodeSpec,
+        runtime: Runtime,
+        log_tls: logserver.TlsFiles | None = None,
+        sync_interval_s: float = 0.5,
     ) -> None:
         self.api = api
         self.spec = spec
@@ -41,11 +48,14 @@ class Agent:
         self.pod_ips = LoopbackPool()
         self.reported: dict[str, str] = {}
         self.stopping = threading.Event()
+        self.log_tls = log_tls
 
     def run(self) -> None:
         """Register, then sync until SIGTERM/SIGINT; on the way out stop every pod process."""
         signal.signal(signal.SIGTERM, lambda *_: self.stopping.set())
         signal.signal(signal.SIGINT, lambda *_: self.stopping.set())
+        if self.log_tls is not None and self.spec.kubelet_port:
+            logserver.serve(self.spec.kubelet_port, self.log_tls, self.log_path)
         self.heartbeat.register()
         threading.Thread(target=self._heartbeats, name="heartbeat", daemon=True).start()
         print(f"process node {self.spec.name} registered", flush=True)
@@ -55,6 +65,16 @@ class Agent:
                 self.stopping.wait(self.sync_interval_s)
         finally:
             self._stop_all_pods()
+
+    def log_path(self, namespace: str, pod: str, container: str) -> Path | None:
+        """Log file of a container of a pod this agent runs (called from the log server's threads)."""
+        for runner in list(self.pods.values()):
+            meta = runner.pod["metadata"]
+            if (meta["namespace"], meta["name"]) == (namespace, pod):
+                for candidate in runner.containers:
+                    if candidate.name == container:
+                        return candidate.log_path
+        return None
 
     def _heartbeats(self) -> None:
         last_status = time.monotonic()

@@ -95,6 +95,11 @@ class ContainerRunner:
         readiness = self.probers.get("readiness")
         return readiness.passing if readiness is not None else True
 
+    @property
+    def log_path(self) -> Path:
+        """stdout+stderr of every run of this container, appended (what ``kubectl logs`` serves)."""
+        return self.workdir / f"{self.name}.log"
+
     def argv(self) -> list[str]:
         """command + args, ``$(VAR)`` expanded and mount paths rewritten; there is no image entrypoint."""
         words = [*self.spec.get("command", []), *self.spec.get("args", [])]
@@ -107,7 +112,7 @@ class ContainerRunner:
         try:
             argv = self.argv()
             self.workdir.mkdir(parents=True, exist_ok=True)
-            log = (self.workdir / f"{self.name}.log").open("ab")
+            log = self.log_path.open("ab")
             self.process = subprocess.Popen(
                 argv,
                 cwd=self.workdir,

@@ -35,6 +35,7 @@ class NodeSpec:
     taints: list[dict[str, str]] = field(default_factory=list)
     capacity: dict[str, str] = field(default_factory=lambda: {"cpu": "16", "memory": "64Gi", "pods": "110"})
     kubelet_version: str = "v0.0.0-process-node"
+    kubelet_port: int = 0  # where the log server listens (0: no ``kubectl logs``)
 
 
 def node_object(spec: NodeSpec) -> Json:
@@ -77,7 +78,7 @@ def node_status(spec: NodeSpec, since: str) -> Json:
         "addresses": [{"type": "InternalIP", "address": spec.ip}, {"type": "Hostname", "address": spec.name}],
         "capacity": spec.capacity,
         "allocatable": spec.capacity,
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": spec.kubelet_port}},
         "nodeInfo": {
             "architecture": "amd64",
             "operatingSystem": "linux",

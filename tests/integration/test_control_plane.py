@@ -268,7 +268,8 @@ def test_process_node_runs_real_process_and_reports_exit_and_restarts(
 
     status = wait_for(restarted, TIMEOUT_S, "the crashing container to be restarted")
     assert status.last_state.terminated.exit_code == 3
-    assert runs.read_text().splitlines()[:2] == ["crasher", "crasher"]
+    # restartCount counts starts; the restarted process may not have written its line yet
+    wait_for(lambda: runs.read_text().splitlines()[:2] == ["crasher", "crasher"], TIMEOUT_S, "two real runs")
     assert core.read_namespaced_pod("crasher", namespace).spec.node_name == process_node
 
 
@@ -285,6 +286,7 @@ def test_process_node_pod_succeeds_with_exit_code_zero(
     status = _container_status(core, "once", namespace)
     assert status.state.terminated.exit_code == 0
     assert status.restart_count == 0
+    assert core.read_namespaced_pod_log("once", namespace) == "done\n"  # kubectl logs, via the node
 
 
 def test_process_node_readiness_follows_exec_probe(
