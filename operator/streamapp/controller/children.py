@@ -139,17 +139,22 @@ def state_claim(app: StreamApp, member: int) -> dict[str, Any] | None:
     return claim
 
 
+def _app_meta(app: StreamApp, name: str) -> dict[str, Any]:
+    """Metadata of an app-wide child (not tied to one member)."""
+    return {
+        "name": name,
+        "labels": {APP_LABEL: app.metadata.name, **MANAGED_BY},
+        "ownerReferences": [owner_reference(app)],
+    }
+
+
 def headless_service(app: StreamApp) -> dict[str, Any]:
     """Stable DNS names `<app>-<id>.<app>` for the members (metrics scraping, debugging)."""
     name = app.metadata.name
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {
-            "name": name,
-            "labels": {APP_LABEL: name, **MANAGED_BY},
-            "ownerReferences": [owner_reference(app)],
-        },
+        "metadata": _app_meta(app, name),
         "spec": {
             "clusterIP": "None",
             "selector": {APP_LABEL: name},
@@ -165,11 +170,7 @@ def disruption_budget(app: StreamApp) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {
-            "name": name,
-            "labels": {APP_LABEL: name, **MANAGED_BY},
-            "ownerReferences": [owner_reference(app)],
-        },
+        "metadata": _app_meta(app, name),
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {APP_LABEL: name}}},
     }
 
@@ -178,23 +179,18 @@ def executor_identity(app: StreamApp, rules: Sequence[Mapping[str, Any]]) -> lis
     """ServiceAccount, Role and RoleBinding that let an executor read its target and report status."""
     name = app.metadata.name
     account = executor_account(name)
-    meta = {
-        "name": account,
-        "labels": {APP_LABEL: name, **MANAGED_BY},
-        "ownerReferences": [owner_reference(app)],
-    }
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(meta)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _app_meta(app, account)},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": dict(meta),
+            "metadata": _app_meta(app, account),
             "rules": rules,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": dict(meta),
+            "metadata": _app_meta(app, account),
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
             "subjects": [{"kind": "ServiceAccount", "name": account}],
         },
