@@ -1,8 +1,8 @@
 """Pinned versions of every binary of the local control plane.
 
-Kubernetes 1.35 is the newest minor whose published staging modules build with Go 1.26 here; its
-``build/dependencies.yaml`` names etcd 3.6.6, so etcd is pinned to exactly that release. kwok 0.7.0
-is the newest release that still builds with Go 1.24, which keeps a CI machine's Go floor low.
+Kubernetes 1.35 (go.mod: ``go 1.25``) builds with Go 1.25 and 1.26, so a CI machine's Go need not be
+the newest; 1.36 would need Go >= 1.26.0. Its ``build/dependencies.yaml`` names etcd 3.6.6, so etcd is
+pinned to exactly that release. kwok 0.7.0 is the newest release that still builds with Go 1.24.
 """
 
 from __future__ import annotations
