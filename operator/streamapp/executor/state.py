@@ -15,8 +15,7 @@ the shared changelog, so a restore still means a bulk insert; Spark-side state r
 every micro-batch, so its batch cost grows with state size rather than batch size. The dict folds a
 batch 12× faster than sqlite and ~400× faster than Spark-side state and restores 2–5× faster; its limit
 is memory, so a partition's state must fit in the executor's RAM (scale out by adding partitions).
-The store never decides durability: the changelog and snapshots on
-the state path do.
+The store never decides durability: the changelog and snapshots on the state path do.
 """
 
 from __future__ import annotations
