@@ -17,6 +17,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "streamapp.controller.cli",
     "streamapp.sim.cli",
     "streamapp.executor.cli",
+    "streamapp.executor.agent",
     "streamapp.api.cli",
 )
 

@@ -131,3 +131,24 @@ def test_condition_transition_time_moves_only_on_a_flip() -> None:
         "Rebalancing": "t1",
         "Degraded": "t3",
     }
+
+
+def test_a_template_container_named_executor_refines_ours() -> None:
+    template = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "executor",
+                    "env": [{"name": "STREAMAPP_HTTP_PORT", "value": "0"}],
+                    "readinessProbe": None,
+                },
+                {"name": "sidecar", "image": "s"},
+            ]
+        }
+    }
+    body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img", "podTemplate": template}}}
+    containers = children.pod(StreamApp.from_resource(body), 0)["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["executor", "sidecar"]
+    env = {e["name"]: e for e in containers[0]["env"]}
+    assert env["STREAMAPP_HTTP_PORT"]["value"] == "0" and "STREAMAPP_MEMBER_ID" in env
+    assert containers[0]["readinessProbe"] is None

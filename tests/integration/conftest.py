@@ -18,11 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from operator_support import Operators
 
 from localcluster.controlplane import LocalCluster
 from localcluster.nodes import PROCESS_NODE_NAME
 from localcluster.waiting import wait_for
+from streamapp.api.crd import crd_files
 
 INTEGRATION_DIR = Path(__file__).resolve().parent
 NAMESPACE_READY_TIMEOUT_S = 60.0
@@ -97,3 +101,36 @@ def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> I
         yield name
     finally:
         core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def crds(api_client: client.ApiClient) -> None:
+    """The CRDs generated from the resource models, created or replaced, Established."""
+    extensions = client.ApiextensionsV1Api(api_client)
+    for name, text in crd_files().items():
+        if name == "kustomization.yaml":
+            continue
+        body = yaml.safe_load(text)
+        crd = body["metadata"]["name"]
+        try:
+            current = extensions.read_custom_resource_definition(crd)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            extensions.replace_custom_resource_definition(crd, body)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            extensions.create_custom_resource_definition(body)
+
+        def established(crd: str = crd) -> bool:
+            conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        wait_for(established, NAMESPACE_READY_TIMEOUT_S, f"CRD {crd} Established")
+
+
+@pytest.fixture
+def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None) -> Iterator[Operators]:
+    """Start `streamapp operator` processes with `operators.start(identity, leader_election)`."""
+    started = Operators(kubeconfig_path, namespace, tmp_path)
+    yield started
+    started.stop_all()

@@ -24,7 +24,6 @@ from kubernetes.client.exceptions import ApiException
 from localcluster import build
 from localcluster.waiting import wait_for
 from streamapp.api import GROUP, VERSION, StreamApp, StreamAppMember
-from streamapp.api.crd import crd_files
 from streamapp.api.rbac import executor_role_rules, operator_cluster_role_rules
 from streamapp.rebalance.config import RebalanceConfig
 
@@ -45,31 +44,6 @@ APP: dict[str, Any] = {
         "executor": {"image": "streamapp:0.1.0"},
     },
 }
-
-
-@pytest.fixture(scope="module")
-def crds(api_client: client.ApiClient) -> None:
-    """The generated CRDs, created or replaced, Established."""
-    extensions = client.ApiextensionsV1Api(api_client)
-    for name, text in crd_files().items():
-        if name == "kustomization.yaml":
-            continue
-        body = yaml.safe_load(text)
-        crd = body["metadata"]["name"]
-        try:
-            current = extensions.read_custom_resource_definition(crd)
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
-            extensions.replace_custom_resource_definition(crd, body)
-        except ApiException as error:
-            if error.status != 404:
-                raise
-            extensions.create_custom_resource_definition(body)
-
-        def established(crd: str = crd) -> bool:
-            conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
-            return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-        wait_for(established, TIMEOUT_S, f"CRD {crd} Established")
 
 
 @pytest.fixture

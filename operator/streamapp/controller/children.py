@@ -100,7 +100,11 @@ def pod(app: StreamApp, member: int) -> dict[str, Any]:
         else {"emptyDir": {}}
     )
     pod_spec.setdefault("volumes", []).append({"name": "state", **volume})
-    pod_spec["containers"] = [container, *(pod_spec.get("containers") or [])]
+    others = [c for c in pod_spec.get("containers") or [] if c.get("name") != "executor"]
+    overrides: dict[str, Any] = next(
+        (c for c in pod_spec.get("containers") or [] if c.get("name") == "executor"), {}
+    )
+    pod_spec["containers"] = [_merge_container(container, overrides), *others]
     pod_spec.setdefault("serviceAccountName", executor_account(name))
     pod_spec.setdefault("restartPolicy", "Always")
     pod_spec["hostname"] = member_name(name, member)
@@ -116,6 +120,22 @@ def pod(app: StreamApp, member: int) -> dict[str, Any]:
         },
         "spec": pod_spec,
     }
+
+
+def _merge_container(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """A podTemplate container named `executor` refines ours: its env and mounts are added (its
+    values win per name), any other field it sets replaces ours (a probe, securityContext, ...)."""
+    merged = {
+        **base,
+        **{k: copy.deepcopy(v) for k, v in override.items() if k not in ("env", "volumeMounts")},
+    }
+    for key, identity in (("env", "name"), ("volumeMounts", "mountPath")):
+        extra = list(override.get(key) or [])
+        taken = {item[identity] for item in extra}
+        merged[key] = [item for item in base.get(key) or [] if item[identity] not in taken] + copy.deepcopy(
+            extra
+        )
+    return merged
 
 
 def state_claim(app: StreamApp, member: int) -> dict[str, Any] | None:

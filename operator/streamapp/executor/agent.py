@@ -1,0 +1,241 @@
+"""`streamapp executor --from-cluster`: the process in every member pod.
+
+It joins the two halves of an executor: the membership client (follow the StreamAppMember's target,
+acknowledge, report) and the PySpark runtime (process, warm up, stand by, hand over). Identity and
+pipeline come from the environment the operator gives the pod. Spark starts before the pod reports
+ready, so a member never looks alive while it cannot yet process. On SIGTERM (pod deletion) every
+task finishes its batch and commits before the process exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType
+from typing import Any
+from urllib.parse import urlparse
+
+from kubernetes import client, config
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.membership import MembershipClient, MemberTarget, TaskReport
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink
+from streamapp.executor.source import FileLog
+from streamapp.executor.spark import SparkSettings, session
+from streamapp.executor.task import TaskConfig
+
+log = logging.getLogger("streamapp.executor")
+
+
+class SetupError(ValueError):
+    """The pod's environment does not describe a runnable member."""
+
+
+@dataclass(frozen=True)
+class PodSettings:
+    """Who this member is and what it runs, as the operator's pod manifest states it."""
+
+    app: str
+    namespace: str
+    member: int
+    pod_name: str
+    pod_uid: str
+    transform: str
+    merge: str | None
+    log_path: Path
+    sink_path: Path | None
+    state_path: Path
+    spark: SparkSettings
+
+    @staticmethod
+    def from_env(env: Mapping[str, str]) -> PodSettings:
+        """Read the STREAMAPP_* variables; every error names the variable and what it lacks."""
+        pipeline = _json(env, "STREAMAPP_PIPELINE")
+        conf = {str(k): str(v) for k, v in _json(env, "STREAMAPP_SPARK_CONF").items()}
+        source = pipeline.get("source") or {}
+        if source.get("type", "file") != "file" or not source.get("path"):
+            raise SetupError("STREAMAPP_PIPELINE: only a file source with a path is supported so far")
+        store = urlparse(str((pipeline.get("stateStore") or {}).get("uri", "")))
+        if store.scheme not in ("", "file") or not store.path:
+            raise SetupError("STREAMAPP_PIPELINE: stateStore.uri must be a file:// path")
+        sink = (pipeline.get("sink") or {}).get("path")
+        return PodSettings(
+            app=_required(env, "STREAMAPP_APP"),
+            namespace=_required(env, "STREAMAPP_NAMESPACE"),
+            member=int(_required(env, "STREAMAPP_MEMBER_ID")),
+            pod_name=env.get("STREAMAPP_POD_NAME", ""),
+            pod_uid=_required(env, "STREAMAPP_POD_UID"),
+            transform=str(pipeline.get("transform") or ""),
+            merge=pipeline.get("merge"),
+            log_path=Path(source["path"]),
+            sink_path=Path(sink) if sink else None,
+            state_path=Path(store.path),
+            spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
+        )
+
+
+class RuntimeDataPlane:
+    """The PySpark runtime behind the membership client's `DataPlane` protocol, with metrics."""
+
+    def __init__(self, executor: Executor, registry: CollectorRegistry) -> None:
+        self.executor = executor
+        self.lag = Gauge(
+            "streamapp_executor_task_lag",
+            "Records a copy still has to apply",
+            ["task", "role"],
+            registry=registry,
+        )
+        self.offset = Gauge(
+            "streamapp_executor_applied_offset", "Input offset applied", ["task"], registry=registry
+        )
+
+    def apply(self, target: MemberTarget) -> None:
+        """Revoked tasks commit and stop inside `Executor.apply`, before the acknowledgement."""
+        self.executor.apply(
+            Target(
+                active=dict(target.active),
+                standby=target.standby,
+                warmup=target.warmup,
+                revoke=frozenset(target.revoking),
+            )
+        )
+
+    def reports(self) -> list[TaskReport]:
+        rows = []
+        self.lag.clear()
+        for s in self.executor.status():
+            rows.append(
+                TaskReport(s.partition, s.role.value, s.epoch, s.applied_seq, s.applied_offset, s.lag)
+            )
+            self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
+            self.offset.labels(task=str(s.partition)).set(s.applied_offset)
+        return rows
+
+
+def register(subparsers: Any) -> None:
+    """Add the `executor` subcommand."""
+    parser = subparsers.add_parser(
+        "executor", help="run a member pod's executor (membership + PySpark runtime)"
+    )
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        required=True,
+        help="take identity and pipeline from the pod's STREAMAPP_* environment (set by the operator)",
+    )
+    parser.add_argument(
+        "--http-port",
+        type=int,
+        default=int(os.environ.get("STREAMAPP_HTTP_PORT", "8080")),
+        help="port of /readyz, /healthz and /metrics (0: none; default $STREAMAPP_HTTP_PORT or 8080)",
+    )
+    parser.add_argument("--report-interval", type=float, default=2.0, help="seconds between progress reports")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start Spark, serve health, follow the member's target until SIGTERM, then hand everything back."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = PodSettings.from_env(os.environ)
+    except (SetupError, ValueError) as error:
+        log.error("cannot start: %s", error)
+        return 2
+    executor = Executor(
+        StateLayout(settings.state_path),
+        FileLog(settings.log_path),
+        FileSink(settings.sink_path or settings.state_path / "outputs"),
+        pipelines.load(settings.transform, merge=settings.merge),
+        TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
+        spark=lambda: session(settings.spark),
+    )
+    session(settings.spark)
+    registry = CollectorRegistry()
+    plane = RuntimeDataPlane(executor, registry)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: _stop(stop, signum, frame))
+    if args.http_port:
+        _serve(args.http_port, registry)
+    worker = threading.Thread(target=executor.run, args=(stop.is_set,), name="tasks", daemon=True)
+    worker.start()
+    membership = MembershipClient(
+        _api(),
+        settings.namespace,
+        settings.app,
+        settings.member,
+        settings.pod_uid,
+        plane,
+        args.report_interval,
+    )
+    log.info("member %s of %s/%s ready", settings.member, settings.namespace, settings.app)
+    membership.run(stop)
+    worker.join()
+    executor.apply(Target())
+    log.info("stopped: every task committed and released")
+    return 0
+
+
+def _stop(stop: threading.Event, signum: int, frame: FrameType | None) -> None:
+    del signum, frame
+    stop.set()
+
+
+def _api() -> client.ApiClient:
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    return client.ApiClient()
+
+
+def _serve(port: int, registry: CollectorRegistry) -> None:
+    """Readiness and liveness (the process is up and Spark has started) and Prometheus metrics."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path in ("/readyz", "/healthz"):
+                body, kind = b"ok", "text/plain"
+            elif self.path == "/metrics":
+                body, kind = generate_latest(registry), "text/plain; version=0.0.4"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            del format, args
+
+    server = ThreadingHTTPServer(("", port), Handler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+
+
+def _required(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name)
+    if not value:
+        raise SetupError(f"{name} is not set (the operator sets it in the member pod)")
+    return value
+
+
+def _json(env: Mapping[str, str], name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(env.get(name) or "{}")
+    except json.JSONDecodeError as error:
+        raise SetupError(f"{name} is not valid JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise SetupError(f"{name} must be a JSON object")
+    return value
