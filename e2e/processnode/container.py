@@ -147,10 +147,10 @@ class ContainerRunner:
         """Liveness failed: kill the process; :meth:`poll` then restarts it per ``restartPolicy``."""
         self.signal(signal.SIGKILL)
 
-    def poll(self, restart_policy: str, may_restart: bool) -> bool:
-        """Notice an exit and schedule a restart if the policy wants one; True when something changed."""
+    def poll(self, restart_policy: str, may_restart: bool) -> None:
+        """Notice an exit and schedule a restart (after the back-off) if the policy wants one."""
         if self.process is None or self.process.poll() is None:
-            return False
+            return
         code = self.process.returncode
         self._record_exit(code)
         wants_restart = restart_policy == "Always" or (restart_policy == "OnFailure" and code != 0)
@@ -165,15 +165,13 @@ class ContainerRunner:
             )
         else:
             self.exhausted = True
-        return True
 
-    def restart_if_due(self) -> bool:
-        """Start the next instance once its back-off has elapsed; True when it started."""
+    def restart_if_due(self) -> None:
+        """Start the next instance once its back-off has elapsed."""
         if self.process is not None or self.exhausted or time.monotonic() < self.next_start:
-            return False
+            return
         self.restart_count += 1
         self.start()
-        return True
 
     def _record_exit(self, code: int) -> None:
         """Turn a reaped process into ``lastState``/``state.terminated`` data."""
