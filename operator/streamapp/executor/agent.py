@@ -4,7 +4,8 @@ It joins the two halves of an executor: the membership client (follow the Stream
 acknowledge, report) and the PySpark runtime (process, warm up, stand by, hand over). Identity and
 pipeline come from the environment the operator gives the pod. Spark starts before the pod reports
 ready, so a member never looks alive while it cannot yet process. On SIGTERM (pod deletion) every
-task finishes its batch and commits before the process exits.
+task finishes its batch and commits before the process exits; if processing fails, the process exits
+non-zero and the kubelet restarts it (committed work is never lost: only manifested batches count).
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: _stop(stop, signum, frame))
     if args.http_port:
         _serve(args.http_port, registry)
-    worker = threading.Thread(target=executor.run, args=(stop.is_set,), name="tasks", daemon=True)
+    failures: list[BaseException] = []
+    worker = threading.Thread(target=_work, args=(executor, stop, failures), name="tasks", daemon=True)
     worker.start()
     membership = MembershipClient(
         _api(),
@@ -181,9 +183,22 @@ def run(args: argparse.Namespace) -> int:
     log.info("member %s of %s/%s ready", settings.member, settings.namespace, settings.app)
     membership.run(stop)
     worker.join()
+    if failures:
+        return 1
     executor.apply(Target())
     log.info("stopped: every task committed and released")
     return 0
+
+
+def _work(executor: Executor, stop: threading.Event, failures: list[BaseException]) -> None:
+    """Process until stopped; a failing step stops the whole member, so the pod restarts visibly
+    instead of lingering ready while its tasks are not processed."""
+    try:
+        executor.run(stop.is_set)
+    except Exception as error:
+        log.exception("task processing failed; stopping this member")
+        failures.append(error)
+        stop.set()
 
 
 def _stop(stop: threading.Event, signum: int, frame: FrameType | None) -> None:
