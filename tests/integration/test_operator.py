@@ -171,10 +171,14 @@ def test_scale_in_drains_before_removing(
 
         def drained() -> bool:
             names = {p.metadata.name for p in core.list_namespaced_pod(namespace).items}
-            return names == {f"{APP}-{i}" for i in range(3)} and balanced(api_client, namespace, fleet, 3, 12)
+            members = {m["spec"]["memberId"] for m in member_statuses(api_client, namespace)}
+            return (
+                names == {f"{APP}-{i}" for i in range(3)}
+                and members == {0, 1, 2}
+                and balanced(api_client, namespace, fleet, 3, 12)
+            )
 
-        wait_for(drained, 180, "members 3-5 drained and removed")
-        assert {m["spec"]["memberId"] for m in member_statuses(api_client, namespace)} == {0, 1, 2}
+        wait_for(drained, 180, "members 3-5 drained, their pods and StreamAppMembers removed")
         assert_clean(fleet)
 
 
