@@ -34,8 +34,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
 
-## bench: run the benchmarks and rewrite bench/RESULTS.md
+## bench: run the benchmarks (data plane, then engine and simulator) and rewrite bench/RESULTS.md
 bench: $(STAMP)
+	$(PY) bench/dataplane.py --write bench/results/dataplane.md
 	$(PY) bench/run.py --write bench/RESULTS.md
 
 ## crds: regenerate the CRDs and install manifests from the resource models (a test checks they match)

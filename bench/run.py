@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--write", metavar="PATH", help="also write the Markdown report to PATH")
     parser.add_argument("--quick", action="store_true", help="smaller engine sizes (for a smoke run)")
     args = parser.parse_args()
-    sections = [header(args), headline(), scenarios(), engine_cost(args.quick)]
+    sections = [header(args), headline(), scenarios(), engine_cost(args.quick), dataplane()]
     report = "\n\n".join(sections) + "\n"
     print(report)
     if args.write:
@@ -49,7 +49,8 @@ def header(args: argparse.Namespace) -> str:
             "",
             f"Made by `{command}` on {time.strftime('%Y-%m-%d')}: Python {platform.python_version()}, "
             f"{os.cpu_count()} cores, {platform.machine()}. The simulator runs the real engine; the data "
-            "plane's own figures are in [results/dataplane.md](results/dataplane.md).",
+            "plane's figures (last section) come from `bench/dataplane.py` "
+            "([results/dataplane.md](results/dataplane.md)), which `make bench` runs first.",
         ]
     )
 
@@ -174,6 +175,16 @@ def engine_cost(quick: bool) -> str:
         "budget, not by the number of tasks.",
     ]
     return "\n".join(rows)
+
+
+def dataplane() -> str:
+    """The data plane's recorded figures, one heading level down."""
+    recorded = HERE / "results" / "dataplane.md"
+    if not recorded.exists():
+        return "## Data plane\n\nNot recorded yet: run `make bench`."
+    return "\n".join(
+        ("#" + line) if line.startswith("#") else line for line in recorded.read_text().splitlines()
+    )
 
 
 def _costs(tasks: int, members: int, standbys: int) -> tuple[float, float, float]:

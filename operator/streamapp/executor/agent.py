@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from kubernetes import client, config
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
 
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.layout import StateLayout
@@ -37,6 +37,7 @@ from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.task import TaskConfig
 
 log = logging.getLogger("streamapp.executor")
+IDLE_SECONDS = 0.2
 
 
 class SetupError(ValueError):
@@ -98,7 +99,15 @@ class RuntimeDataPlane:
             registry=registry,
         )
         self.offset = Gauge(
-            "streamapp_executor_applied_offset", "Input offset applied", ["task"], registry=registry
+            "streamapp_executor_applied_offset",
+            "Input offset applied; its rate() is records processed (active) or restored (copies) per second",
+            ["task", "role"],
+            registry=registry,
+        )
+        self.step_seconds = Histogram(
+            "streamapp_executor_step_seconds",
+            "One step: a batch per active task, a tail per copy",
+            registry=registry,
         )
 
     def apply(self, target: MemberTarget) -> None:
@@ -115,12 +124,13 @@ class RuntimeDataPlane:
     def reports(self) -> list[TaskReport]:
         rows = []
         self.lag.clear()
+        self.offset.clear()
         for s in self.executor.status():
             rows.append(
                 TaskReport(s.partition, s.role.value, s.epoch, s.applied_seq, s.applied_offset, s.lag)
             )
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
-            self.offset.labels(task=str(s.partition)).set(s.applied_offset)
+            self.offset.labels(task=str(s.partition), role=s.role.value).set(s.applied_offset)
         return rows
 
 
@@ -169,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     if args.http_port:
         _serve(args.http_port, registry)
     failures: list[BaseException] = []
-    worker = threading.Thread(target=_work, args=(executor, stop, failures), name="tasks", daemon=True)
+    worker = threading.Thread(target=_work, args=(plane, stop, failures), name="tasks", daemon=True)
     worker.start()
     membership = MembershipClient(
         _api(),
@@ -190,11 +200,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _work(executor: Executor, stop: threading.Event, failures: list[BaseException]) -> None:
+def _work(plane: RuntimeDataPlane, stop: threading.Event, failures: list[BaseException]) -> None:
     """Process until stopped; a failing step stops the whole member, so the pod restarts visibly
     instead of lingering ready while its tasks are not processed."""
     try:
-        executor.run(stop.is_set)
+        while not stop.is_set():
+            with plane.step_seconds.time():
+                done = plane.executor.step()
+            if done == 0:
+                stop.wait(IDLE_SECONDS)
     except Exception as error:
         log.exception("task processing failed; stopping this member")
         failures.append(error)
