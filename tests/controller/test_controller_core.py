@@ -71,6 +71,14 @@ def test_views_treat_unready_and_terminating_pods_as_not_alive() -> None:
     assert [(v.id, v.alive) for v in views] == [(0, False), (1, False), (2, False)]
 
 
+def test_an_evicted_pod_is_finished_and_not_alive() -> None:
+    evicted = pod(0, "a")
+    evicted["status"]["phase"] = "Failed"
+    evicted["status"]["reason"] = "Evicted"
+    state = PodState.of(evicted)
+    assert state is not None and state.finished and not state.alive
+
+
 def test_pod_states_ignore_foreign_pods() -> None:
     assert PodState.of({"metadata": {"name": "x", "labels": {}}}) is None
 

@@ -234,3 +234,40 @@ def test_invalid_partitions_change_is_refused(
             GROUP, VERSION, namespace, APPS, APP, {"spec": {"partitions": 5}}
         )
     assert refused.value.status == 422 and "immutable" in refused.value.body
+
+
+def test_evicted_member_pod_is_replaced_and_keeps_its_tasks(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """Node-pressure eviction leaves the pod object behind, Failed; the member must come back."""
+    operators.start()
+    create_app(api_client, namespace, replicas=2, partitions=6)
+    core = client.CoreV1Api(api_client)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 2, 6), 90, "a balanced app")
+        before = owners(fleet)
+        old_uid = core.read_namespaced_pod(f"{APP}-1", namespace).metadata.uid
+        core.patch_namespaced_pod_status(
+            f"{APP}-1",
+            namespace,
+            {
+                "status": {
+                    "phase": "Failed",
+                    "reason": "Evicted",
+                    "message": "The node was low on resource: memory.",
+                    "conditions": [{"type": "Ready", "status": "False"}],
+                }
+            },
+        )
+
+        def replaced() -> bool:
+            pods = core.list_namespaced_pod(namespace, field_selector=f"metadata.name={APP}-1").items
+            return (
+                bool(pods)
+                and pods[0].metadata.uid != old_uid
+                and balanced(api_client, namespace, fleet, 2, 6)
+            )
+
+        wait_for(replaced, 90, "the evicted pod replaced and its member back")
+        assert owners(fleet) == before
+        assert_clean(fleet)

@@ -72,7 +72,7 @@ def _lead(api: client.ApiClient, metrics: Metrics, args: argparse.Namespace) -> 
     lease = LeaseConfig(args.lease_namespace, args.lease_name, args.identity)
     lock = LeaseLock(api, lease)
     log.info("waiting for lease %s/%s as %s", lease.namespace, lease.name, lease.identity)
-    while not lock.try_acquire(_now()):
+    while not _attempt(lock):
         time.sleep(lease.retry_period)
     log.info("acquired lease %s/%s: acting", lease.namespace, lease.name)
     metrics.leader.set(1)
@@ -83,11 +83,8 @@ def _lead(api: client.ApiClient, metrics: Metrics, args: argparse.Namespace) -> 
     try:
         while worker.is_alive():
             time.sleep(lease.retry_period)
-            try:
-                if lock.try_acquire(_now()):
-                    last_renewal = time.monotonic()
-            except Exception:
-                log.exception("lease renewal failed")
+            if _attempt(lock):
+                last_renewal = time.monotonic()
             if time.monotonic() - last_renewal > lease.renew_deadline:
                 log.error("lost lease %s/%s: stopping", lease.namespace, lease.name)
                 break
@@ -131,6 +128,15 @@ async def _act(
     finally:
         watcher.cancel()
         await loops.stop_all()
+
+
+def _attempt(lock: LeaseLock) -> bool:
+    """One acquire-or-renew; an unreachable API server counts as not holding the lease."""
+    try:
+        return lock.try_acquire(_now())
+    except Exception:
+        log.exception("lease %s/%s: attempt failed", lock.config.namespace, lock.config.name)
+        return False
 
 
 def _now() -> dt.datetime:

@@ -29,6 +29,7 @@ class PodState:
     ready: bool
     terminating: bool
     node: str | None
+    finished: bool = False
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -37,7 +38,8 @@ class PodState:
         member = (meta.get("labels") or {}).get(MEMBER_LABEL)
         if member is None or not str(member).isdigit():
             return None
-        conditions = (pod.get("status") or {}).get("conditions") or []
+        status = pod.get("status") or {}
+        conditions = status.get("conditions") or []
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
         return PodState(
             member=int(member),
@@ -46,12 +48,13 @@ class PodState:
             ready=ready,
             terminating=meta.get("deletionTimestamp") is not None,
             node=(pod.get("spec") or {}).get("nodeName"),
+            finished=status.get("phase") in ("Failed", "Succeeded"),
         )
 
     @property
     def alive(self) -> bool:
         """Ready and not on its way out."""
-        return self.ready and not self.terminating
+        return self.ready and not self.terminating and not self.finished
 
 
 def member_views(

@@ -135,10 +135,17 @@ def _manage_pods(
     pods: Mapping[int, PodState],
     members: Iterable[Body],
 ) -> None:
-    """Replace missing pods of wanted members at once; remove drained members completely."""
+    """Replace missing pods of wanted members at once; remove drained members completely.
+
+    A pod that ran to an end (an eviction leaves it Failed) is deleted so the next reconcile
+    replaces it; its member counts as lost meanwhile.
+    """
     name, namespace = app.metadata.name, str(app.metadata.namespace)
     for member in range(config.replicas):
-        if member not in pods:
+        pod = pods.get(member)
+        if pod is not None and pod.finished and not pod.terminating:
+            kube.delete_pod(namespace, pod.name)
+        if pod is None:
             claim = children.state_claim(app, member)
             if claim is not None:
                 kube.create(namespace, claim)
