@@ -6,7 +6,6 @@ created or replaced here and left in place; every object a test makes lives in i
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
+from api_samples import app
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -30,31 +30,11 @@ from streamapp.rebalance.config import RebalanceConfig
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 60.0
 APPS, MEMBERS = StreamApp.PLURAL, StreamAppMember.PLURAL
-APP: dict[str, Any] = {
-    "apiVersion": f"{GROUP}/{VERSION}",
-    "kind": "StreamApp",
-    "metadata": {"name": "counts"},
-    "spec": {
-        "partitions": 12,
-        "pipeline": {
-            "transform": "streamapp.executor.samples.counts:counts",
-            "source": {"type": "file", "path": "/data/in"},
-            "stateStore": {"uri": "file:///data/state"},
-        },
-        "executor": {"image": "streamapp:0.1.0"},
-    },
-}
 
 
 @pytest.fixture
 def objects(api_client: client.ApiClient, crds: None) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client)
-
-
-def _app(**spec: Any) -> dict[str, Any]:
-    body = copy.deepcopy(APP)
-    body["spec"].update(spec)
-    return body
 
 
 def _create(
@@ -92,7 +72,7 @@ def _refused(action: Callable[[], Any]) -> str:
 
 
 def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi, namespace: str) -> None:
-    created = _create(objects, namespace, _app())
+    created = _create(objects, namespace, app())
     spec = created["spec"]
     assert spec["replicas"] == 3
     assert spec["rebalance"] == RebalanceConfig().to_spec()
@@ -137,8 +117,8 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
 def test_invalid_specs_are_refused_with_the_rules_message(
     objects: client.CustomObjectsApi, namespace: str, spec: dict[str, Any], message: str
 ) -> None:
-    _create(objects, namespace, _app())
-    body = _app(**spec)
+    _create(objects, namespace, app())
+    body = app(**spec)
     body["metadata"]["name"] = "invalid"
     assert message in _refused(
         lambda: objects.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
@@ -146,7 +126,7 @@ def test_invalid_specs_are_refused_with_the_rules_message(
 
 
 def test_partitions_are_immutable(objects: client.CustomObjectsApi, namespace: str) -> None:
-    _create(objects, namespace, _app())
+    _create(objects, namespace, app())
     patch = {"spec": {"partitions": 24}}
     message = _refused(
         lambda: objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, APPS, "counts", patch)
@@ -158,7 +138,7 @@ def test_partitions_are_immutable(objects: client.CustomObjectsApi, namespace: s
 
 
 def test_scale_subresource(objects: client.CustomObjectsApi, namespace: str) -> None:
-    _create(objects, namespace, _app(rebalance={"standbyReplicas": 1}))
+    _create(objects, namespace, app(rebalance={"standbyReplicas": 1}))
     args = (GROUP, VERSION, namespace, APPS, "counts")
     selector = "streamapp.dev/app=counts"
     objects.patch_namespaced_custom_object_status(*args, {"status": {"replicas": 3, "selector": selector}})
@@ -174,7 +154,7 @@ def test_scale_subresource(objects: client.CustomObjectsApi, namespace: str) -> 
 
 def test_status_written_by_the_model_is_kept_whole(objects: client.CustomObjectsApi, namespace: str) -> None:
     """Nothing the models write is pruned by the structural schema."""
-    _create(objects, namespace, _app())
+    _create(objects, namespace, app())
     status = {
         "observedGeneration": 1,
         "generation": 2,
@@ -250,7 +230,7 @@ def _kubectl(local_cluster: Any) -> str:
 def test_printer_columns(
     objects: client.CustomObjectsApi, namespace: str, kubeconfig_path: Path, local_cluster: Any
 ) -> None:
-    _create(objects, namespace, _app())
+    _create(objects, namespace, app())
     active = [{"task": 0, "epoch": 1}, {"task": 5, "epoch": 1}]
     _create(objects, namespace, _member("counts-0", app="counts", memberId=0, active=active), MEMBERS)
     kubectl = _kubectl(local_cluster)
