@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamapp.api.manifests import NAME, NAMESPACE, OPERATOR_REPLICAS, manifest_files, rbac
-from streamapp.api.rbac import covers, executor_role_rules, operator_cluster_role_rules
+from streamapp.api.rbac import covers, executor_role_rules, operator_cluster_role_rules, operator_lease_rules
 
 
 def _verbs(group: str, resource: str) -> set[str]:
@@ -34,7 +34,6 @@ def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
     operator = operator_cluster_role_rules()
     wanted = [
         ("streamapp.dev", "streamapps/status", "patch"),
-        ("streamapp.dev", "streamapps/scale", "get"),
         ("streamapp.dev", "streamappmembers", "create"),
         ("", "pods", "delete"),
         ("", "persistentvolumeclaims", "create"),
@@ -44,7 +43,6 @@ def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
         ("rbac.authorization.k8s.io", "roles", "create"),
         ("rbac.authorization.k8s.io", "rolebindings", "create"),
         ("", "events", "create"),
-        ("coordination.k8s.io", "leases", "update"),
     ]
     for group, resource, verb in wanted:
         assert covers(operator, {"apiGroups": [group], "resources": [resource], "verbs": [verb]}), (
@@ -53,10 +51,26 @@ def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
         )
 
 
-def test_cluster_role_binding_names_the_operator_account() -> None:
-    account, role, binding = rbac()
+def test_operator_uses_no_update_or_scale_rights_and_no_cluster_wide_leases() -> None:
+    operator = operator_cluster_role_rules()
+    assert not any("update" in rule["verbs"] for rule in operator)
+    assert not any(r.endswith("/scale") or r == "leases" for rule in operator for r in rule["resources"])
+    assert operator_lease_rules() == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+
+
+def test_bindings_name_the_operator_account() -> None:
+    account, role, binding, lease_role, lease_binding = rbac()
     assert binding["roleRef"]["name"] == role["metadata"]["name"] == account["metadata"]["name"] == NAME
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
+    assert lease_binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": lease_role["metadata"]["name"],
+    }
+    assert lease_role["metadata"]["namespace"] == NAMESPACE
+    for bound in (binding, lease_binding):
+        assert bound["subjects"] == [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
 
 
 def test_kustomization_installs_crds_rbac_and_two_operator_replicas() -> None:

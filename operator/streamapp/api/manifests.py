@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.api.rbac import operator_cluster_role_rules
+from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
 NAMESPACE = "streamapp-system"
@@ -19,6 +19,7 @@ OPERATOR_COMMAND = ["streamapp", "operator", "--all-namespaces", "--metrics-port
 OPERATOR_REPLICAS = 2
 LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "streamapp"}
 COMMAND = "manifests"
+LEASE_ROLE = f"{NAME}-leader-election"
 
 
 def _namespaced(name: str) -> dict[str, Any]:
@@ -33,8 +34,10 @@ def namespace() -> dict[str, Any]:
 
 
 def rbac() -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole and ClusterRoleBinding of the operator."""
+    """The operator's ServiceAccount; its ClusterRole and binding; a Role and binding for its Lease."""
     rbac_api = "rbac.authorization.k8s.io/v1"
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": NAME}
+    subjects = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _namespaced(NAME)},
         {
@@ -47,8 +50,21 @@ def rbac() -> list[dict[str, Any]]:
             "apiVersion": rbac_api,
             "kind": "ClusterRoleBinding",
             "metadata": {"name": NAME, "labels": LABELS},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-            "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}],
+            "roleRef": {**role_ref, "kind": "ClusterRole"},
+            "subjects": subjects,
+        },
+        {
+            "apiVersion": rbac_api,
+            "kind": "Role",
+            "metadata": _namespaced(LEASE_ROLE),
+            "rules": operator_lease_rules(),
+        },
+        {
+            "apiVersion": rbac_api,
+            "kind": "RoleBinding",
+            "metadata": _namespaced(LEASE_ROLE),
+            "roleRef": {**role_ref, "kind": "Role", "name": LEASE_ROLE},
+            "subjects": subjects,
         },
     ]
 

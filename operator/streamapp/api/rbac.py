@@ -16,7 +16,6 @@ from streamapp.api.streamapp import StreamApp
 Rule = dict[str, list[str]]
 
 READ = ["get", "list", "watch"]
-MANAGE = [*READ, "create", "update", "patch", "delete"]
 
 
 def _rule(group: str, resources: list[str], verbs: list[str]) -> Rule:
@@ -35,32 +34,40 @@ def executor_role_rules() -> list[Rule]:
 
 
 def operator_cluster_role_rules() -> list[Rule]:
-    """What the operator needs in every namespace that holds apps; the comments say why."""
+    """What the operator needs in every namespace that holds apps, and nothing it does not use.
+
+    Reads come from watches (list + watch); writes are the calls the controller makes. Leader election
+    is not here: the Lease lives in the operator's own namespace (`operator_lease_rules`).
+    """
     apps, members = StreamApp.PLURAL, StreamAppMember.PLURAL
     return [
-        # Reconcile apps, persist the assignment intent in their status, read their /scale.
-        _rule(GROUP, [apps], [*READ, "patch", "update"]),
-        _rule(GROUP, [f"{apps}/status", f"{apps}/scale"], ["get", "patch", "update"]),
-        # Write each member's target; read (and, to grant it, hold) the executors' status access.
-        _rule(GROUP, [members], MANAGE),
-        _rule(GROUP, [f"{members}/status"], ["get", "patch", "update"]),
-        # The operator's own children: member pods, their state volumes, per-app services.
-        _rule("", ["pods", "persistentvolumeclaims", "services"], MANAGE),
-        _rule("policy", ["poddisruptionbudgets"], MANAGE),
-        # The executors' identity: a ServiceAccount, Role and RoleBinding per app.
-        _rule("", ["serviceaccounts"], MANAGE),
-        _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], MANAGE),
-        # Events on apps and members for `kubectl describe`.
-        _rule("", ["events"], ["create", "patch"]),
-        _rule("events.k8s.io", ["events"], ["create", "patch"]),
-        # Leader election between the operator's replicas.
-        _rule("coordination.k8s.io", ["leases"], ["get", "list", "watch", "create", "update", "patch"]),
+        # Watch apps; persist the assignment intent and the summary in their status.
+        _rule(GROUP, [apps], READ),
+        _rule(GROUP, [f"{apps}/status"], ["get", "patch"]),
+        # Write each member's target; hold the executors' status access so the operator may grant it.
+        _rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
+        _rule(GROUP, [f"{members}/status"], ["get", "patch"]),
+        # Member pods (watched; `get` is also granted to executors), their state volumes.
+        _rule("", ["pods"], [*READ, "create", "delete"]),
+        _rule("", ["persistentvolumeclaims"], ["create", "delete"]),
+        # Per-app children: the headless Service, the PDB, the executors' identity.
+        _rule("", ["services", "serviceaccounts"], ["create"]),
+        _rule("policy", ["poddisruptionbudgets"], ["create"]),
+        _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], ["create"]),
+        # Events on apps for `kubectl describe`.
+        _rule("", ["events"], ["create"]),
         # Nodes' zones, so standbys are placed in another zone than their active.
         _rule("", ["nodes"], READ),
         # kopf discovers the resources it serves and the namespaces it watches.
-        _rule("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list", "watch"]),
-        _rule("", ["namespaces"], ["get", "list", "watch"]),
+        _rule("apiextensions.k8s.io", ["customresourcedefinitions"], READ),
+        _rule("", ["namespaces"], READ),
     ]
+
+
+def operator_lease_rules() -> list[Rule]:
+    """Leader election between the operator's replicas: one Lease in the operator's own namespace,
+    read, created once and renewed by replacing it (a namespaced Role, not cluster-wide rights)."""
+    return [_rule("coordination.k8s.io", ["leases"], ["get", "create", "update"])]
 
 
 def covers(rules: Iterable[Rule], wanted: Rule) -> bool:
