@@ -58,6 +58,8 @@ def test_print_is_one_applicable_stream(capsys: pytest.CaptureFixture[str]) -> N
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
         "Deployment",
         "Service",
     ]
