@@ -15,7 +15,15 @@ NAMESPACE = "streamapp-system"
 NAME = "streamapp-operator"
 IMAGE = "streamapp:0.1.0"
 METRICS_PORT = 8080
-OPERATOR_COMMAND = ["streamapp", "operator", "--all-namespaces", "--metrics-port", str(METRICS_PORT)]
+OPERATOR_COMMAND = [
+    "streamapp",
+    "operator",
+    "--all-namespaces",
+    "--metrics-port",
+    str(METRICS_PORT),
+    "--metrics-address",
+    "$(POD_IP)",
+]
 OPERATOR_REPLICAS = 2
 LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "streamapp"}
 COMMAND = "manifests"
@@ -70,7 +78,11 @@ def rbac() -> list[dict[str, Any]]:
 
 
 def _container() -> dict[str, Any]:
-    field_env = [("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace")]
+    field_env = [
+        ("POD_NAME", "metadata.name"),
+        ("POD_NAMESPACE", "metadata.namespace"),
+        ("POD_IP", "status.podIP"),
+    ]
     return {
         "name": "operator",
         "image": IMAGE,

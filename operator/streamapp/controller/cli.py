@@ -8,16 +8,18 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import kopf
 from kubernetes import client, config
 
-from streamapp.controller.handlers import connection_info
 from streamapp.controller.handlers import register as register_handlers
+from streamapp.controller.handlers import watch_only_members
 from streamapp.controller.kube import Kube
 from streamapp.controller.leader import LeaseConfig, LeaseLock
 from streamapp.controller.loops import AppLoops
@@ -33,7 +35,15 @@ def register(subparsers: Any) -> None:
     scope.add_argument("--namespace", "-n", action="append", help="namespace to watch (repeatable)")
     scope.add_argument("--all-namespaces", "-A", action="store_true", help="watch every namespace (default)")
     parser.add_argument("--metrics-port", type=int, default=8080, help="Prometheus port (0 disables)")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    parser.add_argument(
+        "--metrics-address",
+        default="0.0.0.0",
+        help="address the metrics server binds (in a pod: its IP, passed from status.podIP)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file to use outside a pod (sets $KUBECONFIG); in a pod: its ServiceAccount",
+    )
     parser.add_argument("--no-leader-election", action="store_true", help="act without holding the Lease")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
     parser.add_argument("--lease-name", default="streamapp-operator")
@@ -43,37 +53,70 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load credentials, serve metrics, then lead (or just act) until interrupted."""
+    """Log in, serve metrics, then lead (or just act) until SIGTERM or SIGINT.
+
+    Both clients log in the same way, through kopf's own login handlers: the watches (kopf) and the
+    writes (the official client) use the ServiceAccount in a pod and the kubeconfig elsewhere.
+    """
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.kubeconfig:
-        config.load_kube_config(args.kubeconfig)
-    else:
-        try:
-            config.load_incluster_config()
-        except config.ConfigException:
-            config.load_kube_config()
+        os.environ["KUBECONFIG"] = args.kubeconfig
+    load_client_config()
     api = client.ApiClient()
     metrics = Metrics()
     if args.metrics_port:
-        metrics.serve(args.metrics_port)
-    with contextlib.suppress(KeyboardInterrupt):
+        metrics.serve(args.metrics_port, args.metrics_address)
+    with _stopped_by_signals() as shutdown:
         if args.no_leader_election:
-            asyncio.run(_act(api, metrics, args, threading.Event()))
+            asyncio.run(_act(api, metrics, args, shutdown))
         else:
-            _lead(api, metrics, args)
+            _lead(api, metrics, args, shutdown)
     return 0
 
 
-def _lead(api: client.ApiClient, metrics: Metrics, args: argparse.Namespace) -> None:
-    """Wait for the Lease, act while renewing it, stop acting the moment renewal fails."""
+def load_client_config() -> None:
+    """Configure the official client as kopf's `login_via_client` does: the pod's ServiceAccount
+    in a cluster, else `$KUBECONFIG` (or ~/.kube/config)."""
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+
+
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[threading.Event]:
+    """An event set by SIGTERM (what every rollout and `kubectl delete` sends) or SIGINT, so that
+    shutdown is the same orderly path: stop acting, then release the Lease."""
+    shutdown = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def stop(signum: int, _: Any) -> None:
+        log.info("received %s: shutting down", signal.Signals(signum).name)
+        shutdown.set()
+
+    for sig in previous:
+        signal.signal(sig, stop)
+    try:
+        yield shutdown
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _lead(
+    api: client.ApiClient, metrics: Metrics, args: argparse.Namespace, shutdown: threading.Event
+) -> None:
+    """Wait for the Lease, act while renewing it, stop acting the moment renewal fails or on
+    shutdown; a clean shutdown releases the Lease so a successor takes over at once."""
     lease = LeaseConfig(args.lease_namespace, args.lease_name, args.identity)
     lock = LeaseLock(api, lease)
     log.info("waiting for lease %s/%s as %s", lease.namespace, lease.name, lease.identity)
     while not _attempt(lock):
-        time.sleep(lease.retry_period)
+        if shutdown.wait(lease.retry_period):
+            return
     log.info("acquired lease %s/%s: acting", lease.namespace, lease.name)
     metrics.leader.set(1)
     stop = threading.Event()
@@ -81,8 +124,7 @@ def _lead(api: client.ApiClient, metrics: Metrics, args: argparse.Namespace) -> 
     worker.start()
     last_renewal = time.monotonic()
     try:
-        while worker.is_alive():
-            time.sleep(lease.retry_period)
+        while worker.is_alive() and not shutdown.wait(lease.retry_period):
             if _attempt(lock):
                 last_renewal = time.monotonic()
             if time.monotonic() - last_renewal > lease.renew_deadline:
@@ -94,6 +136,7 @@ def _lead(api: client.ApiClient, metrics: Metrics, args: argparse.Namespace) -> 
         metrics.leader.set(0)
         if time.monotonic() - last_renewal <= lease.renew_deadline:
             lock.release()
+            log.info("released lease %s/%s", lease.namespace, lease.name)
 
 
 async def _act(
@@ -102,8 +145,9 @@ async def _act(
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
     loops = AppLoops(Kube(api), metrics)
-    register_handlers(registry, loops, connection_info(api.configuration))
+    register_handlers(registry, loops)
     settings = kopf.OperatorSettings()
+    watch_only_members(settings)
     settings.peering.standalone = True
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330

@@ -13,40 +13,53 @@ import kopf
 
 from streamapp.controller.loops import AppLoops, Key, Sources
 from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
+from streamapp.controller.observe import controlling_app
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 
 
-def register(registry: kopf.OperatorRegistry, loops: AppLoops, connection: kopf.ConnectionInfo) -> None:
-    """Register every handler on `registry`, routing to `loops`; kopf logs in with `connection`.
+def watch_only_members(settings: kopf.OperatorSettings) -> None:
+    """Filter the pod and member watches on the server: only objects carrying the app label are
+    streamed to the operator, not every pod of the cluster (kopf's handler `labels=` filters apply
+    only after an object arrived)."""
+    settings.watching.label_selectors["v1", "pods"] = APP_LABEL
+    settings.watching.label_selectors[GROUP, MEMBERS] = APP_LABEL
+
+
+def register(registry: kopf.OperatorRegistry, loops: AppLoops) -> None:
+    """Register every handler on `registry`, routing to `loops`.
 
     Handlers take kopf's keyword arguments as `**kwargs` (kopf passes many; each uses a few).
+    Children are indexed by their controlling StreamApp (ownerReference), not by labels alone: a
+    foreign pod that copies a member's labels is never taken for a member.
     """
 
     @kopf.on.login(registry=registry)
-    def login(**_: Any) -> kopf.ConnectionInfo:
-        return connection
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        """kopf's own login through the client library: the pod's ServiceAccount in a cluster,
+        else `$KUBECONFIG` — the same order `cli.load_client_config` gives the writing client."""
+        return kopf.login_via_client(**kwargs)
 
-    @kopf.index("pods", labels={APP_LABEL: kopf.PRESENT}, registry=registry, id="member_pods")
-    def member_pods(**kwargs: Any) -> dict[Key, Any]:
-        return {(kwargs["namespace"], kwargs["labels"][APP_LABEL]): _plain(kwargs["body"])}
+    @kopf.index("v1", "pods", registry=registry, id="member_pods")
+    def member_pods(**kwargs: Any) -> dict[Key, Any] | None:
+        return _by_owner(kwargs["namespace"], kwargs["body"])
 
     @kopf.index(GROUP, VERSION, MEMBERS, registry=registry, id="app_members")
-    def app_members(**kwargs: Any) -> dict[Key, Any]:
-        return {(kwargs["namespace"], str(kwargs["spec"].get("app"))): _plain(kwargs["body"])}
+    def app_members(**kwargs: Any) -> dict[Key, Any] | None:
+        return _by_owner(kwargs["namespace"], kwargs["body"])
 
     @kopf.index("nodes", registry=registry, id="node_zones")
     def node_zones(**kwargs: Any) -> dict[str, str] | None:
         zone = kwargs["labels"].get(ZONE_LABEL)
         return {kwargs["name"]: zone} if zone else None
 
-    @kopf.on.event("pods", labels={APP_LABEL: kopf.PRESENT}, registry=registry)
+    @kopf.on.event("v1", "pods", registry=registry)
     def pod_changed(**kwargs: Any) -> None:
-        loops.wake((kwargs["namespace"], kwargs["labels"][APP_LABEL]))
+        _wake_owner(loops, kwargs["namespace"], kwargs["body"])
 
     @kopf.on.event(GROUP, VERSION, MEMBERS, registry=registry)
     def member_changed(**kwargs: Any) -> None:
-        loops.wake((kwargs["namespace"], str(kwargs["spec"].get("app"))))
+        _wake_owner(loops, kwargs["namespace"], kwargs["body"])
 
     @kopf.on.event(GROUP, VERSION, APPS, registry=registry)
     async def app_changed(**kwargs: Any) -> None:
@@ -65,17 +78,16 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, connection: kopf.
         loops.upsert(key, _plain(kwargs["body"]), sources)
 
 
-def connection_info(configuration: Any) -> kopf.ConnectionInfo:
-    """kopf's credentials from the client library's loaded configuration (one login for both)."""
-    token = (configuration.api_key or {}).get("authorization", "")
-    return kopf.ConnectionInfo(
-        server=configuration.host,
-        ca_path=configuration.ssl_ca_cert,
-        insecure=not configuration.verify_ssl,
-        certificate_path=configuration.cert_file,
-        private_key_path=configuration.key_file,
-        token=token.removeprefix("Bearer ") or None,
-    )
+def _by_owner(namespace: str, body: Mapping[str, Any]) -> dict[Key, Any] | None:
+    """An index entry under the StreamApp that controls `body`; None for anything else."""
+    owner = controlling_app(body)
+    return {(namespace, owner.name): _plain(body)} if owner else None
+
+
+def _wake_owner(loops: AppLoops, namespace: str, body: Mapping[str, Any]) -> None:
+    owner = controlling_app(body)
+    if owner is not None:
+        loops.wake((namespace, owner.name))
 
 
 def _values(index: kopf.Index[Key, Any], key: Key) -> Iterable[Any]:

@@ -51,8 +51,8 @@ class LeaseLock:
         holder = spec.holder_identity
         renewed = spec.renew_time or spec.acquire_time
         expired = renewed is None or (now - renewed).total_seconds() > (spec.lease_duration_seconds or 0)
-        if holder != c.identity and not expired:
-            return False
+        if holder and holder != c.identity and not expired:
+            return False  # held by another replica (a released lease has no holder)
         if holder != c.identity:
             spec.acquire_time = now
             spec.lease_transitions = (spec.lease_transitions or 0) + 1

@@ -50,6 +50,6 @@ class Metrics:
         self.warmups.labels(**labels).set(sum(len(t.warmups) for t in assignment.tasks))
         self.generation.labels(**labels).set(assignment.generation)
 
-    def serve(self, port: int) -> None:
-        """Expose the registry over HTTP on all interfaces (a Service or a scrape config picks it up)."""
-        start_http_server(port, registry=self.registry)
+    def serve(self, port: int, address: str = "0.0.0.0") -> None:
+        """Expose the registry over HTTP on `address` (a Service or a scrape config picks it up)."""
+        start_http_server(port, addr=address, registry=self.registry)

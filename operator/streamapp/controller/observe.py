@@ -13,10 +13,35 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from streamapp.controller.naming import MEMBER_LABEL
+from streamapp.api.streamapp import StreamApp
+from streamapp.controller.naming import GROUP, MEMBER_LABEL
 from streamapp.rebalance import MemberView
 
 Body = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The StreamApp that controls a child, by name and by uid (a re-created app has a new uid)."""
+
+    name: str
+    uid: str
+
+
+def controlling_app(body: Body) -> Owner | None:
+    """The StreamApp named by the child's controller ownerReference; None when it has none."""
+    for ref in (body.get("metadata") or {}).get("ownerReferences") or []:
+        api_group = str(ref.get("apiVersion", "")).split("/")[0]
+        if ref.get("controller") and ref.get("kind") == StreamApp.KIND and api_group == GROUP:
+            return Owner(str(ref.get("name", "")), str(ref.get("uid", "")))
+    return None
+
+
+def children_of(app: Body, bodies: Iterable[Body]) -> tuple[Body, ...]:
+    """The bodies this incarnation of the app controls: labels alone prove nothing, and children of
+    a deleted app of the same name (awaiting garbage collection) are not this app's."""
+    uid = (app.get("metadata") or {}).get("uid")
+    return tuple(b for b in bodies if (owner := controlling_app(b)) is not None and owner.uid == uid)
 
 
 @dataclass(frozen=True)

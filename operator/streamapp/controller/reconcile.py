@@ -12,7 +12,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from streamapp.api.rbac import executor_role_rules
@@ -21,7 +21,7 @@ from streamapp.controller import children
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.naming import member_name, state_claim_name
-from streamapp.controller.observe import PodState, member_views
+from streamapp.controller.observe import PodState, children_of, member_views
 from streamapp.controller.status import app_status, moved
 from streamapp.rebalance import (
     AppConfig,
@@ -57,6 +57,9 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
     """Bring one app one step closer to its plan; `first` also ensures the app's static children."""
     started = time.perf_counter()
     app = observed.app
+    observed = replace(
+        observed, pods=children_of(app, observed.pods), members=children_of(app, observed.members)
+    )
     namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
     try:
         model = StreamApp.from_resource(app)
