@@ -79,7 +79,11 @@ def test_kopf_like_body_without_envelope_is_accepted() -> None:
 
 
 def test_sample_manifest_is_a_valid_app() -> None:
-    sample = yaml.safe_load((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+    sample = next(
+        doc
+        for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+        if doc["kind"] == "StreamApp"
+    )
     parsed = StreamApp.from_resource(sample)
     assert parsed.spec.pipeline.transform == "streamapp.executor.samples.counts:counts"
     assert parsed.spec.rebalance.standby_replicas == 1

@@ -212,7 +212,11 @@ def test_member_spec_and_status(objects: client.CustomObjectsApi, namespace: str
 
 
 def test_sample_is_accepted(objects: client.CustomObjectsApi, namespace: str) -> None:
-    sample = yaml.safe_load((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+    sample = next(
+        doc
+        for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+        if doc["kind"] == "StreamApp"
+    )
     created = _create(objects, namespace, sample)
     assert created["spec"]["rebalance"]["standbyReplicas"] == 1
 

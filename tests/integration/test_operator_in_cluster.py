@@ -10,36 +10,23 @@ do exactly what the shipped ClusterRole and lease Role allow.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from cluster_tools import kubectl
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import app, create_app, scale
 
-from localcluster.build import bin_dir
 from localcluster.waiting import wait_for
 from streamapp.api.manifests import LABELS, NAME
 from streamapp.controller.naming import MEMBERS
 
 LOCAL_INSTALL = Path(__file__).resolve().parents[2] / "e2e" / "local-install"
 OPERATOR_SELECTOR = f"app.kubernetes.io/name={LABELS['app.kubernetes.io/name']}"
-
-
-def kubectl(kubeconfig: Path, *args: str) -> str:
-    """Run the cluster's kubectl; fail with its stderr."""
-    done = subprocess.run(
-        [str(bin_dir() / "kubectl"), "--kubeconfig", str(kubeconfig), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-    return done.stdout
 
 
 def overlay(directory: Path, namespace: str) -> Path:

@@ -232,6 +232,7 @@ def _env(app: StreamApp, member: int) -> list[dict[str, Any]]:
         ("STREAMAPP_NAMESPACE", "metadata.namespace"),
         ("STREAMAPP_POD_NAME", "metadata.name"),
         ("STREAMAPP_POD_UID", "metadata.uid"),
+        ("STREAMAPP_HTTP_ADDRESS", "status.podIP"),
     ):
         env.append({"name": var, "valueFrom": {"fieldRef": {"fieldPath": path}}})
     return env

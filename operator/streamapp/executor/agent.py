@@ -151,6 +151,12 @@ def register(subparsers: Any) -> None:
         default=int(os.environ.get("STREAMAPP_HTTP_PORT", "8080")),
         help="port of /readyz, /healthz and /metrics (0: none; default $STREAMAPP_HTTP_PORT or 8080)",
     )
+    parser.add_argument(
+        "--http-address",
+        default=os.environ.get("STREAMAPP_HTTP_ADDRESS", ""),
+        help="address they bind: the pod's IP, where probes and scrapers reach it (default "
+        "$STREAMAPP_HTTP_ADDRESS, else every interface)",
+    )
     parser.add_argument("--report-interval", type=float, default=2.0, help="seconds between progress reports")
     parser.set_defaults(run=run)
 
@@ -177,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: _stop(stop, signum, frame))
     if args.http_port:
-        _serve(args.http_port, registry)
+        _serve(args.http_address, args.http_port, registry)
     failures: list[BaseException] = []
     worker = threading.Thread(target=_work, args=(plane, stop, failures), name="tasks", daemon=True)
     worker.start()
@@ -228,8 +234,9 @@ def _api() -> client.ApiClient:
     return client.ApiClient()
 
 
-def _serve(port: int, registry: CollectorRegistry) -> None:
-    """Readiness and liveness (the process is up and Spark has started) and Prometheus metrics."""
+def _serve(address: str, port: int, registry: CollectorRegistry) -> None:
+    """Readiness and liveness (the process is up and Spark has started) and Prometheus metrics, on
+    the pod's IP: that is where the kubelet probes and Prometheus scrapes, and nothing else listens."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -249,7 +256,7 @@ def _serve(port: int, registry: CollectorRegistry) -> None:
         def log_message(self, format: str, *args: Any) -> None:
             del format, args
 
-    server = ThreadingHTTPServer(("", port), Handler)
+    server = ThreadingHTTPServer((address, port), Handler)
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
@@ -45,11 +46,17 @@ def parse_conf(items: list[str]) -> dict[str, str]:
 
 
 def run_generate(args: argparse.Namespace) -> int:
+    """Append records; without `--count`, until SIGTERM or SIGINT (a sample's input that keeps flowing)."""
     spec = GenerateSpec(
         partitions=args.partitions, count=args.count, rate=args.rate, keys=args.keys, seed=args.seed
     )
-    end = generate(FileLog(Path(args.log)), spec)
-    print(f"appended {args.count} records; log holds {end}")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    log = FileLog(Path(args.log))
+    first = sum(log.end_offset(p) for p in range(args.partitions))
+    end = generate(log, spec, tick=args.interval, stopped=stop.is_set)
+    print(f"appended {end - first} records; log holds {end}")
     return 0
 
 
@@ -128,8 +135,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     gen = subparsers.add_parser("generate", help="append synthetic keyed records to a file log")
     gen.add_argument("--log", required=True, help="log directory (partitions under p=<P>/)")
     gen.add_argument("--partitions", type=int, required=True)
-    gen.add_argument("--count", type=int, required=True, help="records to append (bounded)")
+    gen.add_argument("--count", type=int, help="records to append (default: until SIGTERM or Ctrl-C)")
     gen.add_argument("--rate", type=float, default=0.0, help="records per second in total; 0 = unthrottled")
+    gen.add_argument(
+        "--interval", type=float, default=0.1, help="seconds between appends at a rate (one file each)"
+    )
     gen.add_argument("--keys", type=int, default=10_000, help="distinct keys")
     gen.add_argument("--seed", type=int, default=0)
     gen.set_defaults(run=run_generate)

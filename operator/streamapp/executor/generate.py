@@ -59,10 +59,11 @@ def split_by_partition(
 
 @dataclass(frozen=True)
 class GenerateSpec:
-    """How much to generate: `count` records at `rate` per second in total (0 = as fast as possible)."""
+    """How much to generate: `count` records (None: until stopped) at `rate` per second in total
+    (0 = as fast as possible)."""
 
     partitions: int
-    count: int
+    count: int | None
     rate: float = 0.0
     keys: int = 10_000
     seed: int = 0
@@ -79,7 +80,7 @@ def append_chunk(log: FileLog, spec: GenerateSpec, start: int, count: int, now: 
 
 def due(spec: GenerateSpec, produced: int, elapsed: float) -> int:
     """How many records should be appended now to keep to the rate; pure."""
-    remaining = spec.count - produced
+    remaining = spec.chunk if spec.count is None else spec.count - produced
     if spec.rate <= 0:
         return min(spec.chunk, remaining)
     return max(0, min(int(spec.rate * elapsed) - produced, spec.chunk, remaining))
@@ -91,12 +92,15 @@ def generate(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     tick: float = 0.1,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> int:
-    """Append `spec.count` records after what the log already holds; returns the global end index."""
+    """Append `spec.count` records (or until `stopped()`) after what the log already holds; returns the
+    global end index. A chunk is always appended whole, so a stop never leaves the partitions
+    misaligned with the global record index."""
     first = sum(log.end_offset(p) for p in range(spec.partitions))
     produced = 0
     began = clock()
-    while produced < spec.count:
+    while (spec.count is None or produced < spec.count) and not stopped():
         count = due(spec, produced, clock() - began)
         if count:
             append_chunk(log, spec, first + produced, count, datetime.now(UTC))

@@ -1,0 +1,105 @@
+"""The shipped sample works as written: applied with kubectl, its claim binds, its input flows, real
+executors process it, and the committed output is exactly once.
+
+The only change made to the sample is placement: on the local cluster real processes run only on the
+process node, so the input generator's and the executors' pod specs get its selector and toleration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cluster_tools import kubectl, on_process_node
+from dataplane_checks import check_partition
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from operator_support import Operators
+
+from localcluster.waiting import wait_for
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.source import FileLog
+
+SAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "streamapp.yaml"
+
+
+def placed(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sample's objects with every pod spec placed on the process node."""
+    for doc in documents:
+        if doc["kind"] == "Deployment":
+            on_process_node(doc["spec"]["template"]["spec"])
+        elif doc["kind"] == "StreamApp":
+            template = doc["spec"]["executor"].setdefault("podTemplate", {})
+            on_process_node(template.setdefault("spec", {}))
+    return documents
+
+
+def claim_directory(api: client.ApiClient, namespace: str, claim: str) -> Path | None:
+    """Where the bound volume of `claim` lives on this machine (hostPath volumes of the local cluster)."""
+    core = client.CoreV1Api(api)
+    try:
+        volume = core.read_namespaced_persistent_volume_claim(claim, namespace).spec.volume_name
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    if not volume:
+        return None
+    spec = core.read_persistent_volume(volume).spec
+    source = spec.host_path or spec.local
+    return Path(source.path) if source else None
+
+
+def processing_every_partition(state: StateLayout, partitions: int) -> bool:
+    return all(any(m.end > 0 for m in accepted_manifests(state, p)) for p in range(partitions))
+
+
+def caught_up(state: StateLayout, log: FileLog, partitions: int) -> bool:
+    for partition in range(partitions):
+        ends = [m.end for m in accepted_manifests(state, partition)]
+        if not ends or ends[-1] != log.end_offset(partition):
+            return False
+    return True
+
+
+def test_streamapp_sample_processes_its_flowing_input_exactly_once(
+    api_client: client.ApiClient,
+    kubeconfig_path: Path,
+    namespace: str,
+    operators: Operators,
+    process_node: str,
+    tmp_path: Path,
+) -> None:
+    documents = placed(list(yaml.safe_load_all(SAMPLE.read_text())))
+    app = next(d for d in documents if d["kind"] == "StreamApp")
+    partitions = int(app["spec"]["partitions"])
+    manifest = tmp_path / "sample.yaml"
+    manifest.write_text(yaml.safe_dump_all(documents))
+    operators.start()
+    kubectl(kubeconfig_path, "apply", "-n", namespace, "-f", str(manifest))
+
+    data = wait_for(
+        lambda: claim_directory(api_client, namespace, "counts-data"), 120, "the shared claim bound"
+    )
+    state, log = StateLayout(data / "state"), FileLog(data / "input")
+    wait_for(lambda: processing_every_partition(state, partitions), 600, "every partition processed")
+
+    # Stop the input (the generator finishes its chunk on SIGTERM), then let the executors drain it.
+    client.AppsV1Api(api_client).patch_namespaced_deployment_scale(
+        "counts-input", namespace, {"spec": {"replicas": 0}}
+    )
+    wait_for(
+        lambda: (
+            not client.CoreV1Api(api_client)
+            .list_namespaced_pod(namespace, label_selector="app.kubernetes.io/name=counts-input")
+            .items
+        ),
+        120,
+        "the input generator stopped",
+    )
+    wait_for(lambda: caught_up(state, log, partitions), 300, "all input committed")
+    assert sum(log.end_offset(p) for p in range(partitions)) > 0
+    for partition in range(partitions):
+        check_partition(state, data / "output", log, partition)
