@@ -144,7 +144,7 @@ async def _act(
 ) -> None:
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
-    loops = AppLoops(Kube(api), metrics)
+    loops = AppLoops(Kube(api, leading=lambda: not stop.is_set()), metrics)
     register_handlers(registry, loops)
     settings = kopf.OperatorSettings()
     watch_only_members(settings)

@@ -21,10 +21,20 @@ log = logging.getLogger(__name__)
 Body = Mapping[str, Any]
 
 
-class Kube:
-    """Typed helpers over the official client for the objects the operator owns."""
+class NotLeading(RuntimeError):
+    """A write was attempted after this replica stopped leading; it must not reach the API."""
 
-    def __init__(self, api: client.ApiClient) -> None:
+
+class Kube:
+    """Typed helpers over the official client for the objects the operator owns.
+
+    `leading` fences writes: a reconcile still in flight when the Lease is lost (it runs in a worker
+    thread and cannot be interrupted mid-call) fails at its next write instead of acting alongside
+    the new leader.
+    """
+
+    def __init__(self, api: client.ApiClient, leading: Callable[[], bool] = lambda: True) -> None:
+        self.leading = leading
         self.custom = client.CustomObjectsApi(api)
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
@@ -32,6 +42,7 @@ class Kube:
 
     def patch_app_status(self, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
         """Merge-patch the StreamApp's status subresource; returns the updated object."""
+        self._guard()
         updated = self.custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, namespace, APPS, name, {"status": status}
         )
@@ -39,22 +50,26 @@ class Kube:
 
     def create_member(self, namespace: str, body: dict[str, Any]) -> None:
         """Create a StreamAppMember (an existing one is left alone)."""
+        self._guard()
         _tolerate_conflict(
             lambda: self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, body)
         )
 
     def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
         """Replace the target fields of a StreamAppMember's spec."""
+        self._guard()
         self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name, {"spec": spec})
 
     def delete_member(self, namespace: str, name: str) -> None:
         """Delete a StreamAppMember."""
+        self._guard()
         _tolerate_missing(
             lambda: self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name)
         )
 
     def create(self, namespace: str, body: dict[str, Any]) -> None:
         """Create a core/policy/rbac object of the kinds the operator owns (existing: left alone)."""
+        self._guard()
         kind = body["kind"]
         creators: dict[str, Callable[..., Any]] = {
             "Pod": self.core.create_namespaced_pod,
@@ -69,14 +84,17 @@ class Kube:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """Delete a member pod (its grace period lets the executor commit and stop)."""
+        self._guard()
         _tolerate_missing(lambda: self.core.delete_namespaced_pod(name, namespace))
 
     def delete_claim(self, namespace: str, name: str) -> None:
         """Delete a member's state volume claim."""
+        self._guard()
         _tolerate_missing(lambda: self.core.delete_namespaced_persistent_volume_claim(name, namespace))
 
     def event(self, app: Body, reason: str, message: str, warning: bool = False) -> None:
         """Post a Kubernetes Event on the StreamApp (best effort: events must never block a reconcile)."""
+        self._guard()
         meta = app["metadata"]
         now = dt.datetime.now(dt.UTC)
         body = client.CoreV1Event(
@@ -100,6 +118,10 @@ class Kube:
             self.core.create_namespaced_event(meta["namespace"], body)
         except ApiException as error:
             log.warning("event %s on %s not posted: %s", reason, meta["name"], error.reason)
+
+    def _guard(self) -> None:
+        if not self.leading():
+            raise NotLeading("this replica no longer holds the lease")
 
 
 def _tolerate_conflict(call: Callable[[], Any]) -> None:
