@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "streamapp.sim.cli",
     "streamapp.executor.cli",
     "streamapp.executor.agent",
+    "streamapp.executor.read",
     "streamapp.api.cli",
 )
 

@@ -140,8 +140,14 @@ def test_subresources() -> None:
 @pytest.mark.parametrize(
     ("kind", "columns"),
     [
-        ("StreamApp", ["Replicas", "Ready", "Partitions", "Warming", "Unassigned", "Generation", "Age"]),
-        ("StreamAppMember", ["App", "Member", "Generation", "Observed", "Active", "Age"]),
+        (
+            "StreamApp",
+            ["Replicas", "Ready", "Partitions", "Warming", "Unassigned", "Generation", "Input Lag", "Age"],
+        ),
+        (
+            "StreamAppMember",
+            ["App", "Member", "Generation", "Observed", "Active", "Revoking", "Standby", "Warmup", "Age"],
+        ),
     ],
 )
 def test_printer_columns(kind: str, columns: list[str]) -> None:

@@ -14,7 +14,10 @@ from streamapp.api.schema import describe, model_schema
 from streamapp.api.streamapp import StreamApp
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
-CATEGORIES = ["streamapp"]
+# `kubectl get streaming` lists apps and members together. A category must not equal any resource's
+# name: kubectl expands categories first, so a category "streamapp" turned `kubectl get streamapp x`
+# into a request for two resource types ("you must specify only one resource").
+CATEGORIES = ["streaming"]
 
 
 def _column(name: str, path: str, type_: str, description: str, priority: int = 0) -> dict[str, Any]:
@@ -33,6 +36,7 @@ STREAMAPP_COLUMNS = [
     _column("Warming", ".status.tasks.warming", "integer", "Warmup copies catching up."),
     _column("Unassigned", ".status.tasks.unassigned", "integer", "Tasks nobody processes or holds."),
     _column("Generation", ".status.generation", "integer", "Assignment generation."),
+    _column("Input Lag", ".status.inputLag", "integer", "Source records not yet processed."),
     _AGE,
 ]
 MEMBER_COLUMNS = [
@@ -40,8 +44,12 @@ MEMBER_COLUMNS = [
     _column("Member", ".spec.memberId", "integer", "Static member id."),
     _column("Generation", ".spec.generation", "integer", "Target assignment generation."),
     _column("Observed", ".status.observedGeneration", "integer", "Generation the executor has applied."),
-    # The API server prints only the first match of a `[*]` path, so the whole list is shown, in -o wide.
-    _column("Active", ".spec.active", "string", "Tasks to process, with their epochs.", priority=1),
+    # The API server prints only the first match of a `[*]` path, so the task sets are shown through
+    # the range strings the operator writes next to the lists.
+    _column("Active", ".spec.activeTasks", "string", "Tasks to process.", priority=1),
+    _column("Revoking", ".spec.revokingTasks", "string", "Tasks being let go of.", priority=1),
+    _column("Standby", ".spec.standbyTasks", "string", "Tasks kept as hot copies.", priority=1),
+    _column("Warmup", ".spec.warmupTasks", "string", "Tasks warming up for a handoff.", priority=1),
     _AGE,
 ]
 SCALE = {

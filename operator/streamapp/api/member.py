@@ -8,6 +8,7 @@ own assignment.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -16,6 +17,31 @@ from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 
 TaskRole = Literal["active", "revoking", "standby", "warmup"]
+
+# `kubectl get sam -o wide` stays one line per member: longer task sets end in "…(N tasks)".
+MAX_TASK_RANGES_CHARS = 48
+
+
+def task_ranges(tasks: Iterable[int]) -> str:
+    """A task set as compact ranges for printer columns: {0, 1, 2, 3, 8} → "0-3,8"; pure.
+
+    The lists in the spec stay the executor's contract; this is only what a person reads. A set whose
+    ranges do not fit in MAX_TASK_RANGES_CHARS is cut at a range boundary and says how many tasks it has.
+    """
+    ordered = sorted(set(tasks))
+    runs: list[list[int]] = []
+    for task in ordered:
+        if runs and task == runs[-1][1] + 1:
+            runs[-1][1] = task
+        else:
+            runs.append([task, task])
+    parts = [str(first) if first == last else f"{first}-{last}" for first, last in runs]
+    text = ",".join(parts)
+    if len(text) <= MAX_TASK_RANGES_CHARS:
+        return text
+    suffix = f",…({len(ordered)} tasks)"
+    cut = text[: MAX_TASK_RANGES_CHARS - len(suffix) + 1]  # one more: a comma there keeps the whole range
+    return cut[: cut.rfind(",")] + suffix
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +80,18 @@ class StreamAppMemberSpec(Model):
     )
     standby: tuple[int, ...] = field(default=(), metadata=prop("Tasks to keep hot copies of."))
     warmup: tuple[int, ...] = field(default=(), metadata=prop("Tasks to warm up before a handoff."))
+    active_tasks: str | None = field(
+        default=None, metadata=prop("The active tasks as ranges, e.g. 0-3,8 (for kubectl; see active).")
+    )
+    revoking_tasks: str | None = field(
+        default=None, metadata=prop("The revoking tasks as ranges (for kubectl; see revoking).")
+    )
+    standby_tasks: str | None = field(
+        default=None, metadata=prop("The standby tasks as ranges (for kubectl; see standby).")
+    )
+    warmup_tasks: str | None = field(
+        default=None, metadata=prop("The warmup tasks as ranges (for kubectl; see warmup).")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +111,13 @@ class TaskReport(Model):
     )
     lag: int | None = field(
         default=None, metadata=prop("Changelog records still to apply; 0 for the active copy.")
+    )
+    input_lag: int | None = field(
+        default=None,
+        metadata=prop(
+            "Active copies only: records in the source after the committed offset, still to process "
+            "(summed into the StreamApp's status.inputLag for autoscalers)."
+        ),
     )
 
 

@@ -263,6 +263,13 @@ class StreamAppStatus(Model):
         default=None, metadata=prop("Label selector of the member pods (for /scale, HPA and KEDA).")
     )
     tasks: TaskCounts | None = field(default=None, metadata=prop("Tasks per state."))
+    input_lag: int | None = field(
+        default=None,
+        metadata=prop(
+            "Records in the source not yet processed, summed over the tasks whose active owner's current "
+            "pod reported it (the metric to autoscale on); unset until one has."
+        ),
+    )
     members: tuple[MemberSummary, ...] = field(
         default=(), metadata=prop("Per-member summary.", list_map_keys=("id",))
     )

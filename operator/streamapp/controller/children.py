@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from streamapp.api.member import task_ranges
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller.naming import (
     APP_LABEL,
@@ -42,7 +43,11 @@ def owner_reference(app: StreamApp) -> dict[str, Any]:
 
 
 def member_spec(app: str, member: int, target: MemberTarget | None, generation: int) -> dict[str, Any]:
-    """A StreamAppMember's spec: the member's target at the generation that last changed it."""
+    """A StreamAppMember's spec: the member's target at the generation that last changed it.
+
+    The lists are what the executor follows; the `*Tasks` range strings say the same for kubectl's
+    printer columns (which cannot render a list readably).
+    """
     target = target or MemberTarget({}, {}, (), ())
     return {
         "app": app,
@@ -52,13 +57,25 @@ def member_spec(app: str, member: int, target: MemberTarget | None, generation: 
         "revoking": [{"task": t, "epoch": e} for t, e in sorted(target.revoking.items())],
         "standby": sorted(target.standby),
         "warmup": sorted(target.warmup),
+        "activeTasks": task_ranges(target.active),
+        "revokingTasks": task_ranges(target.revoking),
+        "standbyTasks": task_ranges(target.standby),
+        "warmupTasks": task_ranges(target.warmup),
     }
 
 
+_TARGET_LISTS = ("active", "revoking", "standby", "warmup")
+_TARGET_RANGES = ("activeTasks", "revokingTasks", "standbyTasks", "warmupTasks")
+
+
 def same_target(spec: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """Whether a member's current spec already says what `wanted` says (generation aside)."""
-    keys = ("active", "revoking", "standby", "warmup")
-    return all(list(spec.get(k) or []) == list(wanted.get(k) or []) for k in keys)
+    """Whether a member's current spec already says what `wanted` says (generation aside).
+
+    The range strings count too, so a member written before they existed gets them on the next pass.
+    """
+    return all(list(spec.get(k) or []) == list(wanted.get(k) or []) for k in _TARGET_LISTS) and all(
+        (spec.get(k) or "") == (wanted.get(k) or "") for k in _TARGET_RANGES
+    )
 
 
 def member_object(app: StreamApp, member: int, spec: dict[str, Any]) -> dict[str, Any]:

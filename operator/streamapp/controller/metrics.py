@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -10,6 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from streamapp.rebalance import Assignment
 
 _LABELS = ("namespace", "app")
+# What KEDA's prometheus trigger and a metrics adapter query (manifests/samples/).
+INPUT_LAG_METRIC = "streamapp_input_lag_records"
 
 
 @dataclass
@@ -34,6 +37,12 @@ class Metrics:
         )
         self.plan_seconds = Histogram("streamapp_plan_seconds", "Duration of one engine plan", registry=r)
         self.leader = Gauge("streamapp_leader", "1 while this replica holds the leader lease", registry=r)
+        self.input_lag = Gauge(
+            INPUT_LAG_METRIC,
+            "Source records not yet processed by the active owners (the app's status.inputLag)",
+            _LABELS,
+            registry=r,
+        )
 
     def observe_assignment(self, labels: Mapping[str, str], assignment: Assignment) -> None:
         """Gauges that mirror the persisted assignment."""
@@ -49,6 +58,15 @@ class Metrics:
             self.tasks.labels(**labels, state=state).set(count)
         self.warmups.labels(**labels).set(sum(len(t.warmups) for t in assignment.tasks))
         self.generation.labels(**labels).set(assignment.generation)
+
+    def observe_input_lag(self, labels: Mapping[str, str], lag: int | None) -> None:
+        """Mirror status.inputLag; an app with no report yet has no sample rather than a false 0, so an
+        autoscaler does not scale in on a number nobody measured."""
+        if lag is None:
+            with contextlib.suppress(KeyError):
+                self.input_lag.remove(*(labels[name] for name in _LABELS))
+            return
+        self.input_lag.labels(**labels).set(lag)
 
     def serve(self, port: int, address: str = "0.0.0.0") -> None:
         """Expose the registry over HTTP on `address` (a Service or a scrape config picks it up)."""

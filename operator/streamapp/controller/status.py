@@ -7,7 +7,7 @@ columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, MemberView, Plan
 
 Body = Mapping[str, Any]
+INVALID_SPEC = "InvalidSpec"
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,25 @@ def task_counts(assignment: Assignment, views: Sequence[MemberView]) -> dict[str
     }
 
 
-def conditions(counts: Mapping[str, int], replicas: int, ready: int, in_flight: bool) -> list[Condition]:
-    """Ready, Rebalancing and Degraded, each with the reason a person would look for first."""
+def conditions(
+    counts: Mapping[str, int], replicas: int, ready: int, in_flight: bool, started: bool = True
+) -> list[Condition]:
+    """Ready, Rebalancing and Degraded, each with the reason a person would look for first.
+
+    Before the first assignment (`started` False) tasks are unassigned only because no member has been
+    ready yet: the app is starting, not degraded (Argo CD shows Progressing, not Degraded, on install).
+    """
     held = counts["reserved"] + counts["unassigned"]
     ready_ok = held == 0 and ready >= replicas
-    ready_reason = "AllTasksProcessed" if ready_ok else ("TasksNotProcessed" if held else "MembersStarting")
+    ready_reason = (
+        "AllTasksProcessed" if ready_ok else ("TasksNotProcessed" if held and started else "MembersStarting")
+    )
     ready_message = f"{counts['active']} tasks active on {ready}/{replicas} ready members"
     if held:
         ready_message += (
             f"; {counts['reserved']} reserved for lost members, {counts['unassigned']} unassigned"
         )
-    degraded = held > 0
+    degraded = held > 0 and started
     return [
         Condition("Ready", ready_ok, ready_reason, ready_message),
         Condition(
@@ -64,10 +73,30 @@ def conditions(counts: Mapping[str, int], replicas: int, ready: int, in_flight: 
         Condition(
             "Degraded",
             degraded,
-            "TasksHeld" if degraded else "AsExpected",
-            f"{held} tasks are not processed by any member" if degraded else "every task has a live owner",
+            "TasksHeld" if degraded else ("AsExpected" if started else "Starting"),
+            f"{held} tasks are not processed by any member"
+            if degraded
+            else ("every task has a live owner" if started else "no member has been ready yet"),
         ),
     ]
+
+
+def invalid_spec_status(app: Body, error: str, now: str) -> dict[str, Any]:
+    """The status patch for a spec the models refuse: nothing is planned or changed, and Ready=False /
+    Degraded=True with reason InvalidSpec say why (the Event alone is gone after an hour; health checks
+    such as manifests/argocd/health.lua read conditions). `intent` is left as it was."""
+    meta, old = app["metadata"], app.get("status") or {}
+    message = f"the spec is refused: {error}"[:1000]
+    refused = [
+        Condition("Ready", False, INVALID_SPEC, message),
+        Condition("Rebalancing", False, INVALID_SPEC, "nothing moves until the spec is fixed"),
+        Condition("Degraded", True, INVALID_SPEC, message),
+    ]
+    generation = int(meta.get("generation") or 0)
+    return {
+        "observedGeneration": meta.get("generation"),
+        "conditions": merge_conditions(old.get("conditions") or [], refused, now, generation),
+    }
 
 
 def merge_conditions(
@@ -123,6 +152,31 @@ def members_summary(
     return rows
 
 
+def input_lag(assignment: Assignment, members: Iterable[Body], pods: Mapping[int, PodState]) -> int | None:
+    """Source records the active owners have not processed yet, summed over tasks; None while no owner
+    has reported one (an autoscaler must not read "nothing measured" as "nothing to do").
+
+    Per task only its owner in the assignment counts, so a task that just moved is not counted twice
+    from its previous owner's last report; and only reports made by the member's current pod
+    (`status.podUID`), because a report from before a restart describes a process that is gone.
+    """
+    reported: dict[tuple[int, int], int] = {}
+    for body in members:
+        member_id, status = (body.get("spec") or {}).get("memberId"), body.get("status") or {}
+        pod = pods.get(int(member_id)) if member_id is not None else None
+        if pod is None or status.get("podUID") != pod.uid:
+            continue
+        for task in status.get("tasks") or []:
+            if task.get("role") == "active" and task.get("inputLag") is not None:
+                reported[(pod.member, int(task["task"]))] = int(task["inputLag"])
+    lags = [
+        reported[(t.active, task)]
+        for task, t in enumerate(assignment.tasks)
+        if t.active is not None and (t.active, task) in reported
+    ]
+    return sum(lags) if lags else None
+
+
 def moved(previous: Assignment, current: Assignment) -> int:
     """Tasks whose active owner changed to another member in this step."""
     if not previous.tasks:
@@ -141,8 +195,10 @@ def app_status(
     views: Sequence[MemberView],
     pods: Mapping[int, PodState],
     now: str,
+    members: Iterable[Body] = (),
 ) -> dict[str, Any]:
-    """The whole status patch for one reconcile."""
+    """The whole status patch for one reconcile; `members` are the StreamAppMember bodies whose
+    reports give `inputLag` (None, which the merge patch turns into a removal, without them)."""
     meta, spec, old = app["metadata"], app.get("spec") or {}, app.get("status") or {}
     replicas = int(spec.get("replicas", 0))
     assignment = result.assignment
@@ -155,10 +211,11 @@ def app_status(
         "readyReplicas": ready,
         "selector": selector(meta["name"]),
         "tasks": counts,
+        "inputLag": input_lag(assignment, members, pods),
         "members": members_summary(meta["name"], assignment, views, pods, replicas),
         "conditions": merge_conditions(
             old.get("conditions") or [],
-            conditions(counts, replicas, ready, assignment.in_flight()),
+            conditions(counts, replicas, ready, assignment.in_flight(), started=assignment.generation > 0),
             now,
             int(meta.get("generation") or 0),
         ),

@@ -51,7 +51,8 @@ class MemberTarget:
 
 @dataclass(frozen=True)
 class TaskReport:
-    """One task as this member holds it."""
+    """One task as this member holds it; `inputLag` only for an active task whose data plane measures
+    it (left out of the status when None)."""
 
     task: int
     role: str
@@ -59,6 +60,7 @@ class TaskReport:
     appliedSeq: int
     appliedOffset: int
     lag: int
+    inputLag: int | None = None
 
 
 class DataPlane(Protocol):
@@ -170,7 +172,7 @@ class MembershipClient:
     def report(self, force: bool = False) -> None:
         """Write status when it changed and the interval allows (always for an acknowledgement)."""
         now = time.monotonic()
-        tasks = [asdict(r) for r in self.data_plane.reports()]
+        tasks = [{k: v for k, v in asdict(r).items() if v is not None} for r in self.data_plane.reports()]
         if not force and (now < self._next_report or tasks == self._reported):
             return
         status = {

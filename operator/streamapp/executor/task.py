@@ -75,7 +75,9 @@ class TaskStatus:
     `epoch` is the owner epoch this task holds (active) or the newest epoch it has applied (copies);
     `committed_offset` is the owner's committed input offset as last seen; `lag` = committed − applied
     (0 for an owning active); `backlog` is unprocessed input behind an active task; `fenced_by` is set
-    when a higher epoch took the partition over.
+    when a higher epoch took the partition over. `input_lag` is what autoscalers read: source end
+    offset − committed offset for an active task, also while it restores or fences before owning
+    (its input waits all the same); None for copies and for a fenced task, which process no input.
     """
 
     partition: int
@@ -88,6 +90,7 @@ class TaskStatus:
     backlog: int
     keys: int
     fenced_by: int | None
+    input_lag: int | None = None
 
 
 class Task:
@@ -177,6 +180,7 @@ class Task:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
         self.owning = True
         self.committed_offset = self.head.offset
+        self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         return applied + 1
 
     def process_batch(self) -> int:
@@ -245,15 +249,25 @@ class Task:
         """Current progress; a copy re-reads the owner's position so even a never-stepped one reports lag."""
         if not self.owning:
             self.committed_offset = self.replica.owner_offset()
+        committed = max(self.committed_offset, self.head.offset)
         return TaskStatus(
             partition=self.partition,
             role=self.role,
             epoch=self.epoch if self.role is Role.ACTIVE else self.head.epoch,
             applied_seq=self.head.seq,
             applied_offset=self.head.offset,
-            committed_offset=max(self.committed_offset, self.head.offset),
+            committed_offset=committed,
             lag=0 if self.owning else manifests.lag(self.committed_offset, self.head),
             backlog=self.backlog if self.owning else 0,
             keys=len(self.replica.state),
             fenced_by=self.fenced_by,
+            input_lag=self._input_lag(committed),
         )
+
+    def _input_lag(self, committed: int) -> int | None:
+        """The owner keeps `backlog` current at every batch; a task still taking over asks the source."""
+        if self.role is not Role.ACTIVE or self.fenced_by is not None:
+            return None
+        if self.owning:
+            return self.backlog
+        return max(0, self.ctx.source.end_offset(self.partition) - committed)
