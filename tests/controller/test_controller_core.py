@@ -101,7 +101,21 @@ def test_without_a_volume_size_state_lives_in_an_empty_dir() -> None:
     body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img"}}}
     model = StreamApp.from_resource(body)
     assert children.state_claim(model, 0) is None
-    assert children.pod(model, 0)["spec"]["volumes"] == [{"name": "state", "emptyDir": {}}]
+    volumes = children.pod(model, 0)["spec"]["volumes"]
+    assert volumes == [{"name": "state", "emptyDir": {}}, {"name": "scratch", "emptyDir": {}}]
+
+
+def test_member_pods_run_restricted_as_the_executor_account_whatever_the_template_says() -> None:
+    template = {"spec": {"serviceAccountName": "admin", "containers": [{"name": "executor"}]}}
+    body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img", "podTemplate": template}}}
+    spec = children.pod(StreamApp.from_resource(body), 0)["spec"]
+    assert spec["serviceAccountName"] == "counts-executor"
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = spec["containers"][0]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert {"name": "scratch", "mountPath": "/tmp"} in container["volumeMounts"]
 
 
 def test_member_spec_lists_the_target_and_compares_without_generation() -> None:

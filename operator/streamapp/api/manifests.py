@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
+from streamapp.api.security import container_security_context, pod_security_context
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
 NAMESPACE = "streamapp-system"
@@ -90,11 +91,7 @@ def _container() -> dict[str, Any]:
         "env": [{"name": n, "valueFrom": {"fieldRef": {"fieldPath": p}}} for n, p in field_env],
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": container_security_context(),
     }
 
 
@@ -113,11 +110,7 @@ def deployment() -> dict[str, Any]:
                 "metadata": {"labels": LABELS},
                 "spec": {
                     "serviceAccountName": NAME,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65532,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": pod_security_context(),
                     "affinity": {
                         "podAntiAffinity": {
                             "preferredDuringSchedulingIgnoredDuringExecution": [

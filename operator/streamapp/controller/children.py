@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streamapp.api.member import task_ranges
+from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller.naming import (
     APP_LABEL,
@@ -94,7 +95,8 @@ def member_object(app: StreamApp, member: int, spec: dict[str, Any]) -> dict[str
 
 
 def pod(app: StreamApp, member: int) -> dict[str, Any]:
-    """The member's pod: the executor container, its identity in env, its state volume."""
+    """The member's pod: the executor container, its identity in env, its state volume, run under
+    the restricted profile of `api.security` unless the template sets its own securityContext."""
     name = app.metadata.name
     executor = app.spec.executor
     template = copy.deepcopy(executor.pod_template or {})
@@ -107,7 +109,11 @@ def pod(app: StreamApp, member: int) -> dict[str, Any]:
         "env": _env(app, member),
         "ports": [{"name": "http", "containerPort": 8080}],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 2},
-        "volumeMounts": [{"name": "state", "mountPath": STATE_MOUNT}],
+        "securityContext": container_security_context(),
+        "volumeMounts": [
+            {"name": "state", "mountPath": STATE_MOUNT},
+            {"name": "scratch", "mountPath": SCRATCH_MOUNT},
+        ],
     }
     if executor.resources:
         container["resources"] = copy.deepcopy(executor.resources)
@@ -116,13 +122,18 @@ def pod(app: StreamApp, member: int) -> dict[str, Any]:
         if executor.storage.size
         else {"emptyDir": {}}
     )
-    pod_spec.setdefault("volumes", []).append({"name": "state", **volume})
+    pod_spec.setdefault("volumes", []).extend(
+        [{"name": "state", **volume}, {"name": "scratch", "emptyDir": {}}]
+    )
     others = [c for c in pod_spec.get("containers") or [] if c.get("name") != "executor"]
     overrides: dict[str, Any] = next(
         (c for c in pod_spec.get("containers") or [] if c.get("name") == "executor"), {}
     )
     pod_spec["containers"] = [_merge_container(container, overrides), *others]
-    pod_spec.setdefault("serviceAccountName", executor_account(name))
+    # The executors' own identity, whatever the template says: a StreamApp must not borrow the rights
+    # of another ServiceAccount through the operator.
+    pod_spec["serviceAccountName"] = executor_account(name)
+    pod_spec.setdefault("securityContext", pod_security_context())
     pod_spec.setdefault("restartPolicy", "Always")
     pod_spec["hostname"] = member_name(name, member)
     pod_spec["subdomain"] = name
