@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries clean
+.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries helm clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ demo: $(STAMP)
 	  --plot $(OUT)/demo-timeline.png
 
 ## test: lint, type-check, then every test tier (unit, property, integration on the local control plane)
-test: $(STAMP) lint k8s-binaries
+test: $(STAMP) lint k8s-binaries helm
 	$(PY) -m pytest
 
 ## unit: the fast tiers only (no control plane)
@@ -43,10 +43,15 @@ bench: $(STAMP)
 crds: $(STAMP)
 	$(VENV)/bin/streamapp crd --write crds
 	$(VENV)/bin/streamapp manifests --write manifests
+	$(VENV)/bin/streamapp chart --write charts/streamapp-operator
 
 ## k8s-binaries: build (once, cached in ~/.cache/streamapp/k8s/<version>) the control-plane binaries
 k8s-binaries: $(STAMP)
 	$(PY) e2e/cluster.py build
+
+## helm: build (once, cached in ~/.cache/streamapp/helm/<version>) the helm binary the chart tests use
+helm: $(STAMP)
+	PYTHONPATH=e2e $(PY) -m helmtool build
 
 cluster-up: $(STAMP) k8s-binaries
 	$(PY) e2e/cluster.py up

@@ -1,4 +1,5 @@
-"""`streamapp crd` and `streamapp manifests`: print, write or check the generated YAML."""
+"""`streamapp crd`, `streamapp manifests` and `streamapp chart`: print, write or check the generated files;
+`streamapp crd --apply` also installs the CRDs (the Helm chart's CRD upgrade Job runs it)."""
 
 from __future__ import annotations
 
@@ -8,36 +9,52 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamapp.api.crd import crd_files
+from streamapp.api.chart import chart_files
+from streamapp.api.crd import crd_files, crds
 from streamapp.api.manifests import manifest_files
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, differences, write
 
-GENERATORS: dict[str, tuple[Callable[[], Files], str]] = {
-    "crd": (crd_files, "the CustomResourceDefinitions (crds/)"),
-    "manifests": (manifest_files, "the install manifests: namespace, RBAC, operator (manifests/)"),
+# command: (generator, what it generates, whether its files print as one YAML stream)
+GENERATORS: dict[str, tuple[Callable[[], Files], str, bool]] = {
+    "crd": (crd_files, "the CustomResourceDefinitions (crds/)", True),
+    "manifests": (manifest_files, "the install manifests: namespace, RBAC, operator (manifests/)", True),
+    "chart": (chart_files, "the Helm chart (charts/streamapp-operator/)", False),
 }
+FIELD_MANAGER = "streamapp"
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 def register(subparsers: Any) -> None:
-    """Add the `crd` and `manifests` subcommands."""
-    for command, (generate, what) in GENERATORS.items():
+    """Add the `crd`, `manifests` and `chart` subcommands."""
+    for command, (generate, what, stream) in GENERATORS.items():
+        printing = " Without options, print the objects as one YAML stream (for kubectl apply -f -)."
         parser = subparsers.add_parser(
             command,
-            help=f"print, write or check {what}",
-            description=f"Generate {what} from the Python resource model. Without options, print the "
-            "objects as one YAML stream (for kubectl apply -f -).",
+            help=f"{'print, ' if stream else ''}write or check {what}",
+            description=f"Generate {what} from the Python resource model.{printing if stream else ''}",
         )
-        target = parser.add_mutually_exclusive_group()
+        # A chart is templates, not objects: there is nothing to print.
+        target = parser.add_mutually_exclusive_group(required=not stream)
         target.add_argument("--write", metavar="DIR", type=Path, help="write the files into DIR")
         target.add_argument(
             "--check", metavar="DIR", type=Path, help="exit 1 with a diff when DIR differs from the model"
         )
+        if command == "crd":
+            target.add_argument(
+                "--apply",
+                action="store_true",
+                help="server-side apply the CRDs to the cluster (in-cluster login, else $KUBECONFIG)",
+            )
         parser.set_defaults(run=lambda args, generate=generate: run(args, generate()))
 
 
 def run(args: argparse.Namespace, files: Files) -> int:
-    """Print, write or check one set of generated files."""
+    """Print, write, check or apply one set of generated files."""
+    if getattr(args, "apply", False):
+        return apply_crds()
     if args.write is not None:
+        for name in files:  # the chart has subdirectories (crds/, templates/)
+            (args.write / name).parent.mkdir(parents=True, exist_ok=True)
         write(args.write, files)
         return 0
     if args.check is not None:
@@ -49,4 +66,27 @@ def run(args: argparse.Namespace, files: Files) -> int:
             return 1
         return 0
     print("---\n".join(text for name, text in files.items() if name != KUSTOMIZATION), end="")
+    return 0
+
+
+def apply_crds() -> int:
+    """Server-side apply of the CRDs this package generates, taking over fields from other managers.
+
+    This is how a cluster gets the CRDs of a new version where Helm will not upgrade them: the operator
+    image has this package and the kubernetes client, but no kubectl.
+    """
+    from kubernetes import client, config  # only --apply needs a cluster client
+
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config()
+    with client.ApiClient() as api:
+        extensions = client.ApiextensionsV1Api(api)
+        for crd in crds():
+            name = crd["metadata"]["name"]
+            extensions.patch_custom_resource_definition(
+                name, crd, field_manager=FIELD_MANAGER, force=True, _content_type=APPLY_PATCH
+            )
+            print(f"customresourcedefinition.apiextensions.k8s.io/{name} serverside-applied", flush=True)
     return 0
