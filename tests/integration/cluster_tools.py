@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from localcluster.build import bin_dir
-from localcluster.nodes import process_node_selector, process_node_tolerations
 
 
 def kubectl(kubeconfig: Path, *args: str) -> str:
@@ -20,10 +18,3 @@ def kubectl(kubeconfig: Path, *args: str) -> str:
     )
     assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
     return done.stdout
-
-
-def on_process_node(pod_spec: dict[str, Any]) -> None:
-    """Place a pod spec on the process node, where its containers run for real (the only change a
-    shipped manifest needs on the local cluster, whose other nodes run nothing)."""
-    pod_spec["nodeSelector"] = process_node_selector()
-    pod_spec["tolerations"] = process_node_tolerations()

@@ -1,17 +1,17 @@
 """The shipped sample works as written: applied with kubectl, its claim binds, its input flows, real
 executors process it, and the committed output is exactly once.
 
-The only change made to the sample is placement: on the local cluster real processes run only on the
-process node, so the input generator's and the executors' pod specs get its selector and toleration.
+It is applied as the README tells a newcomer on the local cluster: through `e2e/local-install/sample/`,
+whose only change is placement (real processes run only on the process node, so the input
+generator's and the executors' pod specs get its selector and toleration).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import yaml
-from cluster_tools import kubectl, on_process_node
+from cluster_tools import kubectl
 from dataplane_checks import check_partition
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -22,18 +22,7 @@ from streamapp.executor.layout import StateLayout
 from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog
 
-SAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "samples" / "streamapp.yaml"
-
-
-def placed(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The sample's objects with every pod spec placed on the process node."""
-    for doc in documents:
-        if doc["kind"] == "Deployment":
-            on_process_node(doc["spec"]["template"]["spec"])
-        elif doc["kind"] == "StreamApp":
-            template = doc["spec"]["executor"].setdefault("podTemplate", {})
-            on_process_node(template.setdefault("spec", {}))
-    return documents
+LOCAL_SAMPLE = Path(__file__).resolve().parents[2] / "e2e" / "local-install" / "sample"
 
 
 def claim_directory(api: client.ApiClient, namespace: str, claim: str) -> Path | None:
@@ -70,15 +59,12 @@ def test_streamapp_sample_processes_its_flowing_input_exactly_once(
     namespace: str,
     operators: Operators,
     process_node: str,
-    tmp_path: Path,
 ) -> None:
-    documents = placed(list(yaml.safe_load_all(SAMPLE.read_text())))
+    documents = list(yaml.safe_load_all(kubectl(kubeconfig_path, "kustomize", str(LOCAL_SAMPLE))))
     app = next(d for d in documents if d["kind"] == "StreamApp")
     partitions = int(app["spec"]["partitions"])
-    manifest = tmp_path / "sample.yaml"
-    manifest.write_text(yaml.safe_dump_all(documents))
     operators.start()
-    kubectl(kubeconfig_path, "apply", "-n", namespace, "-f", str(manifest))
+    kubectl(kubeconfig_path, "apply", "-n", namespace, "-k", str(LOCAL_SAMPLE))
 
     data = wait_for(
         lambda: claim_directory(api_client, namespace, "counts-data"), 120, "the shared claim bound"
