@@ -236,7 +236,8 @@ def test_printer_columns(
 ) -> None:
     _create(objects, namespace, app())
     active = [{"task": 0, "epoch": 1}, {"task": 5, "epoch": 1}]
-    _create(objects, namespace, _member("counts-0", app="counts", memberId=0, active=active), MEMBERS)
+    member = _member("counts-0", app="counts", memberId=0, active=active, activeTasks="0,5")
+    _create(objects, namespace, member, MEMBERS)
     kubectl = _kubectl(local_cluster)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig_path)}
 
@@ -257,7 +258,19 @@ def test_printer_columns(
         return names, rows
 
     names, apps = table("sapp")
-    assert names == ["NAME", "REPLICAS", "READY", "PARTITIONS", "WARMING", "UNASSIGNED", "GENERATION", "AGE"]
+    # "INPUT LAG" is one column; split on spaces it reads as two, both empty here.
+    assert names == [
+        "NAME",
+        "REPLICAS",
+        "READY",
+        "PARTITIONS",
+        "WARMING",
+        "UNASSIGNED",
+        "GENERATION",
+        "INPUT",
+        "LAG",
+        "AGE",
+    ]
     assert apps[0] | {"AGE": ""} == {
         "NAME": "counts",
         "REPLICAS": "3",
@@ -266,17 +279,33 @@ def test_printer_columns(
         "WARMING": "",
         "UNASSIGNED": "",
         "GENERATION": "",
+        "INPUT": "",
+        "LAG": "",
         "AGE": "",
     }
     names, members = table("sam")
-    assert names == ["NAME", "APP", "MEMBER", "GENERATION", "OBSERVED", "ACTIVE", "AGE"]
+    assert names == [
+        "NAME",
+        "APP",
+        "MEMBER",
+        "GENERATION",
+        "OBSERVED",
+        "ACTIVE",
+        "REVOKING",
+        "STANDBY",
+        "WARMUP",
+        "AGE",
+    ]
     assert members[0] | {"AGE": ""} == {
         "NAME": "counts-0",
         "APP": "counts",
         "MEMBER": "0",
         "GENERATION": "0",
         "OBSERVED": "",
-        "ACTIVE": '[{"epoch":1,"task":0},{"epoch":1,"task":5}]',
+        "ACTIVE": "0,5",
+        "REVOKING": "",
+        "STANDBY": "",
+        "WARMUP": "",
         "AGE": "",
     }
 

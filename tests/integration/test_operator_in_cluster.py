@@ -25,7 +25,8 @@ from localcluster.waiting import wait_for
 from streamapp.api.manifests import LABELS, NAME
 from streamapp.controller.naming import MEMBERS
 
-LOCAL_INSTALL = Path(__file__).resolve().parents[2] / "e2e" / "local-install"
+ROOT = Path(__file__).resolve().parents[2]
+LOCAL_INSTALL = ROOT / "e2e" / "local-install"
 OPERATOR_SELECTOR = f"app.kubernetes.io/name={LABELS['app.kubernetes.io/name']}"
 
 
@@ -73,7 +74,8 @@ def installed(
     """Apply the install; yield the objects it created; remove the cluster-scoped ones afterwards."""
     path = overlay(tmp_path / "install", namespace)
     objects = list(yaml.safe_load_all(kubectl(kubeconfig_path, "kustomize", str(path))))
-    kubectl(kubeconfig_path, "apply", "-k", str(path))
+    kubectl(kubeconfig_path, "apply", "--server-side", "-k", str(ROOT / "crds"))  # the README's CRD upgrade
+    kubectl(kubeconfig_path, "apply", "--server-side", "-k", str(path))
     try:
         yield objects
     finally:

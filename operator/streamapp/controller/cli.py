@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--kubeconfig",
-        help="kubeconfig file to use outside a pod (sets $KUBECONFIG); in a pod: its ServiceAccount",
+        help="kubeconfig file (default: the pod's ServiceAccount in a cluster, else $KUBECONFIG)",
     )
     parser.add_argument("--no-leader-election", action="store_true", help="act without holding the Lease")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if args.kubeconfig:
-        os.environ["KUBECONFIG"] = args.kubeconfig
-    load_client_config()
+        os.environ["KUBECONFIG"] = args.kubeconfig  # what kopf's kubeconfig login reads
+    load_client_config(args.kubeconfig)
     api = client.ApiClient()
     metrics = Metrics()
     if args.metrics_port:
@@ -77,9 +77,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_client_config() -> None:
-    """Configure the official client as kopf's `login_via_client` does: the pod's ServiceAccount
-    in a cluster, else `$KUBECONFIG` (or ~/.kube/config)."""
+def load_client_config(kubeconfig: str | None) -> None:
+    """Configure the official client as kopf's login will: the named kubeconfig, else the pod's
+    ServiceAccount in a cluster, else `$KUBECONFIG` (or ~/.kube/config)."""
+    if kubeconfig:
+        config.load_kube_config(config_file=kubeconfig)
+        return
     try:
         config.load_incluster_config()
     except config.ConfigException:
@@ -145,7 +148,7 @@ async def _act(
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
     loops = AppLoops(Kube(api, leading=lambda: not stop.is_set()), metrics)
-    register_handlers(registry, loops)
+    register_handlers(registry, loops, explicit_kubeconfig=bool(args.kubeconfig))
     settings = kopf.OperatorSettings()
     watch_only_members(settings)
     settings.peering.standalone = True

@@ -26,7 +26,7 @@ def watch_only_members(settings: kopf.OperatorSettings) -> None:
     settings.watching.label_selectors[GROUP, MEMBERS] = APP_LABEL
 
 
-def register(registry: kopf.OperatorRegistry, loops: AppLoops) -> None:
+def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconfig: bool = False) -> None:
     """Register every handler on `registry`, routing to `loops`.
 
     Handlers take kopf's keyword arguments as `**kwargs` (kopf passes many; each uses a few).
@@ -36,8 +36,11 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops) -> None:
 
     @kopf.on.login(registry=registry)
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        """kopf's own login through the client library: the pod's ServiceAccount in a cluster,
-        else `$KUBECONFIG` — the same order `cli.load_client_config` gives the writing client."""
+        """kopf's own logins, in the order `cli.load_client_config` gives the writing client: a
+        kubeconfig named on the command line (kopf reads `$KUBECONFIG` when called; the client
+        library only at import), else the pod's ServiceAccount, else the environment's kubeconfig."""
+        if explicit_kubeconfig:
+            return kopf.login_with_kubeconfig(**kwargs)
         return kopf.login_via_client(**kwargs)
 
     @kopf.index("v1", "pods", registry=registry, id="member_pods")

@@ -22,7 +22,7 @@ from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.naming import member_name, state_claim_name
 from streamapp.controller.observe import PodState, children_of, member_views
-from streamapp.controller.status import app_status, moved
+from streamapp.controller.status import app_status, invalid_spec_status, moved
 from streamapp.rebalance import (
     AppConfig,
     Assignment,
@@ -66,6 +66,10 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
         config = model.spec.app_config()
     except ValueError as error:
         kube.event(app, "InvalidSpec", str(error), warning=True)
+        stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        refused = invalid_spec_status(app, str(error), stamp)
+        if any((app.get("status") or {}).get(key) != value for key, value in refused.items()):
+            return Outcome(None, kube.patch_app_status(namespace, name, refused))
         return Outcome(None, None)
     if first:
         _ensure_static_children(kube, model)
@@ -76,7 +80,8 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
     metrics.plan_seconds.observe(time.perf_counter() - plan_started)
     pods = _pods(observed.pods)
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    status = app_status(app, result, previous, views, pods, stamp)
+    status = app_status(app, result, previous, views, pods, stamp, members=observed.members)
+    metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
     current = app.get("status") or {}
     written = None
     if any(current.get(key) != value for key, value in status.items()):

@@ -127,7 +127,9 @@ class RuntimeDataPlane:
         self.offset.clear()
         for s in self.executor.status():
             rows.append(
-                TaskReport(s.partition, s.role.value, s.epoch, s.applied_seq, s.applied_offset, s.lag)
+                TaskReport(
+                    s.partition, s.role.value, s.epoch, s.applied_seq, s.applied_offset, s.lag, s.input_lag
+                )
             )
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
             self.offset.labels(task=str(s.partition), role=s.role.value).set(s.applied_offset)
