@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries helm clean
+.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries helm image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ k8s-binaries: $(STAMP)
 ## helm: build (once, cached in ~/.cache/streamapp/helm/<version>) the helm binary the chart tests use
 helm: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m helmtool build
+
+## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
+image: $(STAMP)
+	$(PY) e2e/image.py build
 
 cluster-up: $(STAMP) k8s-binaries
 	$(PY) e2e/cluster.py up

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 # Modules that expose `register(subparsers: argparse._SubParsersAction) -> None`.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
@@ -23,12 +24,21 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+def version() -> str:
+    """The installed distribution's version (what the image tag and `--version` report)."""
+    try:
+        return metadata.version("streamapp-operator")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every registered subcommand."""
     parser = argparse.ArgumentParser(
         prog="streamapp",
         description="StreamApp Operator: stateful PySpark stream processing with cooperative rebalancing.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
