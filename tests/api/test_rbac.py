@@ -9,7 +9,7 @@ from streamapp.api.rbac import covers, executor_role_rules, operator_cluster_rol
 def _verbs(group: str, resource: str) -> set[str]:
     return {
         verb
-        for rule in executor_role_rules()
+        for rule in executor_role_rules("counts-1")
         if group in rule["apiGroups"] and resource in rule["resources"]
         for verb in rule["verbs"]
     }
@@ -20,11 +20,12 @@ def test_executor_reads_its_member_and_writes_only_its_status() -> None:
     assert _verbs("streamapp.dev", "streamappmembers/status") == {"get", "patch"}
     assert _verbs("", "pods") == {"get"}
     assert _verbs("streamapp.dev", "streamapps") == set()
+    assert all(rule["resourceNames"] == ["counts-1"] for rule in executor_role_rules("counts-1"))
 
 
 def test_operator_holds_every_permission_it_grants_so_it_needs_no_escalate() -> None:
     operator = operator_cluster_role_rules()
-    assert all(covers(operator, rule) for rule in executor_role_rules())
+    assert all(covers(operator, rule) for rule in executor_role_rules("counts-1"))
     verbs = {verb for rule in operator for verb in rule["verbs"]}
     assert not verbs & {"escalate", "bind", "impersonate", "*"}
     assert all("*" not in rule["resources"] and "*" not in rule["apiGroups"] for rule in operator)

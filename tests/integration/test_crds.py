@@ -345,13 +345,23 @@ def operator_role(api_client: client.ApiClient) -> Iterator[str]:
 
 
 def _account_bound_to(
-    api_client: client.ApiClient, namespace: str, account: str, role_kind: str, role: str
+    api_client: client.ApiClient,
+    namespace: str,
+    binding: str,
+    role_kind: str,
+    role: str,
+    account: str | None = None,
 ) -> None:
-    client.CoreV1Api(api_client).create_namespaced_service_account(namespace, {"metadata": {"name": account}})
+    """Bind `role` to a ServiceAccount: `account` if given (it exists), else a new one named `binding`."""
+    if account is None:
+        account = binding
+        client.CoreV1Api(api_client).create_namespaced_service_account(
+            namespace, {"metadata": {"name": account}}
+        )
     client.RbacAuthorizationV1Api(api_client).create_namespaced_role_binding(
         namespace,
         {
-            "metadata": {"name": account},
+            "metadata": {"name": binding},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
             "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
         },
@@ -371,56 +381,82 @@ def test_operator_can_grant_the_executor_role_without_escalate(
             "the operator's binding to take effect",
         )
         client.CoreV1Api(as_operator).create_namespaced_service_account(
-            namespace, {"metadata": {"name": "counts-executor"}}
+            namespace, {"metadata": {"name": "counts-1"}}
         )
         rbac.create_namespaced_role(
-            namespace, {"metadata": {"name": "counts-executor"}, "rules": executor_role_rules()}
+            namespace, {"metadata": {"name": "counts-1"}, "rules": executor_role_rules("counts-1")}
         )
         rbac.create_namespaced_role_binding(
             namespace,
             {
-                "metadata": {"name": "counts-executor"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "Role",
-                    "name": "counts-executor",
-                },
-                "subjects": [{"kind": "ServiceAccount", "name": "counts-executor", "namespace": namespace}],
+                "metadata": {"name": "counts-1"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "counts-1"},
+                "subjects": [{"kind": "ServiceAccount", "name": "counts-1", "namespace": namespace}],
             },
         )
     finally:
         as_operator.close()
 
 
-def test_executor_may_write_its_status_but_not_its_assignment(
+def _with_token(kubeconfig_path: Path, token: str) -> client.ApiClient:
+    """A client that authenticates with `token` only (no client certificate), like an executor pod."""
+    admin = config.new_client_from_config(config_file=str(kubeconfig_path))
+    configuration = client.Configuration()
+    configuration.host = admin.configuration.host
+    configuration.ssl_ca_cert = admin.configuration.ssl_ca_cert
+    configuration.api_key = {"BearerToken": token}
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    admin.close()
+    return client.ApiClient(configuration)
+
+
+def test_a_member_token_reaches_its_own_member_only(
     api_client: client.ApiClient, namespace: str, kubeconfig_path: Path, crds: None
 ) -> None:
+    """An executor runs user code: with its token it can follow its own target and report its own
+    progress, and is refused everything else — another member's status (a forged acknowledgement
+    or lag), its own spec (its assignment), the StreamApp, the list of all members."""
     objects = client.CustomObjectsApi(api_client)
-    _create(objects, namespace, _member("counts-1", app="counts", memberId=1), MEMBERS)
+    for member in (1, 2):
+        _create(objects, namespace, _member(f"counts-{member}", app="counts", memberId=member), MEMBERS)
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "counts-1"}})
     client.RbacAuthorizationV1Api(api_client).create_namespaced_role(
-        namespace, {"metadata": {"name": "executor"}, "rules": executor_role_rules()}
+        namespace, {"metadata": {"name": "counts-1"}, "rules": executor_role_rules("counts-1")}
     )
-    _account_bound_to(api_client, namespace, "executor", "Role", "executor")
-    as_executor = _impersonating(kubeconfig_path, namespace, "executor")
+    _account_bound_to(api_client, namespace, "counts-1-binding", "Role", "counts-1", account="counts-1")
+    token = core.create_namespaced_service_account_token(
+        "counts-1", namespace, {"spec": {"expirationSeconds": 600}}
+    ).status.token
+    as_member = _with_token(kubeconfig_path, token)
     try:
-        mine = client.CustomObjectsApi(as_executor)
-        args = (GROUP, VERSION, namespace, MEMBERS, "counts-1")
+        mine = client.CustomObjectsApi(as_member)
+        own = (GROUP, VERSION, namespace, MEMBERS, "counts-1")
+        other = (GROUP, VERSION, namespace, MEMBERS, "counts-2")
         wait_for(
-            lambda: _try(lambda: mine.get_namespaced_custom_object(*args)),
-            TIMEOUT_S,
-            "the executor's binding",
+            lambda: _try(lambda: mine.get_namespaced_custom_object(*own)), TIMEOUT_S, "the member's binding"
         )
-        mine.patch_namespaced_custom_object_status(
-            *args, {"status": {"observedGeneration": 0, "podUID": "p"}}
+        mine.patch_namespaced_custom_object_status(*own, {"status": {"observedGeneration": 0, "podUID": "p"}})
+        watched = mine.list_namespaced_custom_object(
+            GROUP, VERSION, namespace, MEMBERS, field_selector="metadata.name=counts-1"
         )
-        with pytest.raises(ApiException) as forbidden:
-            mine.patch_namespaced_custom_object(*args, {"spec": {"active": [{"task": 0, "epoch": 9}]}})
-        assert forbidden.value.status == 403
-        with pytest.raises(ApiException) as forbidden:
-            mine.list_namespaced_custom_object(GROUP, VERSION, namespace, APPS)
-        assert forbidden.value.status == 403
+        assert [m["metadata"]["name"] for m in watched["items"]] == ["counts-1"]
+        refused: list[Callable[[], Any]] = [
+            lambda: mine.patch_namespaced_custom_object(
+                *own, {"spec": {"active": [{"task": 0, "epoch": 9}]}}
+            ),
+            lambda: mine.patch_namespaced_custom_object_status(*other, {"status": {"observedGeneration": 9}}),
+            lambda: mine.get_namespaced_custom_object(*other),
+            lambda: mine.list_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS),
+            lambda: mine.list_namespaced_custom_object(GROUP, VERSION, namespace, APPS),
+            lambda: mine.get_namespaced_custom_object(GROUP, VERSION, namespace, APPS, "counts"),
+        ]
+        for call in refused:
+            with pytest.raises(ApiException) as forbidden:
+                call()
+            assert forbidden.value.status == 403
     finally:
-        as_executor.close()
+        as_member.close()
 
 
 def _try(call: Callable[[], Any]) -> bool:

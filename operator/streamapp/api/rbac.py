@@ -22,14 +22,21 @@ def _rule(group: str, resources: list[str], verbs: list[str]) -> Rule:
     return {"apiGroups": [group], "resources": resources, "verbs": verbs}
 
 
-def executor_role_rules() -> list[Rule]:
-    """An executor reads its StreamAppMember (its target), writes only the member's status (its
-    progress: it cannot change its own assignment) and reads its pod (to report the pod's UID)."""
+def _named(group: str, resources: list[str], verbs: list[str], name: str) -> Rule:
+    return {**_rule(group, resources, verbs), "resourceNames": [name]}
+
+
+def executor_role_rules(member: str) -> list[Rule]:
+    """One executor's rights, on its own objects only (`member` names both its StreamAppMember and its
+    pod): read its target (a watch with a `metadata.name` field selector), write only that member's
+    status (its progress: it cannot change its own assignment, nor report for another member) and read
+    its pod (to report the pod's UID). Executors run user code; a token that could forge another
+    member's acknowledgement or lag would cause premature or cold handoffs."""
     members = StreamAppMember.PLURAL
     return [
-        _rule(GROUP, [members], READ),
-        _rule(GROUP, [f"{members}/status"], ["get", "patch"]),
-        _rule("", ["pods"], ["get"]),
+        _named(GROUP, [members], READ, member),
+        _named(GROUP, [f"{members}/status"], ["get", "patch"], member),
+        _named("", ["pods"], ["get"], member),
     ]
 
 
@@ -50,10 +57,12 @@ def operator_cluster_role_rules() -> list[Rule]:
         # Member pods (watched; `get` is also granted to executors), their state volumes.
         _rule("", ["pods"], [*READ, "create", "delete"]),
         _rule("", ["persistentvolumeclaims"], ["create", "delete"]),
-        # Per-app children: the headless Service, the PDB, the executors' identity.
-        _rule("", ["services", "serviceaccounts"], ["create"]),
-        _rule("policy", ["poddisruptionbudgets"], ["create"]),
-        _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], ["create"]),
+        # The other children are watched too, so one deleted or altered by hand is repaired on the
+        # next pass: the headless Service, the PDB, each member's ServiceAccount, Role and binding.
+        _rule("", ["services"], [*READ, "create"]),
+        _rule("policy", ["poddisruptionbudgets"], [*READ, "create"]),
+        _rule("", ["serviceaccounts"], [*READ, "create", "delete"]),
+        _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], [*READ, "create", "patch", "delete"]),
         # Events on apps for `kubectl describe`.
         _rule("", ["events"], ["create"]),
         # Nodes' zones, so standbys are placed in another zone than their active.
@@ -71,10 +80,12 @@ def operator_lease_rules() -> list[Rule]:
 
 
 def covers(rules: Iterable[Rule], wanted: Rule) -> bool:
-    """True when `rules` grant every (group, resource, verb) of `wanted` (no resourceNames involved)."""
+    """True when `rules` grant every (group, resource, verb) of `wanted` to every name (rules with
+    resourceNames are ignored: they cover less than `wanted` may ask)."""
     granted = {
         (group, resource, verb)
         for rule in rules
+        if not rule.get("resourceNames")
         for group in rule["apiGroups"]
         for resource in rule["resources"]
         for verb in rule["verbs"]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from streamapp.api.member import task_ranges
+from streamapp.api.rbac import executor_role_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller.naming import (
@@ -132,7 +133,7 @@ def pod(app: StreamApp, member: int) -> dict[str, Any]:
     pod_spec["containers"] = [_merge_container(container, overrides), *others]
     # The executors' own identity, whatever the template says: a StreamApp must not borrow the rights
     # of another ServiceAccount through the operator.
-    pod_spec["serviceAccountName"] = executor_account(name)
+    pod_spec["serviceAccountName"] = executor_account(name, member)
     pod_spec.setdefault("securityContext", pod_security_context())
     pod_spec.setdefault("restartPolicy", "Always")
     pod_spec["hostname"] = member_name(name, member)
@@ -223,22 +224,27 @@ def disruption_budget(app: StreamApp) -> dict[str, Any]:
     }
 
 
-def executor_identity(app: StreamApp, rules: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """ServiceAccount, Role and RoleBinding that let an executor read its target and report status."""
-    name = app.metadata.name
-    account = executor_account(name)
+def executor_identity(app: StreamApp, member: int) -> list[dict[str, Any]]:
+    """ServiceAccount, Role and RoleBinding of one member's executor: it may read its own target and
+    pod and report its own status, nothing of any other member (`api.rbac.executor_role_rules`)."""
+    account = executor_account(app.metadata.name, member)
+    meta = {
+        "name": account,
+        "labels": member_labels(app.metadata.name, member),
+        "ownerReferences": [owner_reference(app)],
+    }
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _app_meta(app, account)},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": _app_meta(app, account),
-            "rules": rules,
+            "metadata": meta,
+            "rules": executor_role_rules(member_name(app.metadata.name, member)),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": _app_meta(app, account),
+            "metadata": meta,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
             "subjects": [{"kind": "ServiceAccount", "name": account}],
         },

@@ -16,6 +16,14 @@ from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.controller.observe import controlling_app
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
+# The supporting children (controller.supporting): (group/version, plural, kind, index id).
+SUPPORTING = (
+    ("v1", "services", "Service", "app_services"),
+    ("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", "app_budgets"),
+    ("v1", "serviceaccounts", "ServiceAccount", "app_accounts"),
+    ("rbac.authorization.k8s.io/v1", "roles", "Role", "app_roles"),
+    ("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", "app_bindings"),
+)
 
 
 def watch_only_members(settings: kopf.OperatorSettings) -> None:
@@ -24,6 +32,8 @@ def watch_only_members(settings: kopf.OperatorSettings) -> None:
     only after an object arrived)."""
     settings.watching.label_selectors["v1", "pods"] = APP_LABEL
     settings.watching.label_selectors[GROUP, MEMBERS] = APP_LABEL
+    for api_version, plural, _, _ in SUPPORTING:
+        settings.watching.label_selectors[api_version, plural] = APP_LABEL
 
 
 def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconfig: bool = False) -> None:
@@ -64,6 +74,9 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconf
     def member_changed(**kwargs: Any) -> None:
         _wake_owner(loops, kwargs["namespace"], kwargs["body"])
 
+    for api_version, plural, kind, index_id in SUPPORTING:
+        _register_supporting(registry, loops, api_version, plural, kind, index_id)
+
     @kopf.on.event(GROUP, VERSION, APPS, registry=registry)
     async def app_changed(**kwargs: Any) -> None:
         key: Key = (kwargs["namespace"], kwargs["name"])
@@ -73,12 +86,28 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconf
         pods: kopf.Index[Key, Any] = kwargs["member_pods"]
         members: kopf.Index[Key, Any] = kwargs["app_members"]
         zones: kopf.Index[str, str] = kwargs["node_zones"]
+        owned: list[kopf.Index[Key, Any]] = [kwargs[index_id] for *_, index_id in SUPPORTING]
         sources = Sources(
             pods=lambda k: _values(pods, k),
             members=lambda k: _values(members, k),
             zones=lambda: {node: zone for node, found in zones.items() for zone in found},
+            supporting=lambda k: [body for index in owned for body in _values(index, k)],
         )
         loops.upsert(key, _plain(kwargs["body"]), sources)
+
+
+def _register_supporting(
+    registry: kopf.OperatorRegistry, loops: AppLoops, api_version: str, plural: str, kind: str, index_id: str
+) -> None:
+    """Index one kind of supporting child by its app, and wake the app when one changes or goes."""
+
+    @kopf.index(api_version, plural, registry=registry, id=index_id)
+    def index(**kwargs: Any) -> dict[Key, Any] | None:
+        return _by_owner(kwargs["namespace"], {**kwargs["body"], "kind": kind})
+
+    @kopf.on.event(api_version, plural, registry=registry, id=f"{index_id}_changed")
+    def changed(**kwargs: Any) -> None:
+        _wake_owner(loops, kwargs["namespace"], kwargs["body"])
 
 
 def _by_owner(namespace: str, body: Mapping[str, Any]) -> dict[Key, Any] | None:

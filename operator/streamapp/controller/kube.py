@@ -82,6 +82,21 @@ class Kube:
         }
         _tolerate_conflict(lambda: creators[kind](namespace, body))
 
+    def patch_role_rules(self, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
+        """Put a Role's rules back to what the operator grants."""
+        self._guard()
+        self.rbac.patch_namespaced_role(name, namespace, {"rules": rules})
+
+    def delete(self, namespace: str, kind: str, name: str) -> None:
+        """Delete a member's ServiceAccount, Role or RoleBinding (already gone: fine)."""
+        self._guard()
+        deleters: dict[str, Callable[[str, str], Any]] = {
+            "ServiceAccount": self.core.delete_namespaced_service_account,
+            "Role": self.rbac.delete_namespaced_role,
+            "RoleBinding": self.rbac.delete_namespaced_role_binding,
+        }
+        _tolerate_missing(lambda: deleters[kind](name, namespace))
+
     def delete_pod(self, namespace: str, name: str) -> None:
         """Delete a member pod (its grace period lets the executor commit and stop)."""
         self._guard()

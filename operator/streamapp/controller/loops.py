@@ -38,6 +38,7 @@ class Sources:
     pods: Callable[[Key], Iterable[Body]]
     members: Callable[[Key], Iterable[Body]]
     zones: Callable[[], Mapping[str, str]]
+    supporting: Callable[[Key], Iterable[Body]]
 
 
 @dataclass
@@ -85,7 +86,6 @@ class AppLoops:
 
     async def _run(self, key: Key, sources: Sources) -> None:
         failures = 0
-        first = True
         while True:
             wakeup = self.wakeups[key]
             wakeup.clear()
@@ -94,13 +94,11 @@ class AppLoops:
                 pods=tuple(sources.pods(key)),
                 members=tuple(sources.members(key)),
                 zones=sources.zones(),
+                supporting=tuple(sources.supporting(key)),
             )
             try:
-                outcome = await asyncio.to_thread(
-                    reconcile, self.kube, observed, self.clock(), self.metrics, first
-                )
+                outcome = await asyncio.to_thread(reconcile, self.kube, observed, self.clock(), self.metrics)
                 failures = 0
-                first = False
             except ApiException as error:
                 failures += 1
                 log.warning("reconcile of %s/%s failed (%s %s); retrying", *key, error.status, error.reason)

@@ -29,9 +29,10 @@ def state_claim_name(app: str, member: int) -> str:
     return f"{app}-state-{member}"
 
 
-def executor_account(app: str) -> str:
-    """ServiceAccount, Role and RoleBinding of the app's executors."""
-    return f"{app}-executor"
+def executor_account(app: str, member: int) -> str:
+    """ServiceAccount, Role and RoleBinding of one member's executor: one identity per member, so its
+    token is good for its own StreamAppMember and pod only (named like them, so no name gets longer)."""
+    return member_name(app, member)
 
 
 def selector(app: str) -> str:

@@ -15,9 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from streamapp.api.rbac import executor_role_rules
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children
+from streamapp.controller import children, supporting
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.naming import member_name, state_claim_name
@@ -37,12 +36,14 @@ Body = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Observed:
-    """Everything one reconcile reads: the app and its children as the watches last saw them."""
+    """Everything one reconcile reads: the app and its children as the watches last saw them
+    (`supporting`: its Service, PDB and the members' ServiceAccounts, Roles and RoleBindings)."""
 
     app: Body
     pods: tuple[Body, ...]
     members: tuple[Body, ...]
     zones: Mapping[str, str]
+    supporting: tuple[Body, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,15 @@ class Outcome:
     app: Body | None
 
 
-def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, first: bool = False) -> Outcome:
-    """Bring one app one step closer to its plan; `first` also ensures the app's static children."""
+def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics) -> Outcome:
+    """Bring one app one step closer to its plan."""
     started = time.perf_counter()
     app = observed.app
     observed = replace(
-        observed, pods=children_of(app, observed.pods), members=children_of(app, observed.members)
+        observed,
+        pods=children_of(app, observed.pods),
+        members=children_of(app, observed.members),
+        supporting=children_of(app, observed.supporting),
     )
     namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
     try:
@@ -71,8 +75,6 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
         if any((app.get("status") or {}).get(key) != value for key, value in refused.items()):
             return Outcome(None, kube.patch_app_status(namespace, name, refused))
         return Outcome(None, None)
-    if first:
-        _ensure_static_children(kube, model)
     previous = _intent(app)
     views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
     plan_started = time.perf_counter()
@@ -86,6 +88,7 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
     written = None
     if any(current.get(key) != value for key, value in status.items()):
         written = kube.patch_app_status(namespace, name, status)
+    _repair_supporting(kube, model, result, observed)
     _write_member_specs(kube, model, result, observed.members)
     _manage_pods(kube, model, config, result, pods, observed.members)
     _report(kube, app, result, previous, metrics)
@@ -93,16 +96,13 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics, firs
     return Outcome(result.wake_at, written)
 
 
-def _ensure_static_children(kube: Kube, app: StreamApp) -> None:
-    """The Service, the PDB and the executors' identity; created once, never changed."""
-    namespace = str(app.metadata.namespace)
-    statics = [
-        children.headless_service(app),
-        children.disruption_budget(app),
-        *children.executor_identity(app, executor_role_rules()),
-    ]
-    for body in statics:
-        kube.create(namespace, body)
+def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Observed) -> None:
+    """Service, PDB and the identity of every member that is wanted, holds tasks or has a pod —
+    before any pod is created, since a pod names its member's ServiceAccount."""
+    holding = set(range(app.spec.replicas)) | set(member_targets(result.assignment))
+    members = (holding - set(result.removable)) | set(_pods(observed.pods))
+    want = supporting.wanted(app, members)
+    supporting.apply(kube, str(app.metadata.namespace), supporting.repairs(want, observed.supporting))
 
 
 def _intent(app: Body) -> Assignment:

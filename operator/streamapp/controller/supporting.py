@@ -1,0 +1,73 @@
+"""The app's supporting children — headless Service, PodDisruptionBudget, each member's ServiceAccount,
+Role and RoleBinding — brought back to what they should be on every pass (level-triggered).
+
+They are watched like the pods, so one deleted or altered by hand wakes the app and is repaired:
+without its Role an executor cannot read its target, without the PDB a drain may take every member
+at once. `repairs` is the pure diff; `apply` is the shell that performs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from streamapp.api.streamapp import StreamApp
+from streamapp.controller import children
+from streamapp.controller.kube import Kube
+from streamapp.controller.naming import MEMBER_LABEL
+
+Body = Mapping[str, Any]
+IDENTITY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
+# What must match for an existing object to count as intact (the rest is the API server's or the
+# user's business: annotations, extra labels, defaulted fields).
+_CONTENT = {"Role": ("rules",), "RoleBinding": ("roleRef", "subjects")}
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One write: create a missing object, patch a drifted Role, or delete a stale object (a
+    RoleBinding's roleRef cannot change in place; the next pass creates it anew)."""
+
+    action: Literal["create", "patch", "delete"]
+    kind: str
+    name: str
+    body: Body
+
+
+def wanted(app: StreamApp, members: Iterable[int]) -> list[dict[str, Any]]:
+    """Everything the app needs for `members` (those wanted, holding tasks, or with a pod)."""
+    bodies = [children.headless_service(app), children.disruption_budget(app)]
+    for member in sorted(set(members)):
+        bodies.extend(children.executor_identity(app, member))
+    return bodies
+
+
+def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
+    """What to write so that the observed children become `want`; identities of members no longer
+    wanted are deleted."""
+    seen = {(o["kind"], o["metadata"]["name"]): o for o in observed}
+    fixes: list[Repair] = []
+    for body in want:
+        key = (body["kind"], body["metadata"]["name"])
+        current = seen.pop(key, None)
+        if current is None:
+            fixes.append(Repair("create", *key, body))
+        elif any(current.get(field) != body.get(field) for field in _CONTENT.get(key[0], ())):
+            action: Literal["patch", "delete"] = "delete" if key[0] == "RoleBinding" else "patch"
+            fixes.append(Repair(action, *key, body))
+    for (kind, name), body in sorted(seen.items()):
+        if kind in IDENTITY_KINDS and MEMBER_LABEL in ((body.get("metadata") or {}).get("labels") or {}):
+            fixes.append(Repair("delete", kind, name, body))
+    return fixes
+
+
+def apply(kube: Kube, namespace: str, fixes: Iterable[Repair]) -> None:
+    """Perform the repairs (each write tolerates a concurrent identical one)."""
+    for fix in fixes:
+        if fix.action == "create":
+            kube.create(namespace, dict(fix.body))
+        elif fix.action == "patch":
+            kube.patch_role_rules(namespace, fix.name, list(fix.body["rules"]))
+        else:
+            kube.delete(namespace, fix.kind, fix.name)

@@ -1,0 +1,79 @@
+"""The supporting children are repaired on every pass: created when missing, put back when altered,
+removed with the member they served."""
+
+from __future__ import annotations
+
+import copy
+
+from streamapp.api.streamapp import StreamApp
+from streamapp.controller import supporting
+
+APP = StreamApp.from_resource(
+    {
+        "apiVersion": "streamapp.dev/v1alpha1",
+        "kind": "StreamApp",
+        "metadata": {"name": "counts", "namespace": "ns", "uid": "u1"},
+        "spec": {
+            "replicas": 2,
+            "partitions": 4,
+            "pipeline": {
+                "transform": "streamapp.executor.samples.counts:counts",
+                "source": {"type": "file", "path": "/data/input"},
+                "stateStore": {"uri": "file:///data/state"},
+            },
+            "executor": {"image": "img"},
+        },
+    }
+)
+
+
+def names(fixes: list[supporting.Repair]) -> list[tuple[str, str, str]]:
+    return [(f.action, f.kind, f.name) for f in fixes]
+
+
+def test_everything_missing_is_created_with_one_identity_per_member() -> None:
+    fixes = supporting.repairs(supporting.wanted(APP, [0, 1]), [])
+    assert names(fixes) == [
+        ("create", "Service", "counts"),
+        ("create", "PodDisruptionBudget", "counts"),
+        ("create", "ServiceAccount", "counts-0"),
+        ("create", "Role", "counts-0"),
+        ("create", "RoleBinding", "counts-0"),
+        ("create", "ServiceAccount", "counts-1"),
+        ("create", "Role", "counts-1"),
+        ("create", "RoleBinding", "counts-1"),
+    ]
+    role = next(f.body for f in fixes if f.kind == "Role" and f.name == "counts-1")
+    assert all(rule["resourceNames"] == ["counts-1"] for rule in role["rules"])
+
+
+def test_intact_children_need_nothing_and_a_deleted_one_comes_back() -> None:
+    want = supporting.wanted(APP, [0, 1])
+    observed = [copy.deepcopy(body) for body in want if body["kind"] != "PodDisruptionBudget"]
+    for body in observed:  # what the API server adds does not count as drift
+        body["metadata"]["uid"] = "x"
+        body["metadata"].setdefault("annotations", {})["note"] = "kept"
+    assert names(supporting.repairs(want, observed)) == [("create", "PodDisruptionBudget", "counts")]
+
+
+def test_a_widened_role_is_narrowed_and_a_rebound_binding_replaced() -> None:
+    want = supporting.wanted(APP, [0])
+    observed = copy.deepcopy(want)
+    role = next(b for b in observed if b["kind"] == "Role")
+    role["rules"][0]["resourceNames"] = []  # every member
+    binding = next(b for b in observed if b["kind"] == "RoleBinding")
+    binding["subjects"] = [{"kind": "ServiceAccount", "name": "intruder"}]
+    assert names(supporting.repairs(want, observed)) == [
+        ("patch", "Role", "counts-0"),
+        ("delete", "RoleBinding", "counts-0"),
+    ]
+
+
+def test_the_identity_of_a_removed_member_goes_and_app_wide_children_stay() -> None:
+    observed = supporting.wanted(APP, [0, 1, 2])
+    fixes = supporting.repairs(supporting.wanted(APP, [0, 1]), observed)
+    assert names(fixes) == [
+        ("delete", "Role", "counts-2"),
+        ("delete", "RoleBinding", "counts-2"),
+        ("delete", "ServiceAccount", "counts-2"),
+    ]
