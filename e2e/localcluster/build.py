@@ -3,6 +3,8 @@
 Each product (Kubernetes, etcd, kwok) is built in its own wrapper module (see :mod:`gowrapper`) inside a
 temporary directory next to the cache entry; the finished ``bin/`` is renamed into place only after every
 product built, so an interrupted build never leaves a half cache and a cache hit costs nothing.
+:func:`ensure_built` also builds the volume provisioner (:mod:`provisioner`), a separate cache entry, so
+``make k8s-binaries`` prepares everything ``up`` starts.
 """
 
 from __future__ import annotations
@@ -13,19 +15,17 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from localcluster import components, gowrapper, products, versions
+from localcluster import components, gowrapper, products, provisioner, versions
+from localcluster.gotool import cache_base, compile_with_progress, module_info, run_go
 from localcluster.products import Product
 
-GO_ENV_DEFAULTS = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -trimpath"}
 BINARIES = tuple(name for product in products.PRODUCTS for name in product.commands)
-PROGRESS_INTERVAL_S = 15.0
 
 
 @dataclass
@@ -38,9 +38,8 @@ class BuildReport:
 
 
 def cache_root() -> Path:
-    """Root of all cached builds; ``STREAMAPP_CACHE`` moves it (for CI caches)."""
-    base = os.environ.get("STREAMAPP_CACHE") or str(Path.home() / ".cache" / "streamapp")
-    return Path(base) / "k8s"
+    """Cache of the Kubernetes binaries; ``STREAMAPP_CACHE`` moves it with every other cached build."""
+    return cache_base() / "k8s"
 
 
 def version_dir(kubernetes: str = versions.KUBERNETES) -> Path:
@@ -69,51 +68,6 @@ def is_built() -> bool:
     return stages and all((bin_dir() / name).is_file() for name in BINARIES)
 
 
-def go_binary() -> str:
-    """The Go toolchain to use: ``$GO``, else ``go`` on PATH, else the default install location."""
-    explicit = os.environ.get("GO")
-    if explicit:
-        return explicit
-    found = shutil.which("go")
-    if found:
-        return found
-    fallback = Path("/usr/local/go/bin/go")
-    if fallback.is_file():
-        return str(fallback)
-    raise RuntimeError("Go toolchain not found: install Go >= 1.25 or set $GO")
-
-
-def go_env() -> dict[str, str]:
-    """Environment for every go invocation: the pinned settings, plus the caller's GOFLAGS (appended),
-    GOPROXY, GOMODCACHE and GOCACHE."""
-    env = dict(os.environ)
-    env.update(GO_ENV_DEFAULTS)
-    if os.environ.get("GOFLAGS"):
-        env["GOFLAGS"] = f"{GO_ENV_DEFAULTS['GOFLAGS']} {os.environ['GOFLAGS']}"
-    return env
-
-
-def run_go(args: list[str], cwd: Path, log: Path) -> str:
-    """Run a go subcommand, appending its output to the build log; raise with the log tail on failure."""
-    with log.open("a") as sink:
-        sink.write(f"\n$ go {' '.join(args)}\n")
-        sink.flush()
-        result = subprocess.run(
-            [go_binary(), *args], cwd=cwd, env=go_env(), stdout=subprocess.PIPE, stderr=sink, text=True
-        )
-        sink.write(result.stdout)
-    if result.returncode != 0:
-        tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
-        raise RuntimeError(f"go {args[0]} failed in {cwd} (exit {result.returncode}):\n{tail}")
-    return result.stdout
-
-
-def module_info(module: str, version: str, cwd: Path, log: Path) -> dict[str, str]:
-    """Download one module and return ``go mod download -json`` metadata (Dir, GoMod, Info)."""
-    info: dict[str, str] = json.loads(run_go(["mod", "download", "-json", f"{module}@{version}"], cwd, log))
-    return info
-
-
 def write_wrapper(product: Product, workdir: Path, upstream_go_mod: str) -> None:
     """Write the wrapper go.mod that makes ``product``'s commands buildable (see :mod:`gowrapper`)."""
     replaces = (
@@ -130,41 +84,6 @@ def write_wrapper(product: Product, workdir: Path, upstream_go_mod: str) -> None
         godebug=gowrapper.godebug_directives(upstream_go_mod),
     )
     (workdir / "go.mod").write_text(text)
-
-
-def compile_with_progress(product: Product, release_time: str, workdir: Path, out: Path, log: Path) -> None:
-    """``go build -v`` the product's commands, printing how many packages are compiled so far."""
-    packages = list(product.commands.values())
-    total = len(run_go(["list", "-deps", *packages], workdir, log).split())
-    ldflags = " ".join(["-s", "-w", *product.ldflags(release_time)])
-    # One package: name the binary (etcd's main package path ends in /v3); several: go names each.
-    output = str(out / next(iter(product.commands))) if len(packages) == 1 else f"{out}/"
-    args = ["build", "-v", f"-tags={product.tags}", f"-ldflags={ldflags}", "-o", output, *packages]
-    started = last = time.monotonic()
-    done = 0
-    with log.open("a") as sink:
-        sink.write(f"\n$ go {' '.join(args)}\n")
-        proc = subprocess.Popen(
-            [go_binary(), *args], cwd=workdir, env=go_env(), stderr=subprocess.PIPE, text=True
-        )
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            sink.write(line)
-            done += 1
-            if time.monotonic() - last >= PROGRESS_INTERVAL_S:
-                last = time.monotonic()
-                _progress(product.name, min(done, total), total, last - started)
-        code = proc.wait()
-    if code != 0:
-        tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
-        raise RuntimeError(f"building {product.name} failed (exit {code}):\n{tail}")
-    _progress(product.name, total, total, time.monotonic() - started)
-
-
-def _progress(name: str, done: int, total: int, elapsed: float) -> None:
-    """One progress line; ``go build -v`` prints each package it compiles, so lines ≈ packages."""
-    percent = 100 * done // max(total, 1)
-    print(f"  [{name}] {done}/{total} packages ({percent}%), {elapsed:.0f}s", flush=True)
 
 
 def build_product(product: Product, scratch: Path, out: Path, log: Path) -> None:
@@ -202,12 +121,15 @@ def build_lock() -> Iterator[None]:
 
 
 def ensure_built(force: bool = False) -> BuildReport | None:
-    """Build the pinned binaries unless cached; returns the cost of a build, None on a cache hit."""
+    """Build the pinned binaries and the provisioner unless cached; returns the cost of a Kubernetes
+    build, None on a cache hit (the provisioner reports its own build)."""
     with build_lock():
-        if is_built() and not force:
-            return None
-        _remove_interrupted_builds()
-        return _build_atomically()
+        report = None
+        if force or not is_built():
+            _remove_interrupted_builds()
+            report = _build_atomically()
+    provisioner.ensure_built(force)
+    return report
 
 
 def _remove_interrupted_builds() -> None:

@@ -13,6 +13,12 @@ from pathlib import Path
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
+# The disruption controller maps a custom owner (StreamApp) to its /scale through a discovery cache
+# that is refreshed only every 30 s; a PDB evaluated in the seconds after the CRD appeared fails
+# ("no matches for kind") and is parked at disruptionsAllowed 0 without a retry until the next event
+# on the PDB or its pods, or an informer resync (12-24 h by default). Resyncing every 20-40 s lets
+# such a PDB recover in about a minute; the controllers' no-op work on a resync is negligible here.
+CONTROLLER_RESYNC = "20s"
 KWOK_STAGE_FILES = (
     "node/fast/node-initialize.yaml",
     "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -33,6 +39,7 @@ class Ports:
     scheduler: int
     kwok: int
     process_node_logs: int
+    provisioner_metrics: int
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,7 @@ def kube_controller_manager(bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Po
         f"--cluster-signing-cert-file={pki.ca_cert}",
         f"--cluster-signing-key-file={pki.ca_key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
+        f"--min-resync-period={CONTROLLER_RESYNC}",
         "--profiling=false",
         "--v=1",
     ]
@@ -143,4 +151,14 @@ def kwok(bin_dir: Path, stages_dir: Path, kubeconfig: Path, ports: Ports) -> lis
         "--node-ip=10.244.255.254",
         f"--server-address=127.0.0.1:{ports.kwok}",
         *(f"--config={stages_dir / stage}" for stage in KWOK_STAGE_FILES),
+    ]
+
+
+def provisioner(binary: Path, kubeconfig: Path, volumes: Path, ports: Ports) -> list[str]:
+    """The hostpath provisioner (see :mod:`localcluster.provisioner`); its /metrics tells it runs."""
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--root={volumes}",
+        f"--metrics-port={ports.provisioner_metrics}",
     ]

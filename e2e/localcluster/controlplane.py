@@ -24,7 +24,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from localcluster import build, certs, components, kubeconfig, nodes, processes
+from localcluster import build, certs, components, kubeconfig, nodes, processes, provisioner
 from localcluster.processes import ProcessRecord
 from processnode import pidfiles
 
@@ -84,6 +84,11 @@ class Layout:
     @property
     def process_node(self) -> Path:
         return self.root / "process-node"
+
+    @property
+    def volumes(self) -> Path:
+        """Provisioned PersistentVolumes, one directory each (throw-away, like etcd's data)."""
+        return self.root / "volumes"
 
 
 @dataclass
@@ -168,7 +173,7 @@ class LocalCluster:
             if self.is_running():
                 return
             self._stop_and_clean()
-            if not build.is_built():
+            if not (build.is_built() and provisioner.is_built()):
                 build.ensure_built()
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
@@ -206,7 +211,8 @@ class LocalCluster:
         self._kill_leftover_pod_processes()
         for port in state.ports.values():
             processes.wait_until(_port_closed(port), 10, f"port {port} to close")
-        for path in (self.layout.etcd_data, self.layout.pki, self.layout.component_kubeconfigs):
+        layout = self.layout
+        for path in (layout.etcd_data, layout.pki, layout.component_kubeconfigs, layout.volumes):
             shutil.rmtree(path, ignore_errors=True)
         for path in (self.layout.state, self.layout.kubeconfig):
             path.unlink(missing_ok=True)
@@ -231,6 +237,7 @@ class LocalCluster:
         self._start_etcd(bin_dir, ports, timeout_s)
         self._start_apiserver(bin_dir, pki, ports, timeout_s)
         self._start_controllers(bin_dir, pki, configs, ports, timeout_s)
+        self._start_provisioner(configs["provisioner"], ports, timeout_s)
         self._start_kwok(bin_dir, configs["kwok"], ports)
         self._register_kwok_nodes()
         self._start_process_node(configs["node"], ports)
@@ -278,6 +285,7 @@ class LocalCluster:
             "controller-manager": certs.Identity("system:kube-controller-manager"),
             "scheduler": certs.Identity("system:kube-scheduler"),
             "kwok": certs.Identity("kwok", ("system:masters",)),
+            "provisioner": certs.Identity("streamapp-provisioner", ("system:masters",)),
             "node": certs.Identity(f"system:node:{nodes.PROCESS_NODE_NAME}", ("system:nodes",)),
         }
         server = self._state.server
@@ -332,6 +340,15 @@ class LocalCluster:
         for record, port in ((kcm, ports.controller_manager), (scheduler, ports.scheduler)):
             url = f"https://127.0.0.1:{port}/healthz"
             processes.wait_until(_https_check(url, context), timeout_s, f"{record.name} /healthz", record)
+
+    def _start_provisioner(self, config: Path, ports: components.Ports, timeout_s: float) -> None:
+        """The hostpath provisioner, then the default StorageClass it serves (claims bind at once)."""
+        argv = components.provisioner(provisioner.binary_path(), config, self.layout.volumes, ports)
+        record = self._spawn("provisioner", argv)
+        url = f"http://127.0.0.1:{ports.provisioner_metrics}/metrics"
+        processes.wait_until(lambda: _http_ok(url), timeout_s, "provisioner /metrics", record)
+        storage = client.StorageV1Api(self._core_api().api_client)
+        storage.create_storage_class(body=client.V1StorageClass.model_validate(provisioner.storage_class()))
 
     def _start_kwok(self, bin_dir: Path, config: Path, ports: components.Ports) -> None:
         self._spawn("kwok", components.kwok(bin_dir, build.kwok_stages_dir(), config, ports))

@@ -3,6 +3,12 @@
 Kubernetes 1.35 (go.mod: ``go 1.25``) builds with Go 1.25 and 1.26, so a CI machine's Go need not be
 the newest; 1.36 would need Go >= 1.26.0. Its ``build/dependencies.yaml`` names etcd 3.6.6, so etcd is
 pinned to exactly that release. kwok 0.7.0 is the newest release that still builds with Go 1.24.
+
+The volume provisioner is our own small command (``e2e/provisioner``) on sig-storage-lib-external-provisioner
+v13.0.0, the newest major on the proxy (go.mod ``go 1.24.0``, built for client-go v0.34), compiled
+against the client-go of the pinned Kubernetes. Its pins live in its own cache stamp
+(:func:`localcluster.provisioner.stamp`), not in :func:`as_dict`, so they never invalidate the
+Kubernetes binaries.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 KUBERNETES = "v1.35.4"
 ETCD = "v3.6.6"
 KWOK = "v0.7.0"
+PROVISIONER_LIBRARY = "v13.0.0"
 
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from processnode import logserver
+from processnode import logserver, volumes
 from processnode.container import Runtime
 from processnode.kube import NodeClient
 from processnode.loopback import LoopbackPool, PodAddresses
@@ -47,6 +47,7 @@ class Agent:
         self.pods: dict[str, PodRunner] = {}
         self.pod_ips = LoopbackPool()
         self.reported: dict[str, str] = {}
+        self.waiting: dict[str, str] = {}  # pod uid -> the unbound claim it waits for
         self.stopping = threading.Event()
         self.log_tls = log_tls
 
@@ -98,6 +99,7 @@ class Agent:
             if uid not in current:
                 self.pods[uid].kill_now()
                 self._forget(uid)
+        self.waiting = {uid: claim for uid, claim in self.waiting.items() if uid in current}
         for uid, pod in current.items():
             try:
                 self._sync_pod(uid, pod)
@@ -112,6 +114,8 @@ class Agent:
             if deleting or pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
                 self._finish_foreign(pod, deleting)
                 return
+            if self._waits_for_claim(uid, pod):
+                return
             addresses = PodAddresses(self.pod_ips.acquire(uid), self.spec.ip)
             runner = PodRunner(pod, self.runtime, addresses, self.api)
             self.pods[uid] = runner
@@ -123,6 +127,18 @@ class Agent:
         if deleting and runner.stopped:
             self.api.delete_pod_now(pod)
             self._forget(uid)
+
+    def _waits_for_claim(self, uid: str, pod: Json) -> bool:
+        """True while a claim of the pod is not bound: the pod stays Pending (logged once per claim)."""
+        claim = volumes.unbound_claim(pod, self.api.read_claim)
+        if claim is None:
+            self.waiting.pop(uid, None)
+            return False
+        if self.waiting.get(uid) != claim:
+            self.waiting[uid] = claim
+            name = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+            print(f"pod {name} waits for claim {claim} to be bound", flush=True)
+        return True
 
     def _forget(self, uid: str) -> None:
         """Drop a pod whose processes are gone, returning its IP to the pool."""

@@ -63,6 +63,26 @@ class NodeClient:
             if error.status not in (404, 409):
                 raise
 
+    def read_claim(self, namespace: str, name: str) -> Json | None:
+        """A claim of a pod bound here (the Node authorizer allows exactly those); None if absent."""
+        try:
+            return _json(
+                self.core.read_namespaced_persistent_volume_claim(name, namespace, _preload_content=False)
+            )
+        except ApiException as error:
+            if is_not_found(error):
+                return None
+            raise
+
+    def read_volume(self, name: str) -> Json | None:
+        """The PV bound to a claim of a pod bound here; None if absent."""
+        try:
+            return _json(self.core.read_persistent_volume(name, _preload_content=False))
+        except ApiException as error:
+            if is_not_found(error):
+                return None
+            raise
+
     def read_config_map(self, namespace: str, name: str) -> Json:
         return _json(self.core.read_namespaced_config_map(name, namespace, _preload_content=False))
 

@@ -43,7 +43,12 @@ class PodRunner:
         credentials: dict[str, str] = {}
         if serviceaccount.wants_token(pod):
             credentials = serviceaccount.write_credentials(api, pod, workdir / "serviceaccount")
-        pod_volumes = volumes.emptydir_volumes(pod, workdir)
+        try:
+            claims = volumes.claim_volumes(pod, api.read_claim, api.read_volume)
+        except ValueError as error:
+            self.failure_message = str(error)
+            return []
+        pod_volumes = {**volumes.emptydir_volumes(pod, workdir), **claims}
         runners = []
         for spec in pod["spec"]["containers"]:
             try:

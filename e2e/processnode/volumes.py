@@ -1,20 +1,25 @@
-"""emptyDir volumes without mount namespaces: a per-pod directory plus path rewriting.
+"""emptyDir and claim volumes without mount namespaces: a host directory plus path rewriting.
 
-The process node cannot mount anything at a container's ``mountPath``, so it gives each emptyDir
-volume a directory under the pod's work dir and rewrites every command word, argument, env value and
-``workingDir`` that is, or starts with, a mount path to point into that directory instead. A program
-that learns its paths from its arguments or environment (``STREAMAPP_STATE_DIR=/var/lib/streamapp``)
-thus writes into its own pod's volume, and two pods never share one. Paths hard-coded inside a
-program are not rewritten.
+The process node cannot mount anything at a container's ``mountPath``, so each volume is a host
+directory and every command word, argument, env value and ``workingDir`` that is, or starts with, a
+mount path is rewritten to point into that directory instead. A program that learns its paths from its
+arguments or environment (``STREAMAPP_STATE_DIR=/var/lib/streamapp``) thus writes into the volume.
+Paths hard-coded inside a program are not rewritten.
+
+An emptyDir is a directory under the pod's work dir, so two pods never share one. A
+persistentVolumeClaim resolves to its bound PV's ``hostPath`` (what the local cluster's provisioner
+creates) or ``local`` path: every pod on this machine sees the same directory, so ReadWriteMany is real.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 Json = dict[str, Any]
+ClaimReader = Callable[[str, str], Json | None]  # (namespace, name) -> PVC, None if absent
+VolumeReader = Callable[[str], Json | None]  # name -> PV, None if absent
 
 
 def emptydir_volumes(pod: Json, workdir: Path) -> dict[str, Path]:
@@ -28,8 +33,52 @@ def emptydir_volumes(pod: Json, workdir: Path) -> dict[str, Path]:
     return directories
 
 
+def _claims(pod: Json) -> dict[str, str]:
+    """Volume name → claim name of the pod's persistentVolumeClaim volumes."""
+    return {
+        volume["name"]: volume["persistentVolumeClaim"]["claimName"]
+        for volume in pod["spec"].get("volumes") or []
+        if "persistentVolumeClaim" in volume
+    }
+
+
+def unbound_claim(pod: Json, read_claim: ClaimReader) -> str | None:
+    """The first claim of the pod that is missing or not Bound yet, else None.
+
+    A kubelet does not start containers before their volumes are mounted; the process node likewise
+    leaves such a pod Pending and looks again on its next pass.
+    """
+    namespace = pod["metadata"]["namespace"]
+    for claim_name in _claims(pod).values():
+        claim = read_claim(namespace, claim_name)
+        if claim is None or claim.get("status", {}).get("phase") != "Bound":
+            return claim_name
+    return None
+
+
+def claim_volumes(pod: Json, read_claim: ClaimReader, read_volume: VolumeReader) -> dict[str, Path]:
+    """Directory of each claim volume: claim → bound PV → its hostPath/local path.
+
+    Raises ValueError for a claim that is not bound (call :func:`unbound_claim` first) or a PV whose
+    source is not a directory on this machine (NFS, CSI, ...): the pod cannot run here.
+    """
+    namespace = pod["metadata"]["namespace"]
+    directories = {}
+    for volume_name, claim_name in _claims(pod).items():
+        claim = read_claim(namespace, claim_name)
+        pv_name = (claim or {}).get("spec", {}).get("volumeName")
+        pv = read_volume(pv_name) if pv_name else None
+        if pv is None:
+            raise ValueError(f"claim {claim_name} is not bound to a PersistentVolume")
+        source = pv["spec"].get("hostPath") or pv["spec"].get("local")
+        if source is None:
+            raise ValueError(f"PV {pv_name} of claim {claim_name} is neither hostPath nor local")
+        directories[volume_name] = Path(source["path"])
+    return directories
+
+
 def mount_table(container: Json, volumes: Mapping[str, Path]) -> dict[str, Path]:
-    """mountPath → host directory for the container's mounts of emptyDir volumes (subPath honoured)."""
+    """mountPath → host directory for the container's mounts of emulated volumes (subPath honoured)."""
     table = {}
     for mount in container.get("volumeMounts") or []:
         if mount["name"] in volumes:
