@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries helm image clean
+.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,13 +21,13 @@ demo: $(STAMP)
 	  --protocol eager --protocol cooperative --protocol streamapp \
 	  --plot $(OUT)/demo-timeline.png
 
-## test: lint, type-check, then every test tier (unit, property, integration on the local control plane)
-test: $(STAMP) lint k8s-binaries helm
+## test: lint, type-check, build what the tests run (control plane, helm, image), then every test tier
+test: $(STAMP) lint k8s-binaries helm image
 	$(PY) -m pytest
 
-## unit: the fast tiers only (no control plane)
+## unit: the fast tiers only (no control plane, no image)
 unit: $(STAMP)
-	$(PY) -m pytest -m "not integration"
+	$(PY) -m pytest -m "not integration and not image"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check operator tests e2e bench
@@ -54,8 +54,17 @@ helm: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m helmtool build
 
 ## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
-image: $(STAMP)
+image: $(STAMP) system-packages
 	$(PY) e2e/image.py build
+
+## system-packages: the Debian packages the image build needs, installed when missing (as root)
+SYSTEM_PACKAGES := podman runc mmdebstrap
+system-packages:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 
 cluster-up: $(STAMP) k8s-binaries
 	$(PY) e2e/cluster.py up

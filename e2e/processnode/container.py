@@ -62,7 +62,7 @@ class ContainerRunner:
         self.spec = spec
         self.name: str = spec["name"]
         self.placement = placement
-        pod_env = {name: volumes.rewrite(value, placement.mounts) for name, value in env.items()}
+        pod_env = {name: volumes.rewrite_env(value, placement.mounts) for name, value in env.items()}
         self.env = {**runtime.base_env(), **pod_env}
         working_dir = spec.get("workingDir")
         self.workdir = (

@@ -4,7 +4,10 @@ The process node cannot mount anything at a container's ``mountPath``, so each v
 directory and every command word, argument, env value and ``workingDir`` that is, or starts with, a
 mount path is rewritten to point into that directory instead. A program that learns its paths from its
 arguments or environment (``STREAMAPP_STATE_DIR=/var/lib/streamapp``) thus writes into the volume.
-Paths hard-coded inside a program are not rewritten.
+Paths hard-coded inside a program are not rewritten. An env value holding JSON (the operator passes a
+pipeline that way) has each string inside rewritten, and a ``file://`` URI counts as its path.
+A mount at ``/tmp`` is not emulated: the host's ``/tmp`` already is scratch space every process can
+use, and emulating it would redirect any host path under ``/tmp`` that a test hands to a pod.
 
 An emptyDir is a directory under the pod's work dir, so two pods never share one. A
 persistentVolumeClaim resolves to its bound PV's ``hostPath`` (what the local cluster's provisioner
@@ -13,6 +16,7 @@ creates) or ``local`` path: every pod on this machine sees the same directory, s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,8 @@ from typing import Any
 Json = dict[str, Any]
 ClaimReader = Callable[[str, str], Json | None]  # (namespace, name) -> PVC, None if absent
 VolumeReader = Callable[[str], Json | None]  # name -> PV, None if absent
+HOST_SCRATCH = "/tmp"
+FILE_URI = "file://"
 
 
 def emptydir_volumes(pod: Json, workdir: Path) -> dict[str, Path]:
@@ -81,13 +87,38 @@ def mount_table(container: Json, volumes: Mapping[str, Path]) -> dict[str, Path]
     """mountPath → host directory for the container's mounts of emulated volumes (subPath honoured)."""
     table = {}
     for mount in container.get("volumeMounts") or []:
-        if mount["name"] in volumes:
-            table[mount["mountPath"].rstrip("/") or "/"] = volumes[mount["name"]] / mount.get("subPath", "")
+        path = mount["mountPath"].rstrip("/") or "/"
+        if mount["name"] in volumes and path != HOST_SCRATCH:
+            table[path] = volumes[mount["name"]] / mount.get("subPath", "")
     return table
 
 
+def rewrite_env(value: str, table: Mapping[str, Path]) -> str:
+    """`rewrite` for an env value, which may also be a JSON document of paths and URIs."""
+    if value[:1] in ("{", "["):
+        try:
+            document = json.loads(value)
+        except ValueError:
+            return rewrite(value, table)
+        return json.dumps(_rewrite_strings(document, table))
+    return rewrite(value, table)
+
+
+def _rewrite_strings(node: Any, table: Mapping[str, Path]) -> Any:
+    if isinstance(node, str):
+        return rewrite(node, table)
+    if isinstance(node, list):
+        return [_rewrite_strings(item, table) for item in node]
+    if isinstance(node, dict):
+        return {key: _rewrite_strings(item, table) for key, item in node.items()}
+    return node
+
+
 def rewrite(value: str, table: Mapping[str, Path]) -> str:
-    """Map a path inside a mount to the host directory; anything else is returned unchanged."""
+    """Map a path (or `file://` URI) inside a mount to the host directory; anything else is returned
+    unchanged."""
+    if value.startswith(FILE_URI + "/"):
+        return FILE_URI + rewrite(value[len(FILE_URI) :], table)
     for mount_path in sorted(table, key=len, reverse=True):
         if value == mount_path:
             return str(table[mount_path])

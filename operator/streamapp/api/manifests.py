@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
-from streamapp.api.security import container_security_context, pod_security_context
+from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
 NAMESPACE = "streamapp-system"
@@ -92,6 +92,8 @@ def _container() -> dict[str, Any]:
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
         "securityContext": container_security_context(),
+        # The root filesystem is read-only: temporary files (the client's CA copies, tempfile) go here.
+        "volumeMounts": [{"name": "tmp", "mountPath": SCRATCH_MOUNT}],
     }
 
 
@@ -119,6 +121,7 @@ def deployment() -> dict[str, Any]:
                         }
                     },
                     "containers": [_container()],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
                 },
             },
         },
