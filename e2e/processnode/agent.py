@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 from processnode import logserver, volumes
 from processnode.container import Runtime
 from processnode.kube import NodeClient
-from processnode.loopback import LoopbackPool, PodAddresses
+from processnode.loopback import LoopbackPool, PodAddresses, pod_network_for
 from processnode.node import LEASE_RENEW_S, STATUS_REPORT_S, NodeHeartbeat, NodeSpec
 from processnode.pod import PodRunner
 
@@ -45,7 +45,7 @@ class Agent:
         self.sync_interval_s = sync_interval_s
         self.heartbeat = NodeHeartbeat(api, spec)
         self.pods: dict[str, PodRunner] = {}
-        self.pod_ips = LoopbackPool()
+        self.pod_ips = LoopbackPool(pod_network_for(str(runtime.state_dir.resolve())))
         self.reported: dict[str, str] = {}
         self.waiting: dict[str, str] = {}  # pod uid -> the unbound claim it waits for
         self.stopping = threading.Event()

@@ -1,16 +1,25 @@
 """Pod IPs on the loopback network: every 127.0.0.0/8 address is local on Linux without any setup.
 
-Each pod gets its own address from 127.10.0.0/16, so two pods can both serve on port 8080 as long as
-they bind to their pod IP (``fieldRef: status.podIP``) rather than 0.0.0.0; probes go to the pod IP,
-as a kubelet's do.
+Each pod gets its own address from a /16 of its node's (127.<n>.0.0/16), so two pods can both serve
+on port 8080 as long as they bind to their pod IP (``fieldRef: status.podIP``) rather than 0.0.0.0;
+probes go to the pod IP, as a kubelet's do. Each local cluster's node takes its own /16, derived from
+its state directory, so pods of clusters running side by side on one machine never share an address.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from dataclasses import dataclass
 
-POD_NETWORK = ipaddress.ip_network("127.10.0.0/16")
+# 127.<n>.0.0/16 for n in [10, 250): clear of 127.0.0.0/16, where the control plane listens.
+_FIRST_OCTET, _OCTETS = 10, 240
+
+
+def pod_network_for(node_state: str) -> ipaddress.IPv4Network:
+    """The node's pod network, a stable function of its state directory."""
+    digest = int.from_bytes(hashlib.sha256(node_state.encode()).digest()[:4], "big")
+    return ipaddress.IPv4Network(f"127.{_FIRST_OCTET + digest % _OCTETS}.0.0/16")
 
 
 @dataclass(frozen=True)
@@ -24,7 +33,7 @@ class PodAddresses:
 class LoopbackPool:
     """Hands out pod IPs and takes them back when pods go away."""
 
-    def __init__(self, network: ipaddress.IPv4Network | ipaddress.IPv6Network = POD_NETWORK) -> None:
+    def __init__(self, network: ipaddress.IPv4Network) -> None:
         self._free = iter(network.hosts())
         self._returned: list[str] = []
         self._owners: dict[str, str] = {}
