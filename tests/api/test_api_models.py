@@ -39,7 +39,7 @@ def test_minimal_app_gets_every_default() -> None:
 def test_round_trip_is_lossless_once_defaulted() -> None:
     body = copy.deepcopy(MINIMAL_APP)
     body["metadata"].update(uid="u-1", generation=4, finalizers=["x"], managedFields=[{"manager": "kubectl"}])
-    body["spec"]["pipeline"]["source"]["topicOptions"] = {"fetch": 10}
+    body["spec"]["pipeline"]["source"]["options"] = {"fetch": 10}
     body["status"] = {
         "observedGeneration": 4,
         "generation": 7,
@@ -64,7 +64,7 @@ def test_round_trip_is_lossless_once_defaulted() -> None:
     wire = once.to_dict()
     assert StreamApp.from_resource(wire) == once
     assert wire["metadata"]["managedFields"] == [{"manager": "kubectl"}]
-    assert wire["spec"]["pipeline"]["source"]["topicOptions"] == {"fetch": 10}
+    assert wire["spec"]["pipeline"]["source"]["options"] == {"fetch": 10}
     assert wire["status"] == body["status"] | {"members": body["status"]["members"]}
     assert wire["spec"]["rebalance"] == RebalanceConfig().to_spec()
 
@@ -103,29 +103,37 @@ def test_sample_manifest_is_a_valid_app() -> None:
                 pipeline={
                     "transform": "nocolon",
                     "source": {"type": "file", "path": "/x"},
-                    "stateStore": {"uri": "/s"},
+                    "stateStore": {"uri": "file:///s"},
                 }
             ),
             "spec.pipeline.transform",
         ),
         (
-            app(pipeline={"transform": "m:f", "source": {"type": "file"}, "stateStore": {"uri": "/s"}}),
+            app(
+                pipeline={"transform": "m:f", "source": {"type": "file"}, "stateStore": {"uri": "file:///s"}}
+            ),
             "spec.pipeline.source.path",
         ),
         (
-            app(pipeline={"transform": "m:f", "source": {"type": "ftp"}, "stateStore": {"uri": "/s"}}),
+            app(pipeline={"transform": "m:f", "source": {"type": "ftp"}, "stateStore": {"uri": "file:///s"}}),
             "spec.pipeline.source.type",
         ),
         (
-            app(pipeline={"transform": "m:f", "source": {"type": "kafka"}, "stateStore": {"uri": "/s"}}),
-            "spec.pipeline.source.uri",
+            app(
+                pipeline={
+                    "transform": "m:f",
+                    "source": {"type": "kafka", "path": "/x"},
+                    "stateStore": {"uri": "file:///s"},
+                }
+            ),
+            "spec.pipeline.source.type",
         ),
         (
             app(
                 pipeline={
                     "transform": "m:f",
                     "source": {"type": "file", "path": "/x"},
-                    "stateStore": {"uri": "/s"},
+                    "stateStore": {"uri": "file:///s"},
                     "merge": "avg",
                 }
             ),

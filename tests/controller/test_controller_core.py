@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
+from streamapp.controller.naming import executor_account
 from streamapp.controller.observe import PodState, member_views
 from streamapp.controller.status import app_status, conditions, merge_conditions
 from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
@@ -106,10 +108,14 @@ def test_without_a_volume_size_state_lives_in_an_empty_dir() -> None:
 
 
 def test_member_pods_run_restricted_as_the_executor_account_whatever_the_template_says() -> None:
+    body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img"}}}
+    model = StreamApp.from_resource(body)
+    # The CRD and the models refuse such a template; the pod is built right even if one got through.
     template = {"spec": {"serviceAccountName": "admin", "containers": [{"name": "executor"}]}}
-    body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img", "podTemplate": template}}}
-    spec = children.pod(StreamApp.from_resource(body), 0)["spec"]
-    assert spec["serviceAccountName"] == "counts-executor"
+    executor = dataclasses.replace(model.spec.executor, pod_template=template)
+    model = dataclasses.replace(model, spec=dataclasses.replace(model.spec, executor=executor))
+    spec = children.pod(model, 0)["spec"]
+    assert spec["serviceAccountName"] == executor_account("counts", 0)
     assert spec["securityContext"]["runAsNonRoot"] is True
     assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
     container = spec["containers"][0]

@@ -103,14 +103,20 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
                 "pipeline": {
                     "transform": "no-function",
                     "source": {"type": "file", "path": "/x"},
-                    "stateStore": {"uri": "/s"},
+                    "stateStore": {"uri": "file:///s"},
                 }
             },
             "transform must be module:function",
         ),
         (
-            {"pipeline": {"transform": "m:f", "source": {"type": "kafka"}, "stateStore": {"uri": "/s"}}},
-            "a kafka endpoint needs uri",
+            {
+                "pipeline": {
+                    "transform": "m:f",
+                    "source": {"type": "kafka", "path": "/in"},
+                    "stateStore": {"uri": "file:///s"},
+                }
+            },
+            "kafka endpoints are not implemented yet",
         ),
     ],
 )

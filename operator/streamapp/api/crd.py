@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamapp.api.fields import model_rules
 from streamapp.api.member import StreamAppMember
 from streamapp.api.meta import GROUP, VERSION, Resource
 from streamapp.api.schema import describe, model_schema
@@ -71,7 +72,7 @@ def custom_resource_definition(
     subresources: dict[str, Any] = {"status": {}}
     if scale:
         subresources["scale"] = SCALE
-    root = {
+    root: dict[str, Any] = {
         "type": "object",
         "description": describe(resource),
         "properties": {
@@ -83,6 +84,9 @@ def custom_resource_definition(
         },
         "required": ["spec"],
     }
+    rules = model_rules(resource)
+    if rules:
+        root["x-kubernetes-validations"] = [rule.to_schema() for rule in rules]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

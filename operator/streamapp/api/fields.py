@@ -65,8 +65,8 @@ class Codec(Protocol):
 class Prop:
     """What a field means on the wire beyond its Python type.
 
-    `minimum` and `pattern` become CEL rules whose messages name the field (the API server's own messages
-    for `minimum`/`pattern` do not say what a valid value looks like); `max_length`/`max_items` bound the
+    `minimum`, `maximum` and `pattern` become CEL rules whose messages name the field (the API server's own
+    messages for `minimum`/`pattern` do not say what a valid value looks like); `max_length`/`max_items` bound the
     cost of CEL rules. `rest` marks the field that keeps unknown keys of an open object (the schema then
     preserves unknown fields). `list_map_keys` makes a list a map keyed by those fields, so server-side
     apply merges its entries instead of replacing the list.
@@ -75,6 +75,7 @@ class Prop:
     description: str
     wire: str | None = None
     minimum: int | None = None
+    maximum: int | None = None
     pattern: str | None = None
     pattern_message: str = ""
     max_length: int | None = None
@@ -86,12 +87,17 @@ class Prop:
     codec: Codec | None = None
 
     def all_rules(self, wire: str) -> tuple[Rule, ...]:
-        """Declared rules plus those implied by `minimum` and `pattern`."""
+        """Declared rules plus those implied by `minimum`, `maximum` and `pattern`."""
         implied: list[Rule] = []
         if self.minimum is not None:
-            bound = self.minimum
+            low = self.minimum
             implied.append(
-                Rule(f"self >= {bound}", f"{wire} must be >= {bound}", lambda value: bool(value >= bound))
+                Rule(f"self >= {low}", f"{wire} must be >= {low}", lambda value: bool(value >= low))
+            )
+        if self.maximum is not None:
+            high = self.maximum
+            implied.append(
+                Rule(f"self <= {high}", f"{wire} must be <= {high}", lambda value: bool(value <= high))
             )
         if self.pattern is not None:
             compiled = re.compile(self.pattern)

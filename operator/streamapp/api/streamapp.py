@@ -7,56 +7,84 @@ persisted assignment (`intent`) so that a restarted operator resumes an in-fligh
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from streamapp.api.conditions import Condition, ConditionType
-from streamapp.api.fields import Rule, prop
+from streamapp.api.fields import Rule, ValidationError, model_rules, prop
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
+from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.api.rebalance import REBALANCE
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
 
 FUNCTION_PATTERN = "[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*"
 BUILTIN_MERGES = ("sum", "count", "min", "max", "last")
 MAX_NAME_LENGTH = 256
+MAX_PATH_LENGTH = 4096
 MAX_CONDITIONS = 8
 
-EndpointType = Literal["file", "kafka"]
+# The engine's persisted assignment (status.intent) takes ~90 bytes per task and ~5 per standby copy;
+# the whole StreamApp must stay under etcd's 1.5 MiB object limit (~17,000 tasks) with room for the
+# members summary (~130 bytes per member). At these maxima the status stays near 1.2 MB
+# (tests/controller/test_admission.py builds it).
+MAX_PARTITIONS = 10_000
+MAX_TASK_COPIES = 40_000
+MAX_REPLICAS = 1_000
+# Children are named <app>-<id> (pod, its hostname, StreamAppMember, the member's ServiceAccount and
+# Role) and <app>-state-<id> (claim): all must be DNS labels of at most 63 characters for every id below
+# MAX_REPLICAS, and the app's name is its Service's name and a label value.
+DNS_LABEL_MAX = 63
+MAX_APP_NAME_LENGTH = DNS_LABEL_MAX - len("-state-") - len(str(MAX_REPLICAS - 1))
+DNS_1035_LABEL = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+QUANTITY_PATTERN = "^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
+STATE_STORE_PATTERN = "^file:///[^/]"
+IMAGE_PATTERN = "^[!-~]+$"
+
+# Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
+# server skips CEL rules once an enum fails, and its enum message cannot say that kafka is only planned.
+ENDPOINT_TYPES = ("file",)
 MemberPhase = Literal["Starting", "Ready", "Lost", "Draining"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Endpoint(Model):
-    """Where records come from or go to: a file-based partitioned log (no external service) or Kafka.
+    """Where records come from or go to: a file-based partitioned log in a directory (no external service).
 
-    Open: adapter-specific options (topic, consumer settings, ...) are kept as they are for the executor.
+    Kafka sources and sinks are designed (DESIGN.md §6) but not implemented, so they are refused rather
+    than accepted and then crash-looped (source) or ignored (sink).
     """
 
-    RULES: ClassVar[tuple[Rule, ...]] = (
-        Rule(
-            "self.type != 'file' || has(self.path)",
-            "a file endpoint needs path",
-            lambda e: e.type != "file" or e.path is not None,
-            ".path",
-        ),
-        Rule(
-            "self.type != 'kafka' || has(self.uri)",
-            "a kafka endpoint needs uri",
-            lambda e: e.type != "kafka" or e.uri is not None,
-            ".uri",
-        ),
+    type: str = field(
+        metadata=prop(
+            "file (a partitioned log in a directory); kafka is not implemented yet.",
+            max_length=64,
+            rules=(
+                Rule(
+                    f"self in {list(ENDPOINT_TYPES)}",
+                    f"type must be one of {', '.join(ENDPOINT_TYPES)}: kafka endpoints are not implemented yet",
+                    lambda t: t in ENDPOINT_TYPES,
+                ),
+            ),
+        )
     )
-
-    type: EndpointType = field(metadata=prop("file (a partitioned log in a directory) or kafka."))
-    path: str | None = field(
-        default=None, metadata=prop("Directory of a file log (partitions under p=<P>/).")
+    path: str = field(
+        metadata=prop(
+            "Absolute directory of a file log (partitions under p=<P>/), as mounted in the executor pods.",
+            max_length=MAX_PATH_LENGTH,
+            rules=(
+                Rule(
+                    "self.startsWith('/')",
+                    "path must be absolute (start with /)",
+                    lambda p: p.startswith("/"),
+                ),
+            ),
+        )
     )
-    uri: str | None = field(
-        default=None, metadata=prop("Address of the endpoint, e.g. kafka://broker:9092/topic.")
-    )
-    options: dict[str, Any] = field(
-        default_factory=dict, metadata=prop("Adapter-specific options.", rest=True)
+    options: dict[str, Any] | None = field(
+        default=None, metadata=prop("Adapter-specific options, passed to the executor as they are.")
     )
 
 
@@ -68,9 +96,18 @@ class StateStore(Model):
     """
 
     uri: str = field(
-        metadata=prop("Location of the store, e.g. file:///data/app or a mounted path.", max_length=2048)
+        metadata=prop(
+            "Location of the store as a file URI with an absolute path, e.g. file:///data/state (a volume "
+            "every member mounts); other stores (s3://, ...) are not implemented yet.",
+            max_length=2048,
+            pattern=STATE_STORE_PATTERN,
+            pattern_message="stateStore.uri must be file:///<absolute path>: only file stores are "
+            "implemented so far (s3:// and others are not yet)",
+        )
     )
-    options: dict[str, Any] = field(default_factory=dict, metadata=prop("Store-specific options.", rest=True))
+    options: dict[str, Any] | None = field(
+        default=None, metadata=prop("Store-specific options, passed to the executor as they are.")
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +115,8 @@ class Pipeline(Model):
     """The PySpark entry point: a transform from a batch of one partition's records to keyed updates, the
     merge that folds them into state, and where input, output and state live.
 
-    Open: options the executor adds later are kept as they are.
+    Closed: a mistyped key is refused (kubectl's strict field validation; the operator refuses what gets
+    past it) instead of being silently ignored; executor options go under `options`.
     """
 
     PATH: ClassVar[str] = "spec.pipeline"
@@ -106,8 +144,8 @@ class Pipeline(Model):
             max_length=MAX_NAME_LENGTH,
         ),
     )
-    options: dict[str, Any] = field(
-        default_factory=dict, metadata=prop("Executor options not modelled here.", rest=True)
+    options: dict[str, Any] | None = field(
+        default=None, metadata=prop("Executor options not modelled here, passed on as they are.")
     )
 
 
@@ -121,6 +159,15 @@ class Storage(Model):
             "Size of each member's volume claim <app>-state-<id>, e.g. 10Gi; without it members keep local "
             "state in an emptyDir and a restarted pod restores from the state store.",
             max_length=64,
+            pattern=QUANTITY_PATTERN,
+            pattern_message="storage.size must be a quantity such as 512Mi, 10Gi or 1T",
+            rules=(
+                Rule(
+                    "self.matches('[1-9]')",
+                    "storage.size must be more than zero",
+                    lambda size: any(c in "123456789" for c in size),
+                ),
+            ),
         ),
     )
     storage_class_name: str | None = field(
@@ -139,7 +186,12 @@ class Executor(Model):
     PATH: ClassVar[str] = "spec.executor"
 
     image: str = field(
-        metadata=prop("Container image with the streamapp distribution and the user's pipeline module.")
+        metadata=prop(
+            "Container image with the streamapp distribution and the user's pipeline module.",
+            max_length=1024,
+            pattern=IMAGE_PATTERN,
+            pattern_message="image must be an image reference such as registry/name:tag (not empty, no spaces)",
+        )
     )
     command: tuple[str, ...] = field(
         default=("streamapp", "executor", "--from-cluster"),
@@ -157,7 +209,9 @@ class Executor(Model):
     pod_template: dict[str, Any] | None = field(
         default=None,
         metadata=prop(
-            "Pod template merged under the operator's pod (labels, tolerations, affinity, sidecars)."
+            "Pod template merged under the operator's pod (labels, tolerations, affinity, sidecars); it "
+            "cannot choose the executors' ServiceAccount nor reuse the operator's volume names.",
+            codec=POD_TEMPLATE,
         ),
     )
     storage: Storage = field(default_factory=Storage, metadata=prop("Per-member state volumes."))
@@ -176,17 +230,36 @@ class StreamAppSpec(Model):
             lambda s: s.replicas == 0 or s.rebalance.standby_replicas < s.replicas,
             ".rebalance.standbyReplicas",
         ),
+        # Past the other bounds the product would overflow (an evaluation error, not this message).
+        Rule(
+            "!has(self.rebalance) || !has(self.rebalance.standbyReplicas)"
+            f" || self.partitions > {MAX_PARTITIONS} || self.rebalance.standbyReplicas > {MAX_REPLICAS}"
+            f" || self.partitions * (1 + self.rebalance.standbyReplicas) <= {MAX_TASK_COPIES}",
+            f"partitions * (1 + rebalance.standbyReplicas) must be <= {MAX_TASK_COPIES}: the status "
+            "records every task copy and must fit in one object",
+            lambda s: (
+                s.partitions > MAX_PARTITIONS
+                or s.rebalance.standby_replicas > MAX_REPLICAS
+                or s.partitions * (1 + s.rebalance.standby_replicas) <= MAX_TASK_COPIES
+            ),
+            ".rebalance.standbyReplicas",
+        ),
     )
 
     replicas: int = field(
         default=3,
-        metadata=prop("Executors (members 0..replicas-1); the /scale subresource sets it.", minimum=0),
+        metadata=prop(
+            f"Executors (members 0..replicas-1, at most {MAX_REPLICAS}); the /scale subresource sets it.",
+            minimum=0,
+            maximum=MAX_REPLICAS,
+        ),
     )
     partitions: int = field(
         metadata=prop(
             "Tasks (0..partitions-1), the unit of state and of assignment; immutable, because keyed state is "
-            "partitioned by it.",
+            f"partitioned by it; at most {MAX_PARTITIONS}.",
             minimum=1,
+            maximum=MAX_PARTITIONS,
             rules=(Rule("self == oldSelf", "partitions is immutable"),),
         )
     )
@@ -293,6 +366,25 @@ class StreamAppStatus(Model):
 class StreamApp(Resource[StreamAppSpec, StreamAppStatus]):
     """A stateful stream-processing app whose executors run PySpark."""
 
+    # Checked at the schema's root, where CEL sees metadata.name (a root rule cannot point its fieldPath
+    # into metadata, so its message names the field): a name the operator cannot give its children (a dot
+    # is no Service name, a leading digit no DNS-1035 label, a long name no hostname) would be accepted
+    # and then fail at every reconcile.
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            f"self.metadata.name.matches('{DNS_1035_LABEL}')",
+            "metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a "
+            "letter): it names the app's Service, pods and hostnames",
+            lambda app: re.match(DNS_1035_LABEL, app.metadata.name) is not None,
+        ),
+        Rule(
+            f"size(self.metadata.name) <= {MAX_APP_NAME_LENGTH}",
+            f"metadata.name must be at most {MAX_APP_NAME_LENGTH} characters, so that <name>-state-<id> "
+            f"stays a 63-character DNS label for every member id below {MAX_REPLICAS}",
+            lambda app: len(app.metadata.name) <= MAX_APP_NAME_LENGTH,
+        ),
+    )
+
     KIND: ClassVar[str] = "StreamApp"
     PLURAL: ClassVar[str] = "streamapps"
     SINGULAR: ClassVar[str] = "streamapp"
@@ -302,3 +394,13 @@ class StreamApp(Resource[StreamAppSpec, StreamAppStatus]):
     STATUS: ClassVar[type[Model]] = StreamAppStatus
 
     status: StreamAppStatus = field(default_factory=StreamAppStatus)
+
+    @classmethod
+    def from_resource(cls, body: Mapping[str, Any]) -> Self:
+        """The app from a body, refused (ValidationError naming the field) where the API server's root
+        rules would refuse it — for apps stored before those rules existed."""
+        app = super().from_resource(body)
+        for rule in model_rules(cls):
+            if rule.check is not None and not rule.check(app):
+                raise ValidationError("metadata.name", rule.message)
+        return app

@@ -18,6 +18,7 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
+from streamapp.controller.admission import ALLOW_FLAG, PodPolicy
 from streamapp.controller.handlers import register as register_handlers
 from streamapp.controller.handlers import watch_only_members
 from streamapp.controller.kube import Kube
@@ -43,6 +44,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--kubeconfig",
         help="kubeconfig file (default: the pod's ServiceAccount in a cluster, else $KUBECONFIG)",
+    )
+    parser.add_argument(
+        ALLOW_FLAG,
+        action="store_true",
+        help="run pod templates that ask for privileges (privileged, host namespaces, hostPath, root, "
+        "added capabilities); by default such apps are refused with reason InvalidSpec",
     )
     parser.add_argument("--no-leader-election", action="store_true", help="act without holding the Lease")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
@@ -147,7 +154,8 @@ async def _act(
 ) -> None:
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
-    loops = AppLoops(Kube(api, leading=lambda: not stop.is_set()), metrics)
+    policy = PodPolicy(allow_privileged=args.allow_privileged_pod_templates)
+    loops = AppLoops(Kube(api, leading=lambda: not stop.is_set()), metrics, policy)
     register_handlers(registry, loops, explicit_kubeconfig=bool(args.kubeconfig))
     settings = kopf.OperatorSettings()
     watch_only_members(settings)

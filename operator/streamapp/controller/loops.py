@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from streamapp.controller.admission import STRICT, PodPolicy
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.reconcile import Observed, Outcome, reconcile
@@ -47,6 +48,7 @@ class AppLoops:
 
     kube: Kube
     metrics: Metrics
+    policy: PodPolicy = STRICT
     clock: Callable[[], float] = time.time
     apps: dict[Key, Body] = field(default_factory=dict)
     wakeups: dict[Key, asyncio.Event] = field(default_factory=dict)
@@ -97,7 +99,9 @@ class AppLoops:
                 supporting=tuple(sources.supporting(key)),
             )
             try:
-                outcome = await asyncio.to_thread(reconcile, self.kube, observed, self.clock(), self.metrics)
+                outcome = await asyncio.to_thread(
+                    reconcile, self.kube, observed, self.clock(), self.metrics, self.policy
+                )
                 failures = 0
             except ApiException as error:
                 failures += 1

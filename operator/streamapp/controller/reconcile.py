@@ -17,6 +17,7 @@ from typing import Any
 
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, supporting
+from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.naming import member_name, state_claim_name
@@ -54,8 +55,10 @@ class Outcome:
     app: Body | None
 
 
-def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics) -> Outcome:
-    """Bring one app one step closer to its plan."""
+def reconcile(
+    kube: Kube, observed: Observed, now: float, metrics: Metrics, policy: PodPolicy = STRICT
+) -> Outcome:
+    """Bring one app one step closer to its plan; `policy` says what its pod template may ask for."""
     started = time.perf_counter()
     app = observed.app
     observed = replace(
@@ -67,12 +70,15 @@ def reconcile(kube: Kube, observed: Observed, now: float, metrics: Metrics) -> O
     namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
     try:
         model = StreamApp.from_resource(app)
+        admit(model, policy)
         config = model.spec.app_config()
     except ValueError as error:
-        kube.event(app, "InvalidSpec", str(error), warning=True)
+        # Nothing is planned and no child is touched; the condition (and one Event per change of it,
+        # not one per resync) says why.
         stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         refused = invalid_spec_status(app, str(error), stamp)
         if any((app.get("status") or {}).get(key) != value for key, value in refused.items()):
+            kube.event(app, "InvalidSpec", str(error), warning=True)
             return Outcome(None, kube.patch_app_status(namespace, name, refused))
         return Outcome(None, None)
     previous = _intent(app)

@@ -1,0 +1,191 @@
+"""`spec.executor.podTemplate` on the wire: the parts of a Pod template the API server must check.
+
+The operator builds each member pod from this template (`controller.children.pod`), so a template the
+operator cannot use — `containers: "x"`, a container without a name, a second volume named `state` —
+must be refused when the StreamApp is written, not when a pod create fails later. The template stays a
+plain dict for the operator; the models here only declare the fields a rule needs (everything else in a
+container, a volume or the pod spec is kept as it is and checked by the API server at pod creation).
+
+What the template may not do at all is choose the executors' identity: the operator runs each as its
+member's own ServiceAccount, so a StreamApp's creator cannot borrow the rights of another
+account through the operator (a confused deputy). Privilege requests that an install may allow
+(privileged containers, host namespaces, hostPath volumes, ...) are refused by the operator instead
+(`controller.admission`), because a CRD's rules cannot be relaxed per install.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from streamapp.api.fields import Rule, ValidationError, prop
+from streamapp.api.model import Model
+from streamapp.api.schema import model_schema
+
+DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_LABEL_MAX = 63
+EXECUTOR_CONTAINER = "executor"
+# Volumes every member pod gets from the operator: its local state and Spark's scratch space.
+OPERATOR_VOLUMES = ("state", "scratch")
+MAX_CONTAINERS = 16
+MAX_VOLUMES = 64
+IMAGE_MAX_LENGTH = 1024
+IDENTITY_MESSAGE = (
+    "the operator runs each executor as its member's own ServiceAccount; the pod template cannot choose "
+    "another identity"
+)
+
+
+def _name(what: str) -> dict[str, Any]:
+    return prop(
+        f"Name of the {what}, unique in the pod.",
+        pattern=DNS_LABEL_PATTERN,
+        pattern_message=f"{what} name must be a DNS-1123 label (lowercase letters, digits and '-')",
+        max_length=DNS_LABEL_MAX,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerTemplate(Model):
+    """A container of the template: one named `executor` refines the operator's executor container (its
+    image comes from executor.image), any other is a sidecar and needs its own image."""
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            f"self.name == '{EXECUTOR_CONTAINER}' || has(self.image)",
+            f"a container other than {EXECUTOR_CONTAINER} needs image",
+            lambda c: c.name == EXECUTOR_CONTAINER or c.image is not None,
+            ".image",
+        ),
+    )
+
+    name: str = field(metadata=_name("container"))
+    image: str | None = field(
+        default=None,
+        metadata=prop(
+            "Container image.",
+            rules=(Rule("size(self) > 0", "image must not be empty", lambda i: len(i) > 0),),
+            max_length=IMAGE_MAX_LENGTH,
+        ),
+    )
+    rest: dict[str, Any] = field(
+        default_factory=dict, metadata=prop("Every other Container field, as in a Pod.", rest=True)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitContainerTemplate(ContainerTemplate):
+    """An init container of the template: it runs before the executor and needs its own image."""
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule("has(self.image)", "an init container needs image", lambda c: c.image is not None, ".image"),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class VolumeTemplate(Model):
+    """A volume of the template; the operator's own volumes (state, scratch) are added to these."""
+
+    name: str = field(
+        metadata=prop(
+            "Name of the volume, unique in the pod; state and scratch are the operator's.",
+            pattern=DNS_LABEL_PATTERN,
+            pattern_message="volume name must be a DNS-1123 label (lowercase letters, digits and '-')",
+            max_length=DNS_LABEL_MAX,
+            rules=(
+                Rule(
+                    f"!(self in {list(OPERATOR_VOLUMES)})",
+                    f"volume names {' and '.join(OPERATOR_VOLUMES)} are the operator's own; choose another",
+                    lambda n: n not in OPERATOR_VOLUMES,
+                ),
+            ),
+        )
+    )
+    rest: dict[str, Any] = field(
+        default_factory=dict, metadata=prop("The volume's source, as in a Pod.", rest=True)
+    )
+
+
+def _no(key: str, check: Any) -> Rule:
+    return Rule(f"!has(self.{key})", IDENTITY_MESSAGE, check, f".{key}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodSpecTemplate(Model):
+    """The pod spec part of the template (PodSpec fields: affinity, tolerations, sidecars, volumes, ...)."""
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        _no("serviceAccountName", lambda s: s.service_account_name is None),
+        _no("serviceAccount", lambda s: s.service_account is None),
+        _no("automountServiceAccountToken", lambda s: s.automount_service_account_token is None),
+    )
+
+    containers: tuple[ContainerTemplate, ...] = field(
+        default=(),
+        metadata=prop(
+            "Sidecars, and a container named executor that refines the operator's.",
+            list_map_keys=("name",),
+            max_items=MAX_CONTAINERS,
+        ),
+    )
+    init_containers: tuple[InitContainerTemplate, ...] = field(
+        default=(),
+        metadata=prop("Init containers.", list_map_keys=("name",), max_items=MAX_CONTAINERS),
+    )
+    volumes: tuple[VolumeTemplate, ...] = field(
+        default=(),
+        metadata=prop(
+            "Volumes beside the operator's state and scratch volumes.",
+            list_map_keys=("name",),
+            max_items=MAX_VOLUMES,
+        ),
+    )
+    service_account_name: str | None = field(
+        default=None,
+        metadata=prop("Not allowed: the operator sets the member's own account.", max_length=253),
+    )
+    service_account: str | None = field(
+        default=None,
+        metadata=prop("Not allowed: the operator sets the member's own account.", max_length=253),
+    )
+    automount_service_account_token: bool | None = field(
+        default=None, metadata=prop("Not allowed: executors need their token to follow their member.")
+    )
+    rest: dict[str, Any] = field(
+        default_factory=dict, metadata=prop("Every other PodSpec field, as in a Pod.", rest=True)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodTemplate(Model):
+    """Pod template merged under the operator's pod (labels, tolerations, affinity, sidecars)."""
+
+    metadata: dict[str, Any] | None = field(
+        default=None, metadata=prop("Labels and annotations added to every member pod.")
+    )
+    spec: PodSpecTemplate | None = field(default=None, metadata=prop("PodSpec fields of every member pod."))
+
+
+class PodTemplateCodec:
+    """The `podTemplate` field: checked against `PodTemplate`, kept as the dict the user wrote (the
+    operator merges it into its pod as it is)."""
+
+    def schema(self) -> dict[str, Any]:
+        """The template's schema, with the rules above in CEL."""
+        return model_schema(PodTemplate)
+
+    def decode(self, value: object, path: str) -> dict[str, Any]:
+        """The template as written, once it passes the same rules the API server runs."""
+        if not isinstance(value, Mapping):
+            raise ValidationError(path, f"expected an object, got {value!r}")
+        PodTemplate.from_dict(value, path)
+        return copy.deepcopy(dict(value))
+
+    def encode(self, value: Any) -> Any:
+        """The template as it is."""
+        return value
+
+
+POD_TEMPLATE = PodTemplateCodec()

@@ -1,0 +1,115 @@
+"""The operator's own refusals: pod templates that ask for privileges, unless the install allows them;
+and the status size at the CRD's maxima, which is why those maxima are what they are."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from streamapp.api import StreamApp, ValidationError
+from streamapp.api.streamapp import MAX_PARTITIONS, MAX_REPLICAS
+from streamapp.controller.admission import STRICT, PodPolicy, admit
+from streamapp.controller.observe import PodState
+from streamapp.controller.status import app_status
+from streamapp.rebalance import AppConfig, Assignment, MemberView, plan
+from streamapp.rebalance.config import RebalanceConfig
+
+ETCD_OBJECT_LIMIT = 1_572_864
+T = "spec.executor.podTemplate.spec"
+
+
+def app_with(spec: dict[str, Any]) -> StreamApp:
+    return StreamApp.from_resource(
+        {
+            "metadata": {"name": "counts", "namespace": "ns"},
+            "spec": {
+                "partitions": 4,
+                "pipeline": {
+                    "transform": "m:f",
+                    "source": {"type": "file", "path": "/in"},
+                    "stateStore": {"uri": "file:///state"},
+                },
+                "executor": {"image": "img", "podTemplate": {"spec": spec}},
+            },
+        }
+    )
+
+
+def container(**security: Any) -> dict[str, Any]:
+    return {"containers": [{"name": "executor", "securityContext": security}]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        (container(privileged=True), f"{T}.containers[0].securityContext.privileged"),
+        (
+            container(allowPrivilegeEscalation=True),
+            f"{T}.containers[0].securityContext.allowPrivilegeEscalation",
+        ),
+        (container(runAsUser=0), f"{T}.containers[0].securityContext.runAsUser"),
+        (
+            container(capabilities={"add": ["SYS_ADMIN"]}),
+            f"{T}.containers[0].securityContext.capabilities.add",
+        ),
+        (
+            container(windowsOptions={"hostProcess": True}),
+            f"{T}.containers[0].securityContext.windowsOptions.hostProcess",
+        ),
+        (
+            {"initContainers": [{"name": "init", "image": "i", "securityContext": {"privileged": True}}]},
+            f"{T}.initContainers[0].securityContext.privileged",
+        ),
+        (
+            {
+                "containers": [
+                    {"name": "side", "image": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}
+                ]
+            },
+            f"{T}.containers[0].ports[0].hostPort",
+        ),
+        ({"securityContext": {"runAsUser": 0}}, f"{T}.securityContext.runAsUser"),
+        ({"hostNetwork": True}, f"{T}.hostNetwork"),
+        ({"hostPID": True}, f"{T}.hostPID"),
+        ({"hostIPC": True}, f"{T}.hostIPC"),
+        ({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, f"{T}.volumes[0].hostPath"),
+    ],
+)
+def test_privilege_requests_are_refused_unless_allowed(spec: dict[str, Any], path: str) -> None:
+    model = app_with(spec)
+    with pytest.raises(ValidationError) as raised:
+        admit(model, STRICT)
+    assert raised.value.path == path
+    assert "--allow-privileged-pod-templates" in str(raised.value)
+    admit(model, PodPolicy(allow_privileged=True))
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        container(privileged=False, allowPrivilegeEscalation=False, runAsUser=65532),
+        container(capabilities={"drop": ["ALL"]}),
+        {"securityContext": {"fsGroup": 65532, "runAsNonRoot": True}, "hostNetwork": False},
+        {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]},
+        {"containers": [{"name": "side", "image": "i", "ports": [{"containerPort": 80}]}]},
+    ],
+)
+def test_unprivileged_templates_pass(spec: dict[str, Any]) -> None:
+    admit(app_with(spec), STRICT)
+
+
+def test_status_at_the_maxima_fits_in_one_object() -> None:
+    """The bound behind MAX_PARTITIONS/MAX_REPLICAS/MAX_TASK_COPIES: the status the operator writes for
+    the largest app the CRD accepts stays well inside etcd's object limit."""
+    config = AppConfig(MAX_PARTITIONS, MAX_REPLICAS, RebalanceConfig(standby_replicas=3))
+    views = [MemberView(i) for i in range(MAX_REPLICAS)]
+    result = plan(config, views, Assignment(), 0.0)
+    result = plan(config, views, result.assignment, 1.0)
+    pods = {i: PodState(i, f"counts-{i}", f"uid-{i}", True, False, None) for i in range(MAX_REPLICAS)}
+    body = {"metadata": {"name": "a" * 53, "generation": 1}, "spec": {"replicas": MAX_REPLICAS}}
+    status = app_status(body, result, Assignment(), views, pods, "2026-01-01T00:00:00Z")
+    size = len(json.dumps(status, separators=(",", ":")))
+    assert size < 0.85 * ETCD_OBJECT_LIMIT, size
