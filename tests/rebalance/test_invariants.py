@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from world import World
 
-from streamapp.rebalance import PROTOCOLS, AppConfig, Assignment, RebalanceConfig, plan
+from streamapp.rebalance import PROTOCOLS, AppConfig, Assignment, MemberView, Plan, RebalanceConfig, plan
 
 ZONES = ("a", "b", "c")
 
@@ -32,6 +32,7 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
         failover_to_standby=draw(st.booleans()),
         drain_on_scale_in=draw(st.booleans()),
         probing_rebalance_interval=draw(st.sampled_from([60.0, 600.0])),
+        revocation_timeout=draw(st.sampled_from([60.0, 300.0])),
     )
     app = AppConfig(draw(st.integers(1, 24)), draw(st.integers(1, 6)), config)
     zones = draw(st.sampled_from([(), ZONES[:2], ZONES]))
@@ -39,26 +40,34 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
     return Setup(app, zones, capacities)
 
 
-# One step of the world: (kind, member, value). Members beyond the app's size exercise scale-in.
+# One step of the world: (kind, member, value). Members beyond the app's size exercise scale-in;
+# "deafen" makes a member stop applying and acknowledging (until its pod is replaced), "lose_intent"
+# deletes and re-creates the app on the same store.
+KINDS = ["plan", "apply", "catchup", "lag", "kill", "revive", "scale", "advance", "apply_all", "deafen"]
 events = st.lists(
     st.tuples(
-        st.sampled_from(
-            ["plan", "apply", "catchup", "lag", "kill", "revive", "scale", "advance", "apply_all"]
-        ),
+        st.sampled_from([*KINDS, "lose_intent"]),
         st.integers(0, 7),
         st.integers(0, 400),
     ),
     min_size=1,
     max_size=40,
 )
+# Histories around the two faults, run on a settled app: whole rounds (see `run`) and scaling make
+# revocations common, and owners stall on them, so deaf members, timeouts and lost intents meet them.
+ROUNDS = ["round"] * 4 + ["scale", "scale", "lose_intent", "lose_intent", "deafen", "kill", "revive"]
+faults = st.lists(
+    st.tuples(st.sampled_from(ROUNDS), st.integers(0, 7), st.integers(0, 400)), min_size=1, max_size=30
+)
 
 
 def run(world: World, kind: str, member: int, value: int) -> None:
     """Interpret one random event; every plan is followed by the invariant checks."""
     if kind == "plan":
-        before = world.assignment
+        before, views = world.assignment, world.views()
         result = world.replan()
-        check_step(world, before, result.assignment)
+        check_step(world, before, result.assignment, views)
+        check_deadlines(world, before, result, views)
     elif kind == "apply" and member in world.members:
         world.apply(member)
     elif kind == "apply_all":
@@ -76,13 +85,33 @@ def run(world: World, kind: str, member: int, value: int) -> None:
         world.scale(1 + value % 7)
     elif kind == "advance":
         world.now += value
+    elif kind == "round":
+        # A whole generation: plan, owners asked to let go may stall, the others apply and catch up,
+        # and the clock moves by none, half or all of the revocation timeout.
+        run(world, "plan", member, value)
+        if value % 2:
+            run(world, "stall", member, value)
+        for m in sorted(world.members):
+            world.apply(m)
+            world.catch_up(m)
+        world.now += world.app.rebalance.revocation_timeout * (value // 2 % 3) / 2
+    elif kind == "deafen" and member in world.members:
+        world.members[member].deaf = True
+    elif kind == "stall":
+        for t in world.assignment.tasks:
+            if t.active is not None and t.revoking_since is not None:
+                world.members[t.active].deaf = True
+    elif kind == "lose_intent":
+        world.lose_intent()
     assert not world.double_owned(), f"two members process one task: {world.double_owned()}"
 
 
-def check_step(world: World, before: Assignment, after: Assignment) -> None:
-    """Invariants 1, 2 and 5 across one planning step, plus the shape of copies."""
+def check_step(world: World, before: Assignment, after: Assignment, observed: list[MemberView]) -> None:
+    """Invariants 1, 2 and 5 across one planning step made on `observed`, plus the shape of copies,
+    and the epoch floor: no epoch handed out is at or below one a member saw in the store."""
     config = world.app.rebalance
-    views = {v.id: v for v in world.views()}
+    views = {v.id: v for v in observed}
+    floor = {t: max(v.store_epochs.get(t, 0) for v in observed) for t in range(world.app.partitions)}
     live = {i for i, v in views.items() if v.alive and i < world.app.replicas}
 
     barrier = any(t.revoking_since is not None for t in after.tasks)
@@ -91,6 +120,8 @@ def check_step(world: World, before: Assignment, after: Assignment) -> None:
         return i in views and views[i].alive
 
     for task, (old, new) in enumerate(zip(before.tasks, after.tasks, strict=True)):
+        if new.active is not None and (new.active, new.epoch) != (old.active, old.epoch):
+            assert new.epoch > floor[task], f"task {task}: epoch {new.epoch} not above the store's {floor}"
         # 1. Single owner: a new owner only after the old one let go (acknowledged) or is gone.
         if new.active is not None and new.active != old.active:
             assert new.epoch > old.epoch, f"task {task}: owner changed without a new epoch"
@@ -134,6 +165,29 @@ def check_step(world: World, before: Assignment, after: Assignment) -> None:
         assert warming == 0
 
 
+def check_deadlines(world: World, before: Assignment, result: Plan, observed: list[MemberView]) -> None:
+    """A member is declared timed out exactly when it let a revocation wait the whole timeout, and the
+    engine asks to be woken no later than the next revocation deadline."""
+    timeout = world.app.rebalance.revocation_timeout
+    views = {v.id: v for v in observed}
+    overdue = {
+        t.active
+        for t in before.tasks
+        if t.active is not None
+        and t.revoking_since is not None
+        and t.revoking_at is not None
+        and world.now >= t.revoking_at + timeout
+        and views[t.active].alive
+        and views[t.active].acked_generation < t.revoking_since
+    }
+    assert set(result.timed_out) == overdue, f"timed out {result.timed_out}, overdue {sorted(overdue)}"
+    pending = [t.revoking_at for t in result.assignment.tasks if t.revoking_since is not None]
+    assert all(at is not None for at in pending), "a revocation without the time it was asked"
+    deadlines = [at + timeout for at in pending if at is not None]
+    if deadlines:
+        assert result.wake_at is not None and result.wake_at <= min(deadlines)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups(), events)
 def test_invariants_hold_over_random_histories(setup: Setup, history: list[tuple[str, int, int]]) -> None:
@@ -169,9 +223,45 @@ def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[t
     partitions = world.app.partitions
     standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
     bound = 2 * (partitions + partitions * standbys) + 4
-    rounds = world.converge(bound)
+    rounds = world.converge(bound, tick=world.app.rebalance.revocation_timeout)
     assert rounds <= bound, f"no stable assignment after {bound} generations"
     assert_balanced(world, setup)
+    assert_processing(world)
+
+
+def assert_processing(world: World) -> None:
+    """Every task is processed by its owner unless the owner is deaf: none is left fenced."""
+    for task, t in enumerate(world.assignment.tasks):
+        owner = world.members[t.active] if t.active is not None else None
+        assert owner is not None
+        assert owner.deaf or task in owner.processing, f"task {task} not processed by {t.active}: {t}"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups(), st.sets(st.integers(0, 7), min_size=1), faults)
+def test_members_that_never_acknowledge_are_replaced_and_the_app_converges(
+    setup: Setup, deaf: set[int], history: list[tuple[str, int, int]]
+) -> None:
+    """1, 2, the epoch floor and the revocation deadline with deaf members and lost intents: a task goes
+    active elsewhere only after an acknowledgement or once its owner's pod is gone; after the events
+    stop, the app converges once the deaf members' revocations time out, with no task left fenced."""
+    world = World.start(setup.app, setup.zones, setup.capacities)
+    world.converge(4 * setup.app.partitions + 4)
+    for member in deaf & set(world.members):
+        world.members[member].deaf = True
+    for kind, member, value in history:
+        run(world, kind, member, value)
+    run(world, "plan", 0, 0)
+    for member in world.members.values():
+        member.alive = True
+    world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
+    partitions = world.app.partitions
+    standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
+    bound = 2 * (partitions + partitions * standbys) + 4 + 2 * len(world.members)
+    rounds = world.converge(bound, tick=world.app.rebalance.revocation_timeout)
+    assert rounds <= bound, f"no stable assignment after {bound} generations"
+    assert_balanced(world, setup)
+    assert_processing(world)
 
 
 def assert_balanced(world: World, setup: Setup) -> None:

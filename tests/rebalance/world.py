@@ -4,6 +4,12 @@ Members here are abstract: they acknowledge targets when told to, report lags th
 process exactly the active tasks of the last target they applied. That last point is what lets the
 tests check single ownership from the members' side (two members processing one task at the same
 instant), not just from the shape of the assignment.
+
+Two faults of real executors are modelled too. A *deaf* member (a dead watch, a batch stuck in user
+code) keeps processing what it had but never applies or acknowledges anything again, until its pod is
+replaced. And the shared store remembers the highest epoch each task was processed under: a member
+given a lower epoch is fenced (processes nothing) and reports the store's epoch, as the data plane does
+after the operator's intent was lost (`lose_intent`).
 """
 
 from __future__ import annotations
@@ -24,17 +30,22 @@ class Member:
     acked: int = 0
     processing: frozenset[int] = frozenset()
     lags: dict[int, int] = field(default_factory=dict)
+    deaf: bool = False
+    store_epochs: dict[int, int] = field(default_factory=dict)
+    fenced: frozenset[int] = frozenset()
 
 
 @dataclass
 class World:
-    """Members, the persisted assignment and a clock; every `replan` runs the real engine."""
+    """Members, the persisted assignment, the store's epochs and a clock; `replan` runs the real engine
+    and, like the operator, deletes the pods of members the plan says timed out."""
 
     app: AppConfig
     members: dict[int, Member]
     assignment: Assignment
     now: float = 0.0
     history: list[Plan] = field(default_factory=list)
+    store: dict[int, int] = field(default_factory=dict)
 
     @staticmethod
     def start(app: AppConfig, zones: tuple[str, ...] = (), capacities: tuple[float, ...] = ()) -> World:
@@ -52,15 +63,26 @@ class World:
     def views(self) -> list[MemberView]:
         """What the operator would observe."""
         return [
-            MemberView(m.id, m.alive, m.zone, m.capacity, dict(m.lags), m.acked)
+            MemberView(
+                m.id,
+                m.alive,
+                m.zone,
+                m.capacity,
+                dict(m.lags),
+                m.acked,
+                dict(m.store_epochs),
+                m.fenced if m.alive else frozenset(),
+            )
             for m in sorted(self.members.values(), key=lambda m: m.id)
         ]
 
     def replan(self) -> Plan:
-        """Run the engine once and persist its result."""
+        """Run the engine once, persist its result and delete the pods of timed-out members."""
         result = plan(self.app, self.views(), self.assignment, self.now)
         self.assignment = result.assignment
         self.history.append(result)
+        for member_id in result.timed_out:
+            self.kill(member_id)
         return result
 
     def targets(self) -> dict[int, MemberTarget]:
@@ -68,12 +90,24 @@ class World:
         return member_targets(self.assignment)
 
     def apply(self, member_id: int) -> None:
-        """The member applies its current target: stops revoked tasks, starts new ones, acknowledges."""
+        """The member applies its current target: stops revoked tasks, starts new ones, acknowledges.
+
+        An active task given an epoch below the store's is fenced: not processed, and reported with the
+        store's epoch. A deaf member does nothing at all.
+        """
         member = self.members[member_id]
-        if not member.alive:
+        if not member.alive or member.deaf:
             return
         target = self.targets().get(member_id)
-        member.processing = frozenset(target.active) if target else frozenset()
+        active = dict(target.active) if target else {}
+        fenced = {task for task, epoch in active.items() if epoch < self.store.get(task, 0)}
+        for task, epoch in active.items():
+            if task not in fenced:
+                self.store[task] = epoch
+        held = (*active, *target.revoking, *target.standby, *target.warmup) if target else ()
+        member.store_epochs.update({task: self.store[task] for task in held if task in self.store})
+        member.processing = frozenset(active) - fenced
+        member.fenced = frozenset(fenced)
         member.acked = self.assignment.generation
 
     def catch_up(self, member_id: int) -> None:
@@ -92,9 +126,21 @@ class World:
         member.processing = frozenset()
 
     def revive(self, member_id: int) -> None:
-        """The member's pod is back and ready; it processes nothing until it applies a target."""
+        """The member's pod is back and ready (a new process, so not deaf); it processes nothing until
+        it applies a target."""
         member = self.members.setdefault(member_id, Member(member_id))
         member.alive = True
+        member.deaf = False
+        member.fenced = frozenset()
+
+    def lose_intent(self) -> None:
+        """The app is deleted and re-created on the same store: every pod and member report is new,
+        the assignment starts from nothing, and only the store remembers the epochs."""
+        old = self.members
+        self.members = {
+            i: Member(i, zone=old[i].zone, capacity=old[i].capacity) for i in old if i < self.app.replicas
+        }
+        self.assignment = Assignment.empty(self.app.partitions)
 
     def scale(self, replicas: int) -> None:
         """Change `spec.replicas`; new ids get fresh pods (no state), removed ones keep running."""
@@ -119,25 +165,32 @@ class World:
         return {t: ms for t, ms in owners.items() if len(ms) > 1}
 
     def settle_round(self) -> Plan:
-        """One generation of Kafka's convergence test: plan, everyone applies and catches up."""
+        """One generation of Kafka's convergence test: plan, everyone applies and catches up.
+
+        Pods deleted for a timed-out revocation are replaced at once (healthy, so they acknowledge).
+        """
         result = self.replan()
+        for member_id in result.timed_out:
+            self.revive(member_id)
         for member_id in sorted(self.members):
             self.apply(member_id)
             self.catch_up(member_id)
         self.remove_drained(result.removable)
         return result
 
-    def converge(self, limit: int) -> int:
+    def converge(self, limit: int, tick: float = 0.0) -> int:
         """Generations until a plan made on a fully applied, caught-up state changes nothing.
 
-        Returns `limit + 1` when that does not happen within `limit` generations.
+        The clock moves on by `tick` after every round (time for a revocation to time out). Returns
+        `limit + 1` when that does not happen within `limit` generations.
         """
         generations = 0
         applied = False
         while generations <= limit:
-            changed = self.settle_round().changed
-            if not changed and applied:
+            result = self.settle_round()
+            self.now += tick
+            if not result.changed and not result.timed_out and applied:
                 return generations
-            generations += changed
+            generations += result.changed
             applied = True
         return limit + 1

@@ -148,3 +148,25 @@ def test_scenario_keeps_the_contract_keys() -> None:
     scenario: Scenario = load_scenario(SCENARIOS / "demo.yaml")
     assert scenario.workload.restore_rate == 2000 and scenario.rebalance.scheduled_rebalance_max_delay == 300
     assert [e.at for e in scenario.events] == sorted(e.at for e in scenario.events)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_deaf_member_is_replaced_at_the_revocation_deadline(protocol: str) -> None:
+    """The member keeps processing but never acknowledges: its pod is replaced once, nothing is owned
+    twice meanwhile, and the app converges; without a deadline (here: one past the run) it never does."""
+    result = run("deaf-member", protocol)
+    assert result.revocation_timeouts == 1
+    assert result.double_ownership_violations == 0 and result.converged
+    scenario = load_scenario(SCENARIOS / "deaf-member.yaml").with_protocol(protocol)  # type: ignore[arg-type]
+    patient = replace(
+        scenario, rebalance=replace(scenario.rebalance, revocation_timeout=10 * scenario.duration)
+    )
+    stalled, _ = simulate(patient)
+    assert stalled.revocation_timeouts == 0 and not stalled.converged
+
+
+def test_deafen_names_a_member() -> None:
+    with pytest.raises(ScenarioError, match="deafen"):
+        parse_scenario(
+            {"name": "x", "partitions": 1, "members": 1, "duration": 1, "events": [{"at": 0, "deafen": -1}]}
+        )

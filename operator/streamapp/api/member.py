@@ -119,6 +119,20 @@ class TaskReport(Model):
             "(summed into the StreamApp's status.inputLag for autoscalers)."
         ),
     )
+    store_epoch: int | None = field(
+        default=None,
+        metadata=prop(
+            "Highest epoch the shared state store has seen for the task; the operator hands out no "
+            "epoch at or below it."
+        ),
+    )
+    fenced_by: int | None = field(
+        default=None,
+        metadata=prop(
+            "Active copies only: the store's higher epoch that fences this copy's epoch (it processes "
+            "nothing until the operator gives it a new epoch)."
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -28,7 +28,7 @@ MINIMUMS: dict[str, int] = {
     "standbyReplicas": 0,
 }
 # Durations RebalanceConfig requires to be > 0.
-POSITIVE_DURATIONS = ("probingRebalanceInterval",)
+POSITIVE_DURATIONS = ("probingRebalanceInterval", "revocationTimeout")
 
 _DESCRIPTIONS: dict[str, str] = {
     "protocol": "How tasks move: streamapp (warmups, cooperative handoff, delayed reassignment), "
@@ -44,6 +44,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "failoverToStandby": "A caught-up standby takes over a lost member's task at once instead of waiting "
     "for the delay.",
     "drainOnScaleIn": "Members removed by scale-in keep processing until their tasks have warm successors.",
+    "revocationTimeout": "How long a revocation waits for the owner's acknowledgement; a member that has "
+    "not let go by then is treated as lost and its pod replaced (epoch fencing keeps the handover safe).",
 }
 
 

@@ -13,6 +13,7 @@ from streamapp.rebalance import Assignment
 _LABELS = ("namespace", "app")
 # What KEDA's prometheus trigger and a metrics adapter query (manifests/samples/).
 INPUT_LAG_METRIC = "streamapp_input_lag_records"
+FENCED_TASKS_METRIC = "streamapp_fenced_tasks"
 
 
 @dataclass
@@ -37,6 +38,12 @@ class Metrics:
         )
         self.plan_seconds = Histogram("streamapp_plan_seconds", "Duration of one engine plan", registry=r)
         self.leader = Gauge("streamapp_leader", "1 while this replica holds the leader lease", registry=r)
+        self.fenced_tasks = Gauge(
+            FENCED_TASKS_METRIC,
+            "Tasks whose active owner is fenced by a higher epoch in the state store (being resolved)",
+            _LABELS,
+            registry=r,
+        )
         self.input_lag = Gauge(
             INPUT_LAG_METRIC,
             "Source records not yet processed by the active owners (the app's status.inputLag)",

@@ -3,8 +3,9 @@
 Liveness comes from the kubelet: a member is alive while its pod exists, is not being deleted and
 is Ready. Lags come from the member's status only when the report was made by the pod that exists
 now (`status.podUID`), because a report from before a restart says nothing about what state
-survived. Acknowledgements count whoever made them: an old pod that acknowledged a revocation did
-let go.
+survived; so do fenced tasks, since a new pod takes over afresh. Acknowledgements count whoever made
+them: an old pod that acknowledged a revocation did let go. Store epochs count whoever reported them
+too: the store never forgets an epoch, so any report is a lower bound for the next one.
 """
 
 from __future__ import annotations
@@ -102,9 +103,8 @@ def member_views(
 def _view(member: int, pod: PodState | None, status: Body, zones: Mapping[str, str]) -> MemberView:
     alive = pod is not None and pod.alive
     fresh = pod is not None and status.get("podUID") == pod.uid
-    lags = {
-        int(t["task"]): int(t["lag"]) for t in status.get("tasks") or [] if fresh and t.get("lag") is not None
-    }
+    reports = status.get("tasks") or []
+    lags = {int(t["task"]): int(t["lag"]) for t in reports if fresh and t.get("lag") is not None}
     zone = zones.get(pod.node) if pod is not None and pod.node else None
     return MemberView(
         id=member,
@@ -112,4 +112,19 @@ def _view(member: int, pod: PodState | None, status: Body, zones: Mapping[str, s
         zone=zone,
         lags=lags,
         acked_generation=int(status.get("observedGeneration") or 0),
+        store_epochs=store_epochs(reports),
+        fenced=frozenset(
+            int(t["task"]) for t in reports if fresh and t.get("role") == "active" and t.get("fencedBy")
+        ),
     )
+
+
+def store_epochs(reports: Iterable[Body]) -> dict[int, int]:
+    """Per task, the highest epoch a member's reports say the store has seen (storeEpoch, fencedBy)."""
+    seen: dict[int, int] = {}
+    for report in reports:
+        for key in ("storeEpoch", "fencedBy"):
+            if report.get(key) is not None:
+                task = int(report["task"])
+                seen[task] = max(seen.get(task, 0), int(report[key]))
+    return seen

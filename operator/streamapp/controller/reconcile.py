@@ -152,9 +152,14 @@ def _manage_pods(
     """Replace missing pods of wanted members at once; remove drained members completely.
 
     A pod that ran to an end (an eviction leaves it Failed) is deleted so the next reconcile
-    replaces it; its member counts as lost meanwhile.
+    replaces it; its member counts as lost meanwhile. So is the pod of a member the plan says let a
+    revocation time out: only once that pod is seen gone does the engine hand its tasks on.
     """
     name, namespace = app.metadata.name, str(app.metadata.namespace)
+    for member in result.timed_out:
+        late = pods.get(member)
+        if late is not None and not late.terminating:
+            kube.delete_pod(namespace, late.name)
     for member in range(config.replicas):
         pod = pods.get(member)
         if pod is not None and pod.finished and not pod.terminating:
@@ -185,8 +190,9 @@ def _report(kube: Kube, app: Body, result: Plan, previous: Assignment, metrics: 
     labels = {"namespace": meta["namespace"], "app": meta["name"]}
     for event in result.events:
         kind = event.kind.value
-        kube.event(app, _EVENT_NAMES.get(kind, kind), event.describe(), warning=kind == "MemberLost")
+        kube.event(app, _EVENT_NAMES.get(kind, kind), event.describe(), warning=event.warning)
     if result.changed:
         metrics.rebalances.labels(**labels).inc()
         metrics.task_movements.labels(**labels).inc(moved(previous, result.assignment))
     metrics.observe_assignment(labels, result.assignment)
+    metrics.fenced_tasks.labels(**labels).set(len(result.fenced))

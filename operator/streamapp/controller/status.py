@@ -17,6 +17,7 @@ from streamapp.rebalance import Assignment, MemberView, Plan
 
 Body = Mapping[str, Any]
 INVALID_SPEC = "InvalidSpec"
+FENCED_ACTIVE = "FencedActive"
 
 
 @dataclass(frozen=True)
@@ -42,24 +43,35 @@ def task_counts(assignment: Assignment, views: Sequence[MemberView]) -> dict[str
 
 
 def conditions(
-    counts: Mapping[str, int], replicas: int, ready: int, in_flight: bool, started: bool = True
+    counts: Mapping[str, int],
+    replicas: int,
+    ready: int,
+    in_flight: bool,
+    started: bool = True,
+    fenced: Sequence[int] = (),
 ) -> list[Condition]:
     """Ready, Rebalancing and Degraded, each with the reason a person would look for first.
 
     Before the first assignment (`started` False) tasks are unassigned only because no member has been
     ready yet: the app is starting, not degraded (Argo CD shows Progressing, not Degraded, on install).
+    A `fenced` task has an owner that processes nothing because the store holds a higher epoch; it is
+    being given a new one, and until its owner runs under it the app is neither Ready nor healthy.
     """
     held = counts["reserved"] + counts["unassigned"]
-    ready_ok = held == 0 and ready >= replicas
+    ready_ok = held == 0 and ready >= replicas and not fenced
     ready_reason = (
-        "AllTasksProcessed" if ready_ok else ("TasksNotProcessed" if held and started else "MembersStarting")
+        "AllTasksProcessed"
+        if ready_ok
+        else ("TasksNotProcessed" if (held or fenced) and started else "MembersStarting")
     )
     ready_message = f"{counts['active']} tasks active on {ready}/{replicas} ready members"
     if held:
         ready_message += (
             f"; {counts['reserved']} reserved for lost members, {counts['unassigned']} unassigned"
         )
-    degraded = held > 0 and started
+    if fenced:
+        ready_message += f"; {len(fenced)} fenced by the state store"
+    degraded = (held > 0 and started) or bool(fenced)
     return [
         Condition("Ready", ready_ok, ready_reason, ready_message),
         Condition(
@@ -73,12 +85,25 @@ def conditions(
         Condition(
             "Degraded",
             degraded,
-            "TasksHeld" if degraded else ("AsExpected" if started else "Starting"),
-            f"{held} tasks are not processed by any member"
+            FENCED_ACTIVE
+            if fenced
+            else ("TasksHeld" if degraded else ("AsExpected" if started else "Starting")),
+            fenced_message(fenced)
+            if fenced
+            else f"{held} tasks are not processed by any member"
             if degraded
             else ("every task has a live owner" if started else "no member has been ready yet"),
         ),
     ]
+
+
+def fenced_message(tasks: Sequence[int]) -> str:
+    """Which tasks are fenced and what the operator does about it (named, so it is never silent)."""
+    shown = ",".join(str(t) for t in tasks[:20]) + (f",… ({len(tasks)} in all)" if len(tasks) > 20 else "")
+    return (
+        f"tasks {shown} are fenced: the state store holds a higher epoch than their owner's (was the "
+        "app re-created on an existing store?); they are given new epochs above the store's"
+    )
 
 
 def invalid_spec_status(app: Body, error: str, now: str) -> dict[str, Any]:
@@ -215,7 +240,14 @@ def app_status(
         "members": members_summary(meta["name"], assignment, views, pods, replicas),
         "conditions": merge_conditions(
             old.get("conditions") or [],
-            conditions(counts, replicas, ready, assignment.in_flight(), started=assignment.generation > 0),
+            conditions(
+                counts,
+                replicas,
+                ready,
+                assignment.in_flight(),
+                started=assignment.generation > 0,
+                fenced=result.fenced,
+            ),
             now,
             int(meta.get("generation") or 0),
         ),

@@ -128,7 +128,15 @@ class RuntimeDataPlane:
         for s in self.executor.status():
             rows.append(
                 TaskReport(
-                    s.partition, s.role.value, s.epoch, s.applied_seq, s.applied_offset, s.lag, s.input_lag
+                    s.partition,
+                    s.role.value,
+                    s.epoch,
+                    s.applied_seq,
+                    s.applied_offset,
+                    s.lag,
+                    s.input_lag,
+                    storeEpoch=s.store_epoch,
+                    fencedBy=s.fenced_by,
                 )
             )
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)

@@ -158,6 +158,16 @@ def create(layout: StateLayout, partition: int, manifest: Manifest) -> None:
     raise judge_conflict(partition, manifest.epoch, winner)
 
 
+def newest(layout: StateLayout, partition: int, after: int) -> Manifest | None:
+    """The newest manifest after sequence `after`, or None when `after` is the newest.
+
+    Its epoch is a lower bound of the highest epoch the store has seen for the partition, which the
+    executor reports so the operator never hands out an epoch the store would fence.
+    """
+    latest = latest_seq(layout, partition, after)
+    return read(layout, partition, latest) if latest > after else None
+
+
 def latest_seq(layout: StateLayout, partition: int, after: int) -> int:
     """The highest existing sequence number, probing forward from `after` (which may itself be -1).
 

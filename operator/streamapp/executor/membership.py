@@ -52,7 +52,8 @@ class MemberTarget:
 @dataclass(frozen=True)
 class TaskReport:
     """One task as this member holds it; `inputLag` only for an active task whose data plane measures
-    it (left out of the status when None)."""
+    it, `storeEpoch` when the data plane reads the shared store, `fencedBy` only for an active task the
+    store fences (each left out of the status when None)."""
 
     task: int
     role: str
@@ -61,6 +62,8 @@ class TaskReport:
     appliedOffset: int
     lag: int
     inputLag: int | None = None
+    storeEpoch: int | None = None
+    fencedBy: int | None = None
 
 
 class DataPlane(Protocol):

@@ -75,9 +75,13 @@ class TaskStatus:
     `epoch` is the owner epoch this task holds (active) or the newest epoch it has applied (copies);
     `committed_offset` is the owner's committed input offset as last seen; `lag` = committed − applied
     (0 for an owning active); `backlog` is unprocessed input behind an active task; `fenced_by` is set
-    when a higher epoch took the partition over. `input_lag` is what autoscalers read: source end
-    offset − committed offset for an active task, also while it restores or fences before owning
-    (its input waits all the same); None for copies and for a fenced task, which process no input.
+    when the store holds a higher epoch than this active task's: it lost a commit race to one, or has
+    not taken over yet and will. `store_epoch` is the highest epoch this executor has seen in the store
+    for the partition, in any role: the operator hands out no epoch at or below it, so an app re-created
+    on an old store resumes above the store's epochs instead of being fenced. `input_lag` is what
+    autoscalers read: source end offset − committed offset for an active task, also while it restores
+    or fences before owning (its input waits all the same); None for copies and for a fenced task, which
+    process no input.
     """
 
     partition: int
@@ -91,6 +95,7 @@ class TaskStatus:
     keys: int
     fenced_by: int | None
     input_lag: int | None = None
+    store_epoch: int = 0
 
 
 class Task:
@@ -250,6 +255,10 @@ class Task:
         if not self.owning:
             self.committed_offset = self.replica.owner_offset()
         committed = max(self.committed_offset, self.head.offset)
+        store_epoch = self._store_epoch()
+        fenced_by = self.fenced_by
+        if fenced_by is None and self.role is Role.ACTIVE and self.epoch < store_epoch:
+            fenced_by = store_epoch
         return TaskStatus(
             partition=self.partition,
             role=self.role,
@@ -260,9 +269,15 @@ class Task:
             lag=0 if self.owning else manifests.lag(self.committed_offset, self.head),
             backlog=self.backlog if self.owning else 0,
             keys=len(self.replica.state),
-            fenced_by=self.fenced_by,
+            fenced_by=fenced_by,
             input_lag=self._input_lag(committed),
+            store_epoch=store_epoch,
         )
+
+    def _store_epoch(self) -> int:
+        """The highest epoch seen in the store: accepted up to the head, lost to, or newest written."""
+        newest = manifests.newest(self.ctx.layout, self.partition, self.head.seq)
+        return max(self.head.epoch, self.fenced_by or 0, newest.epoch if newest is not None else 0)
 
     def _input_lag(self, committed: int) -> int | None:
         """The owner keeps `backlog` current at every batch; a task still taking over asks the source."""

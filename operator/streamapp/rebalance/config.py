@@ -60,6 +60,11 @@ class RebalanceConfig:
     until the successor's reported lag is at most `handoff_lag` records, so the pause at handoff is only
     the owner's final batch; `acceptable_recovery_lag` still decides who counts as caught up (may take a
     task that nobody processes, may be promoted at the probing re-check when `handoff_lag` is never met).
+
+    `revocation_timeout` bounds how long a revocation waits for the owner's acknowledgement (Kafka's
+    `max.poll.interval.ms`, KIP-848's rebalance timeout, both 5 minutes by default): a member that has
+    not let go by then is declared lost and its pod replaced, so a deaf or stuck executor cannot stall
+    a rebalance for good. It must exceed the longest batch plus a pod start, hence minutes, not seconds.
     """
 
     protocol: Protocol = "streamapp"
@@ -71,6 +76,7 @@ class RebalanceConfig:
     standby_replicas: int = 0
     failover_to_standby: bool = True
     drain_on_scale_in: bool = True
+    revocation_timeout: float = 300.0
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -81,6 +87,7 @@ class RebalanceConfig:
         _require(self.standby_replicas >= 0, "standbyReplicas", "must be >= 0")
         _require(self.probing_rebalance_interval > 0, "probingRebalanceInterval", "must be > 0")
         _require(self.scheduled_rebalance_max_delay >= 0, "scheduledRebalanceMaxDelay", "must be >= 0")
+        _require(self.revocation_timeout > 0, "revocationTimeout", "must be > 0")
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any] | None) -> RebalanceConfig:
@@ -104,7 +111,7 @@ class RebalanceConfig:
         return out
 
 
-_DURATION_FIELDS = {"scheduled_rebalance_max_delay", "probing_rebalance_interval"}
+_DURATION_FIELDS = {"scheduled_rebalance_max_delay", "probing_rebalance_interval", "revocation_timeout"}
 _INT_FIELDS = {"acceptableRecoveryLag", "handoffLag", "maxWarmupReplicas", "standbyReplicas"}
 _BOOL_FIELDS = {"failoverToStandby", "drainOnScaleIn"}
 
@@ -127,8 +134,11 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+_DURATION_KEYS = {_camel(name) for name in _DURATION_FIELDS}
+
+
 def _coerce(key: str, raw: object) -> object:
-    if key in ("scheduledRebalanceMaxDelay", "probingRebalanceInterval"):
+    if key in _DURATION_KEYS:
         return parse_duration(raw, key)
     if key in _INT_FIELDS:
         if isinstance(raw, bool) or not isinstance(raw, int):

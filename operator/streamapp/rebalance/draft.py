@@ -1,23 +1,30 @@
 """A mutable working copy of an assignment, used inside one planning step only.
 
 Protocols edit the draft through a few verbs (assign, revoke, release, set copies) that also record
-events, so the rules of a move — a new owner bumps the epoch, a revocation is stamped with the
-generation that asked for it — are written once. `freeze` turns the draft back into an immutable
-`Assignment`, bumping the generation only when some member's target really changed.
+events, so the rules of a move — a new owner bumps the epoch above every epoch the store has seen, a
+revocation is stamped with the generation and the time that asked for it — are written once. `freeze`
+turns the draft back into an immutable `Assignment`, bumping the generation only when some member's
+target really changed.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 
 from streamapp.rebalance.model import Assignment, Event, EventKind, Reservation, TaskAssignment
 
 
 class Draft:
-    """The assignment being planned; `generation` is the one it will have if anything changes."""
+    """The assignment being planned; `generation` is the one it will have if anything changes.
 
-    def __init__(self, previous: Assignment, partitions: int) -> None:
+    `floor` holds, per task, the highest epoch any member reported seeing in the store: every epoch the
+    draft hands out is above it. A revocation persisted without its time (written before times were
+    kept) counts from `now`, so its deadline is never shorter than the timeout.
+    """
+
+    def __init__(self, previous: Assignment, partitions: int, now: float, floor: Sequence[int]) -> None:
         if previous.tasks and len(previous.tasks) != partitions:
             raise ValueError(
                 f"partitions changed from {len(previous.tasks)} to {partitions}; partitions are immutable"
@@ -28,6 +35,12 @@ class Draft:
         self.active: list[int | None] = [t.active for t in base.tasks]
         self.epoch: list[int] = [t.epoch for t in base.tasks]
         self.revoking: list[int | None] = [t.revoking_since for t in base.tasks]
+        self.revoking_at: list[float | None] = [
+            now if t.revoking_since is not None and t.revoking_at is None else t.revoking_at
+            for t in base.tasks
+        ]
+        self.now = now
+        self.floor: list[int] = list(floor)
         self.standbys: list[tuple[int, ...]] = [t.standbys for t in base.tasks]
         self.warmups: list[tuple[int, ...]] = [t.warmups for t in base.tasks]
         self.reservations: dict[int, float] = {r.member: r.deadline for r in base.reservations}
@@ -54,8 +67,9 @@ class Draft:
         if self.active[task] is not None:
             raise AssertionError(f"task {task} is still owned by {self.active[task]}")
         self.active[task] = member
-        self.epoch[task] += 1
+        self.epoch[task] = max(self.epoch[task], self.floor[task]) + 1
         self.revoking[task] = None
+        self.revoking_at[task] = None
         self.standbys[task] = tuple(m for m in self.standbys[task] if m != member)
         self.warmups[task] = tuple(m for m in self.warmups[task] if m != member)
         self.note(kind, member, task)
@@ -71,6 +85,7 @@ class Draft:
         if owner is None or self.revoking[task] is not None:
             return
         self.revoking[task] = self.generation
+        self.revoking_at[task] = self.now
         self.note(EventKind.TASKS_REVOKED, owner, task)
         if successor is not None:
             self.standbys[task] = tuple(m for m in self.standbys[task] if m != successor)
@@ -80,6 +95,13 @@ class Draft:
         """Forget the owner: it acknowledged the revocation, or its pod is gone."""
         self.active[task] = None
         self.revoking[task] = None
+        self.revoking_at[task] = None
+
+    def refence(self, task: int) -> None:
+        """Give the owner a new epoch above the store's, in place: the store holds a higher epoch than
+        the one it runs under (the intent that knew it was lost), so it is fenced and processes nothing."""
+        self.epoch[task] = max(self.epoch[task], self.floor[task]) + 1
+        self.note(EventKind.TASK_FENCED, self.active[task], task, "the store holds a higher epoch")
 
     def add_warmup(self, task: int, member: int) -> None:
         """Start warming `task` on `member` in the background."""
@@ -120,10 +142,11 @@ class Draft:
                 revoking_since=self.revoking[t],
                 standbys=tuple(sorted(self.standbys[t])),
                 warmups=tuple(sorted(self.warmups[t])),
+                revoking_at=self.revoking_at[t],
             )
             for t in range(self.partitions)
         )
-        changed = tasks != self.previous.tasks
+        changed = _targets(tasks) != _targets(self.previous.tasks)
         return (
             replace(
                 self.previous,
@@ -135,6 +158,11 @@ class Draft:
             ),
             changed,
         )
+
+
+def _targets(tasks: tuple[TaskAssignment, ...]) -> tuple[TaskAssignment, ...]:
+    """The tasks without revocation times: re-stamping a time changes no member's target."""
+    return tuple(replace(t, revoking_at=None) for t in tasks)
 
 
 def _sort_member(member: int | None) -> int:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from streamapp.rebalance.config import AppConfig
+from streamapp.rebalance.deadlines import timed_out_members
 from streamapp.rebalance.draft import Draft
 from streamapp.rebalance.eager import plan_eager
+from streamapp.rebalance.fencing import refence_owners, still_fenced
 from streamapp.rebalance.handoff import revoke_moves, warm_handoffs
 from streamapp.rebalance.model import Assignment, Event, EventKind, MemberView, Plan
 from streamapp.rebalance.placement import desired_owners, takeover_owner
@@ -25,12 +27,14 @@ def plan(app: AppConfig, members: Iterable[MemberView], previous: Assignment, no
     """Compute the next assignment of `app` from the members as observed at time `now`."""
     config = app.rebalance
     roster = Roster.build(members, app.replicas, config.acceptable_recovery_lag)
-    draft = Draft(previous, app.partitions)
+    draft = Draft(previous, app.partitions, now, roster.store_epochs(app.partitions))
     if config.protocol == "eager":
         plan_eager(draft, roster, now)
     else:
         _plan_incremental(draft, roster, app, now)
-    return _finish(draft, roster, app, now)
+    refenced = refence_owners(draft)
+    timed_out = timed_out_members(draft, roster, config.revocation_timeout, now)
+    return _finish(draft, roster, app, now, timed_out, refenced)
 
 
 def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) -> None:
@@ -103,7 +107,14 @@ def _schedule_probe(draft: Draft, now: float, interval: float, probe_due: bool) 
         draft.next_probe_at = now + interval
 
 
-def _finish(draft: Draft, roster: Roster, app: AppConfig, now: float) -> Plan:
+def _finish(
+    draft: Draft,
+    roster: Roster,
+    app: AppConfig,
+    now: float,
+    timed_out: tuple[int, ...],
+    refenced: tuple[int, ...],
+) -> Plan:
     previous = draft.previous
     assignment, changed = draft.freeze()
     if previous.in_flight() and not assignment.in_flight() and not _homeless(assignment, roster):
@@ -114,9 +125,12 @@ def _finish(draft: Draft, roster: Roster, app: AppConfig, now: float) -> Plan:
     deadlines = [r.deadline for r in assignment.reservations]
     if assignment.next_probe_at is not None:
         deadlines.append(assignment.next_probe_at)
+    timeout = app.rebalance.revocation_timeout
+    deadlines += [t.revoking_at + timeout for t in assignment.tasks if t.revoking_at is not None]
     wake_at = min((d for d in deadlines if d > now), default=None)
     reason = "; ".join(e.describe() for e in events) if events else "no change"
-    return Plan(assignment, changed, wake_at, events, removable, reason)
+    fenced = tuple(sorted({*refenced, *still_fenced(assignment, roster)}))
+    return Plan(assignment, changed, wake_at, events, removable, reason, timed_out, fenced)
 
 
 def _homeless(assignment: Assignment, roster: Roster) -> bool:

@@ -23,6 +23,12 @@ class MemberView:
     pod became ready: a report from before a restart says nothing about what state survived.
     `acked_generation` is the newest generation
     whose target the member has applied — it is what confirms a revocation.
+
+    `store_epochs` holds, per task, the highest epoch the member has seen in the shared state store.
+    Unlike lags these are facts about the store, not about the pod, so any report counts, even from an
+    earlier pod: the engine never hands out an epoch at or below one of them (after a lost intent the
+    store remembers epochs the assignment forgot). `fenced` are the tasks the member's current pod runs
+    as active but cannot process because the store holds a higher epoch than the one it was given.
     """
 
     id: int
@@ -31,6 +37,8 @@ class MemberView:
     capacity: float = 1.0
     lags: Mapping[int, int] = field(default_factory=dict)
     acked_generation: int = 0
+    store_epochs: Mapping[int, int] = field(default_factory=dict)
+    fenced: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +46,9 @@ class TaskAssignment:
     """Who does what for one task.
 
     `active` is the single owner; while `revoking_since` is set the owner has been asked (at that
-    generation) to let go and keeps the task until it acknowledges. `epoch` fences stale owners and is
-    bumped on every change of active owner.
+    generation, at time `revoking_at`) to let go and keeps the task until it acknowledges or
+    `revocationTimeout` after `revoking_at` passes. `epoch` fences stale owners and is bumped on every
+    change of active owner, and in place when the store turns out to hold a higher one.
     """
 
     active: int | None = None
@@ -47,6 +56,7 @@ class TaskAssignment:
     revoking_since: int | None = None
     standbys: tuple[int, ...] = ()
     warmups: tuple[int, ...] = ()
+    revoking_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +106,7 @@ class Assignment:
                     "revokingSince": t.revoking_since,
                     "standbys": list(t.standbys),
                     "warmups": list(t.warmups),
+                    "revokingAt": t.revoking_at,
                 }
                 for t in self.tasks
             ],
@@ -116,6 +127,7 @@ class Assignment:
                     revoking_since=t.get("revokingSince"),
                     standbys=tuple(t.get("standbys") or ()),
                     warmups=tuple(t.get("warmups") or ()),
+                    revoking_at=None if t.get("revokingAt") is None else float(t["revokingAt"]),
                 )
                 for t in data.get("tasks") or ()
             ),
@@ -140,6 +152,12 @@ class EventKind(StrEnum):
     WARMUP_PROMOTED = "WarmupPromoted"
     WARMUP_CANCELLED = "WarmupCancelled"
     REBALANCE_COMPLETED = "RebalanceCompleted"
+    REVOCATION_TIMED_OUT = "RevocationTimedOut"
+    TASK_FENCED = "TaskFenced"
+
+
+# Kinds that mean something went wrong (Warning Events): a person may have to look.
+WARNING_KINDS = frozenset({EventKind.MEMBER_LOST, EventKind.REVOCATION_TIMED_OUT, EventKind.TASK_FENCED})
 
 
 @dataclass(frozen=True)
@@ -158,10 +176,22 @@ class Event:
         extra = f" ({self.detail})" if self.detail else ""
         return f"{self.kind.value}{who}{what}{extra}"
 
+    @property
+    def warning(self) -> bool:
+        """Whether the event reports a fault rather than normal progress."""
+        return self.kind in WARNING_KINDS
+
 
 @dataclass(frozen=True)
 class Plan:
-    """The engine's answer: the new intent, when to look again, what happened and why."""
+    """The engine's answer: the new intent, when to look again, what happened and why.
+
+    `timed_out` are members that did not acknowledge a revocation within `revocationTimeout`: the
+    shell must delete their pods (and replace them), after which their tasks follow the lost-member
+    path. `fenced` are tasks whose active owner cannot process because the store holds a higher epoch:
+    either found now (and given a new epoch above the store's) or still reported by the owner, which
+    has not applied its new epoch yet.
+    """
 
     assignment: Assignment
     changed: bool
@@ -169,6 +199,8 @@ class Plan:
     events: tuple[Event, ...]
     removable: tuple[int, ...]
     reason: str
+    timed_out: tuple[int, ...] = ()
+    fenced: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,15 @@ class Roster:
         lag = self.lag(member, task)
         return lag is not None and lag <= self.acceptable_lag
 
+    def store_epochs(self, partitions: int) -> list[int]:
+        """Per task, the highest epoch any member (alive or not) has seen in the store; 0 when none."""
+        floor = [0] * partitions
+        for view in self.members.values():
+            for task, epoch in view.store_epochs.items():
+                if 0 <= task < partitions:
+                    floor[task] = max(floor[task], epoch)
+        return floor
+
     def lags_for(self, task: int) -> tuple[tuple[int, int], ...]:
         """(lag, member) of every live member with state for `task`, most caught up first."""
         return self._lags_by_task.get(task, ())

@@ -4,7 +4,8 @@ Positions are in changelog records. A task's changelog ends at `log_end`; a copy
 it has applied up to there. An executor processes exactly the active tasks of the last target it
 applied, restores before processing when its copy is behind (a *blocking* restore), and tails the
 changelog for its standby and warmup copies in the background. Local state survives a pod's death
-(a PVC) and is deleted only when the member is removed.
+(a PVC) and is deleted only when the member is removed. A *deaf* executor keeps doing what it did but
+applies and acknowledges nothing, until its pod is replaced.
 """
 
 from __future__ import annotations
@@ -30,14 +31,19 @@ class Executor:
     reported: dict[int, int] = field(default_factory=dict)
     next_report: float = 0.0
     starting: dict[int, float] = field(default_factory=dict)
+    deaf: bool = False
 
     def view(self) -> MemberView:
         """What the operator observes: pod readiness, the last lag report, the last acknowledgement."""
         return MemberView(self.id, self.alive, self.zone, 1.0, dict(self.reported), self.acked)
 
+    def listening(self) -> bool:
+        """Whether the executor applies targets at all (its pod is ready and its watch is not deaf)."""
+        return self.alive and not self.deaf
+
     def apply(self, target: MemberTarget | None, generation: int) -> None:
         """Stop revoked tasks (their last batch is committed), start new ones, acknowledge."""
-        if not self.alive:
+        if not self.listening():
             return
         active = frozenset(target.active) if target else frozenset()
         for task in active - self.processing:
@@ -78,6 +84,7 @@ class Executor:
         if self.alive or self.ready_at is None or now < self.ready_at:
             return False
         self.alive = True
+        self.deaf = False
         self.ready_at = None
         self.acked = 0
         self.reported = {}

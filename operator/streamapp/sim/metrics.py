@@ -36,6 +36,7 @@ class SimResult:
     processed_records: int
     throughput_ratio: float
     min_window_throughput_ratio: float
+    revocation_timeouts: int
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with every key present."""

@@ -21,6 +21,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("processed_records", "processed records"),
     ("throughput_ratio", "throughput ratio"),
     ("min_window_throughput_ratio", "worst 60 s window"),
+    ("revocation_timeouts", "revocation timeouts"),
 )
 
 

@@ -41,13 +41,19 @@ class Workload:
 
 @dataclass(frozen=True)
 class SimEvent:
-    """One disruption at time `at`: exactly one of scale, kill or rolling restart."""
+    """One disruption at time `at`: exactly one of scale, kill, deafen or rolling restart.
+
+    `deafen` names a member whose executor stops applying targets and acknowledging (a dead watch, a
+    batch stuck in user code) while its pod stays ready and it keeps processing what it had; only the
+    revocation deadline gets it replaced.
+    """
 
     at: float
     scale: int | None = None
     kill: int | None = None
     restart_after: float | None = None
     rolling_restart: bool = False
+    deafen: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ _WORKLOAD_KEYS = {
     "podStartSeconds": "pod_start_seconds",
     "taskStartSeconds": "task_start_seconds",
 }
-_EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart"}
+_EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen"}
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -109,9 +115,6 @@ def parse_scenario(data: object) -> Scenario:
     duration = parse_duration(doc["duration"], "duration")
     zones = tuple(str(z) for z in doc.get("zones") or ())
     events = tuple(sorted((_event(e, i) for i, e in enumerate(doc.get("events") or [])), key=lambda e: e.at))
-    for event in events:
-        if event.kill is not None and event.kill < 0:
-            raise ScenarioError(f"events: kill must name a member id >= 0, got {event.kill}")
     return Scenario(
         name=str(doc["name"]),
         partitions=partitions,
@@ -143,10 +146,10 @@ def _event(raw: object, index: int) -> SimEvent:
     _no_unknown(spec, _EVENT_KEYS, where)
     if "at" not in spec:
         raise ScenarioError(f"{where}: missing 'at'")
-    actions = [k for k in ("scale", "kill", "rollingRestart") if k in spec]
+    actions = [k for k in ("scale", "kill", "deafen", "rollingRestart") if k in spec]
     if len(actions) != 1:
         raise ScenarioError(
-            f"{where}: needs exactly one of scale, kill, rollingRestart; got {actions or 'none'}"
+            f"{where}: needs exactly one of scale, kill, deafen, rollingRestart; got {actions or 'none'}"
         )
     if "restartAfter" in spec and "kill" not in spec:
         raise ScenarioError(f"{where}: restartAfter goes with kill")
@@ -158,6 +161,7 @@ def _event(raw: object, index: int) -> SimEvent:
         if "restartAfter" in spec
         else None,
         rolling_restart=bool(spec.get("rollingRestart", False)),
+        deafen=_int(spec["deafen"], f"{where}.deafen", minimum=0) if "deafen" in spec else None,
     )
 
 

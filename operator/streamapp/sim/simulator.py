@@ -5,7 +5,8 @@ plans, executors apply their targets and acknowledge, the engine plans again —
 That exchange takes milliseconds in a cluster, below this simulator's resolution of records per
 second, so it happens at one instant; but executors apply their targets one by one, new owners
 first, and single ownership is checked after every single apply, so an engine that handed a task
-over before the old owner let go would be caught. Then data flows for one tick: input arrives,
+over before the old owner let go would be caught. A member the engine says timed out on a revocation
+has its pod deleted and replaced, as the operator does. Then data flows for one tick: input arrives,
 owners restore (blocking) and process, copies tail the changelog in the background. Reports go out
 every `reportInterval`.
 """
@@ -45,6 +46,7 @@ class Simulation:
         self.processed: list[float] = []
         self.balanced_since: float | None = None
         self.base_generation = 0
+        self.revocation_timeouts = 0
 
     def run(self) -> SimResult:
         """Warm start, then tick until the scenario's duration."""
@@ -98,6 +100,10 @@ class Simulation:
                 victim.die()
                 if event.restart_after is not None:
                     victim.start_pod(now + event.restart_after)
+        elif event.deafen is not None:
+            deaf = self.executors.get(event.deafen)
+            if deaf is not None:
+                deaf.deaf = True
         elif event.rolling_restart:
             self.rolling = [m for m in sorted(self.executors) if m < self.app.replicas]
 
@@ -117,6 +123,7 @@ class Simulation:
         result = plan(self.app, self._views(), self.assignment, now)
         for _ in range(_CONTROL_ROUNDS):
             self._adopt(result)
+            self._replace(result.timed_out, now)
             any_change |= result.changed
             applied = self._apply_all()
             removed = self._remove(result.removable)
@@ -136,11 +143,19 @@ class Simulation:
                 self.movements += 1
             self.last_owner[task] = state.active
 
+    def _replace(self, timed_out: tuple[int, ...], now: float) -> None:
+        """Delete the pods of members that never acknowledged, and start new ones."""
+        for member in timed_out:
+            executor = self.executors[member]
+            executor.die()
+            executor.start_pod(now + self.work.pod_start_seconds)
+            self.revocation_timeouts += 1
+
     def _apply_all(self) -> bool:
         """Executors apply their targets one at a time, gaining members first; check after each."""
         generation = self.assignment.generation
         targets = member_targets(self.assignment)
-        stale = [e for e in self.executors.values() if e.alive and e.acked < generation]
+        stale = [e for e in self.executors.values() if e.listening() and e.acked < generation]
 
         def gains(executor: Executor) -> int:
             target = targets.get(executor.id)
@@ -278,6 +293,7 @@ class Simulation:
             processed_records=round(total),
             throughput_ratio=round(total / (expected * scenario.duration), 4) if scenario.duration else 0.0,
             min_window_throughput_ratio=round(min_window_ratio(self.processed, scenario.tick, expected), 4),
+            revocation_timeouts=self.revocation_timeouts,
         )
 
 

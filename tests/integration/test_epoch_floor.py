@@ -1,0 +1,132 @@
+"""Epochs resume above the store's after the operator's intent is lost (real executors, real API server).
+
+An app is deleted and re-created on the same state store: its status — and the epochs in it — are gone,
+so the new incarnation starts every task at epoch 1, while the store has seen higher epochs. Before the
+fix the data plane was fenced by the store and silently only tailed. Now each executor reports the
+store's epoch (`storeEpoch`, `fencedBy`), the operator announces the fenced tasks (Warning Event
+TaskFenced) and gives their owners epochs above the store's, and processing resumes — exactly once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dataplane_checks import COUNTS, check_partition
+from kubernetes import client
+from operator_support import APP, Operators, app, reasons
+
+from localcluster.nodes import process_node_selector, process_node_tolerations
+from localcluster.waiting import wait_for
+from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
+from streamapp.executor import manifest as manifests
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Kind, Manifest
+from streamapp.executor.replica import rebuild
+from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.source import FileLog
+
+PARTITIONS = 4
+# Epochs a longer-lived app would have reached by moving its tasks around.
+EARLIER_EPOCH = 5
+
+
+def app_body(tmp_path: Path) -> dict[str, Any]:
+    """Two real executors on the process node, all data under `tmp_path` (the shared store)."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "metadata": {"name": APP},
+        "spec": {
+            "replicas": 2,
+            "partitions": PARTITIONS,
+            "pipeline": {
+                "transform": COUNTS,
+                "source": {"type": "file", "path": str(tmp_path / "input")},
+                "sink": {"type": "file", "path": str(tmp_path / "outputs")},
+                "stateStore": {"uri": f"file://{tmp_path / 'state'}"},
+            },
+            "executor": {
+                "image": "unused-on-the-process-node",
+                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+                "podTemplate": {
+                    "spec": {
+                        "nodeSelector": process_node_selector(),
+                        "tolerations": process_node_tolerations(),
+                        "containers": [
+                            {
+                                "name": "executor",
+                                "env": [{"name": "STREAMAPP_HTTP_PORT", "value": "0"}],
+                                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
+                            }
+                        ],
+                    }
+                },
+            },
+        },
+    }
+
+
+def committed_everything(state: StateLayout, log: FileLog) -> bool:
+    """Every partition's accepted batches reach the end of its input."""
+    for partition in range(PARTITIONS):
+        ends = [m.end for m in accepted_manifests(state, partition)]
+        if not ends or ends[-1] != log.end_offset(partition):
+            return False
+    return True
+
+
+def gone(api: client.ApiClient, namespace: str) -> bool:
+    """The app, its member pods and its StreamAppMembers are all deleted."""
+    custom = client.CustomObjectsApi(api)
+    apps = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, APPS)["items"]
+    members = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS)["items"]
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=f"{APP_LABEL}={APP}").items
+    return not apps and not members and not pods
+
+
+def fence_at(state: StateLayout, epoch: int) -> None:
+    """Stand for the history a longer-lived app leaves: an owner at `epoch` fenced every partition."""
+    for partition in range(PARTITIONS):
+        head = rebuild(state, partition).head
+        fence = Manifest(head.next_seq, epoch, Kind.FENCE, head.offset, head.offset, owner="earlier-app")
+        manifests.create(state, partition, fence)
+
+
+def test_a_re_created_app_resumes_above_the_store_epochs_exactly_once(
+    api_client: client.ApiClient, namespace: str, operators: Operators, process_node: str, tmp_path: Path
+) -> None:
+    log = FileLog(tmp_path / "input")
+    state = StateLayout(tmp_path / "state")
+    custom = client.CustomObjectsApi(api_client)
+    generate(log, GenerateSpec(partitions=PARTITIONS, count=3_000, keys=50, seed=1))
+    operators.start()
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, app_body(tmp_path))
+    wait_for(lambda: committed_everything(state, log), 300, "the first incarnation processing all input")
+
+    custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, APPS, APP)
+    wait_for(lambda: gone(api_client, namespace), 180, "the app, its pods and its members deleted")
+    fence_at(state, EARLIER_EPOCH)
+    generate(log, GenerateSpec(partitions=PARTITIONS, count=3_000, keys=50, seed=2))
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, app_body(tmp_path))
+
+    def resumed() -> dict[str, Any] | None:
+        status = app(api_client, namespace).get("status") or {}
+        epochs = [t.get("epoch", 0) for t in (status.get("intent") or {}).get("tasks") or []]
+        conditions = {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or []}
+        done = (
+            len(epochs) == PARTITIONS
+            and min(epochs) > EARLIER_EPOCH
+            and conditions.get("Degraded", ("", ""))[0] == "False"
+            and committed_everything(state, log)
+        )
+        return status if done else None
+
+    status = wait_for(resumed, 300, "epochs above the store's and all new input committed")
+    assert "TaskFenced" in reasons(api_client, namespace)
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+    for partition in range(PARTITIONS):
+        epochs = [m.epoch for m in accepted_manifests(state, partition)]
+        assert epochs == sorted(epochs) and epochs[-1] > EARLIER_EPOCH, f"partition {partition}: {epochs}"
+        check_partition(state, tmp_path / "outputs", log, partition)
