@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from streamapp.api.names import executor_account
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
-from streamapp.controller.naming import executor_account
 from streamapp.controller.observe import PodState, member_views
 from streamapp.controller.status import app_status, conditions, merge_conditions
 from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan

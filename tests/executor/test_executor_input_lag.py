@@ -12,12 +12,13 @@ from dataplane_checks import COUNTS
 from kubernetes import client
 from pyspark.sql import SparkSession
 
+from streamapp.api.member import StreamAppMemberSpec, TaskReport
 from streamapp.executor import manifest as manifests
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Kind, Manifest
-from streamapp.executor.membership import MembershipClient, MemberTarget, TaskReport
+from streamapp.executor.membership import MembershipClient
 from streamapp.executor.sink import FileSink
 from streamapp.executor.source import FileLog
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext
@@ -64,25 +65,31 @@ class RecordingApi:
     def __init__(self) -> None:
         self.patches: list[dict[str, Any]] = []
 
-    def patch_namespaced_custom_object_status(self, *args: Any) -> None:
+    def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> None:
+        del kwargs
         self.patches.append(args[-1])
 
 
 class TwoTasks:
     """A data plane with an owner that measured its input lag and a warmup that has none."""
 
-    def apply(self, target: MemberTarget) -> None:
+    def apply(self, target: StreamAppMemberSpec) -> None:
         del target
 
     def reports(self) -> list[TaskReport]:
-        return [TaskReport(0, "active", 2, 5, 200, 0, inputLag=300), TaskReport(1, "warmup", 1, 3, 10, 4)]
+        return [
+            TaskReport(
+                task=0, role="active", epoch=2, applied_seq=5, applied_offset=200, lag=0, input_lag=300
+            ),
+            TaskReport(task=1, role="warmup", epoch=1, applied_seq=3, applied_offset=10, lag=4),
+        ]
 
 
 def test_status_reports_input_lag_only_where_measured() -> None:
     member = MembershipClient(client.ApiClient(), "ns", "counts", 0, "uid-0", TwoTasks())
     api = RecordingApi()
     member.custom = api  # type: ignore[assignment]
-    member.report(force=True)
+    member.report()
     tasks = api.patches[0]["status"]["tasks"]
     assert tasks[0]["inputLag"] == 300
     assert "inputLag" not in tasks[1]

@@ -16,8 +16,9 @@ from typing import Any
 
 from kubernetes import client
 
-from streamapp.controller.naming import APP_LABEL, GROUP, MEMBERS, VERSION
-from streamapp.executor.membership import MembershipClient, MemberTarget, SimulatedDataPlane
+from streamapp.api.member import StreamAppMemberSpec
+from streamapp.api.names import APP_LABEL, GROUP, MEMBERS, VERSION
+from streamapp.executor.membership import MembershipClient, SimulatedDataPlane
 
 
 @dataclass
@@ -40,13 +41,13 @@ class CheckedDataPlane(SimulatedDataPlane):
     fleet: Fleet
     member: int
 
-    def apply(self, target: MemberTarget) -> None:
+    def apply(self, target: StreamAppMemberSpec) -> None:
         current = self._target
-        if current is not None and set(current.active) - set(target.active):
+        if current is not None and set(current.active_epochs()) - set(target.active_epochs()):
             time.sleep(self.REVOKE_SECONDS)
         with self.fleet.lock:
             before = self._target
-            started = set(target.active) - set(before.active if before else ())
+            started = set(target.active_epochs()) - set(before.active_epochs() if before else ())
             for task in sorted(started):
                 lag = self.lags.get(task)
                 self.fleet.takeovers.append((task, self.member, None if lag is None else round(lag)))
@@ -93,13 +94,13 @@ class Fleet:
             stop.set()
             thread.join()
 
-    def check(self, member: int, before: MemberTarget | None, after: MemberTarget) -> None:
+    def check(self, member: int, before: StreamAppMemberSpec | None, after: StreamAppMemberSpec) -> None:
         """Called with the lock held after `member` applied `after`."""
         owners: dict[int, list[int]] = {}
         for other, plane in self.planes.items():
             target = plane._target
             if target is not None and other in self.running:
-                for task in target.active:
+                for task in target.active_epochs():
                     owners.setdefault(task, []).append(other)
         for task, who in owners.items():
             if len(who) > 1:
@@ -108,7 +109,7 @@ class Fleet:
                 )
         if before is None:
             return
-        for task in set(before.active) & set(after.revoking):
+        for task in set(before.active_epochs()) & set(after.revoking_epochs()):
             warm = [
                 m
                 for m, plane in self.planes.items()
@@ -123,7 +124,7 @@ class Fleet:
                     f"task {task} revoked from {member} with no caught-up copy"
                 )
 
-    def targets(self) -> dict[int, MemberTarget]:
+    def targets(self) -> dict[int, StreamAppMemberSpec]:
         """What each running member is applying now."""
         with self.lock:
             return {

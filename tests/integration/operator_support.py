@@ -10,7 +10,7 @@ from typing import Any
 
 from kubernetes import client
 
-from streamapp.controller.naming import APPS, GROUP, VERSION
+from streamapp.api.names import APPS, GROUP, VERSION
 
 STREAMAPP = Path(sys.executable).with_name("streamapp")
 APP = "counts"

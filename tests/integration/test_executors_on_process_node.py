@@ -16,7 +16,7 @@ from operator_support import APP, Operators, app, reasons, scale
 
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
-from streamapp.controller.naming import APPS, GROUP, VERSION
+from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.sink import accepted_manifests

@@ -23,7 +23,7 @@ from operator_support import APP, app, create_app, scale
 from helmtool import build as helmbuild
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
-from streamapp.controller.naming import GROUP, MEMBERS, VERSION
+from streamapp.api.names import GROUP, MEMBERS, VERSION
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "streamapp-operator"
 RELEASE = "sa"

@@ -19,7 +19,7 @@ from operator_support import APP, Operators, app, create_app
 
 from localcluster import build
 from localcluster.waiting import wait_for
-from streamapp.controller.naming import GROUP, MEMBERS, VERSION
+from streamapp.api.names import GROUP, MEMBERS, VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 90.0

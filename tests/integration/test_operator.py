@@ -14,12 +14,12 @@ from kubernetes.client.exceptions import ApiException
 from operator_support import APP, Operators, app, create_app, reasons, scale
 
 from localcluster.waiting import wait_for
-from streamapp.controller.naming import APPS, GROUP, VERSION
+from streamapp.api.names import APPS, GROUP, VERSION
 
 
 def owners(fleet: Fleet) -> dict[int, int]:
     """task → member, from what the executors are actually applying."""
-    return {task: member for member, target in fleet.targets().items() for task in target.active}
+    return {task: member for member, target in fleet.targets().items() for task in target.active_epochs()}
 
 
 def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int, partitions: int) -> bool:
@@ -93,7 +93,7 @@ def test_member_bounce_keeps_its_tasks(
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
         before = owners(fleet)
-        epochs = {t: e for target in fleet.targets().values() for t, e in target.active.items()}
+        epochs = {t: e for target in fleet.targets().values() for t, e in target.active_epochs().items()}
         old_uid = core.read_namespaced_pod(f"{APP}-1", namespace).metadata.uid
         reassigned = reasons(api_client, namespace).count("TasksReassigned")
         core.delete_namespaced_pod(f"{APP}-1", namespace, grace_period_seconds=0)
@@ -113,7 +113,9 @@ def test_member_bounce_keeps_its_tasks(
             "lost/returned events",
         )
         assert owners(fleet) == before
-        assert {t: e for target in fleet.targets().values() for t, e in target.active.items()} == epochs
+        assert {
+            t: e for target in fleet.targets().values() for t, e in target.active_epochs().items()
+        } == epochs
         assert reasons(api_client, namespace).count("TasksReassigned") == reassigned, "a task moved"
         assert_clean(fleet)
 

@@ -23,7 +23,7 @@ from operator_support import app, create_app, scale
 
 from localcluster.waiting import wait_for
 from streamapp.api.manifests import LABELS, NAME
-from streamapp.controller.naming import MEMBERS
+from streamapp.api.names import MEMBERS
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_INSTALL = ROOT / "e2e" / "local-install"

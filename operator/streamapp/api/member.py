@@ -8,8 +8,8 @@ own assignment.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
 from streamapp.api.fields import prop
@@ -92,6 +92,44 @@ class StreamAppMemberSpec(Model):
     warmup_tasks: str | None = field(
         default=None, metadata=prop("The warmup tasks as ranges (for kubectl; see warmup).")
     )
+
+    @staticmethod
+    def of(
+        app: str,
+        member_id: int,
+        generation: int,
+        active: Mapping[int, int],
+        revoking: Mapping[int, int],
+        standby: Iterable[int],
+        warmup: Iterable[int],
+    ) -> StreamAppMemberSpec:
+        """The spec of a target (tasks → epochs for owned tasks): lists in task order, so the same
+        target always serializes the same way, and each set again as ranges for kubectl."""
+        return StreamAppMemberSpec(
+            app=app,
+            member_id=member_id,
+            generation=generation,
+            active=tuple(ActiveTask(task=t, epoch=e) for t, e in sorted(active.items())),
+            revoking=tuple(RevokingTask(task=t, epoch=e) for t, e in sorted(revoking.items())),
+            standby=tuple(sorted(standby)),
+            warmup=tuple(sorted(warmup)),
+            active_tasks=task_ranges(active),
+            revoking_tasks=task_ranges(revoking),
+            standby_tasks=task_ranges(standby),
+            warmup_tasks=task_ranges(warmup),
+        )
+
+    def active_epochs(self) -> dict[int, int]:
+        """Tasks to process → their epochs."""
+        return {t.task: t.epoch for t in self.active}
+
+    def revoking_epochs(self) -> dict[int, int]:
+        """Tasks to let go of → the epochs of the ownership being revoked."""
+        return {t.task: t.epoch for t in self.revoking}
+
+    def same_target(self, other: StreamAppMemberSpec) -> bool:
+        """Whether both say the same thing, generation aside (the generation is when it last changed)."""
+        return replace(self, generation=0) == replace(other, generation=0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,11 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from streamapp.api.member import task_ranges
-from streamapp.api.rbac import executor_role_rules
-from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
-from streamapp.api.streamapp import StreamApp
-from streamapp.controller.naming import (
+from streamapp.api.fields import ValidationError
+from streamapp.api.member import StreamAppMemberSpec
+from streamapp.api.names import (
     APP_LABEL,
     GROUP,
     MANAGED_BY,
@@ -27,6 +25,9 @@ from streamapp.controller.naming import (
     member_name,
     state_claim_name,
 )
+from streamapp.api.rbac import executor_role_rules
+from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
+from streamapp.api.streamapp import StreamApp
 from streamapp.rebalance import MemberTarget
 
 STATE_MOUNT = "/var/lib/streamapp"
@@ -45,39 +46,26 @@ def owner_reference(app: StreamApp) -> dict[str, Any]:
 
 
 def member_spec(app: str, member: int, target: MemberTarget | None, generation: int) -> dict[str, Any]:
-    """A StreamAppMember's spec: the member's target at the generation that last changed it.
-
-    The lists are what the executor follows; the `*Tasks` range strings say the same for kubectl's
-    printer columns (which cannot render a list readably).
-    """
+    """A StreamAppMember's spec: the member's target at the generation that last changed it, in the
+    wire form of `api.member.StreamAppMemberSpec` (the model the executor parses it with)."""
     target = target or MemberTarget({}, {}, (), ())
-    return {
-        "app": app,
-        "memberId": member,
-        "generation": generation,
-        "active": [{"task": t, "epoch": e} for t, e in sorted(target.active.items())],
-        "revoking": [{"task": t, "epoch": e} for t, e in sorted(target.revoking.items())],
-        "standby": sorted(target.standby),
-        "warmup": sorted(target.warmup),
-        "activeTasks": task_ranges(target.active),
-        "revokingTasks": task_ranges(target.revoking),
-        "standbyTasks": task_ranges(target.standby),
-        "warmupTasks": task_ranges(target.warmup),
-    }
-
-
-_TARGET_LISTS = ("active", "revoking", "standby", "warmup")
-_TARGET_RANGES = ("activeTasks", "revokingTasks", "standbyTasks", "warmupTasks")
+    spec = StreamAppMemberSpec.of(
+        app, member, generation, target.active, target.revoking, target.standby, target.warmup
+    )
+    return spec.to_dict()
 
 
 def same_target(spec: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether a member's current spec already says what `wanted` says (generation aside).
 
-    The range strings count too, so a member written before they existed gets them on the next pass.
+    Every field of the model counts, the kubectl range strings too, so a member written before a
+    field existed gets it on the next pass; a spec that does not parse is rewritten.
     """
-    return all(list(spec.get(k) or []) == list(wanted.get(k) or []) for k in _TARGET_LISTS) and all(
-        (spec.get(k) or "") == (wanted.get(k) or "") for k in _TARGET_RANGES
-    )
+    try:
+        current = StreamAppMemberSpec.from_dict(spec)
+    except ValidationError:
+        return False
+    return current.same_target(StreamAppMemberSpec.from_dict(wanted))
 
 
 def member_object(app: StreamApp, member: int, spec: dict[str, Any]) -> dict[str, Any]:

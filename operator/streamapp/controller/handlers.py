@@ -11,8 +11,8 @@ from typing import Any
 
 import kopf
 
+from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.controller.loops import AppLoops, Key, Sources
-from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.controller.observe import controlling_app
 
 ZONE_LABEL = "topology.kubernetes.io/zone"

@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from streamapp.controller.naming import APPS, GROUP, MEMBERS, VERSION
+from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION
 
 log = logging.getLogger(__name__)
 Body = Mapping[str, Any]

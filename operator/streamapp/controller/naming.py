@@ -1,45 +1,36 @@
-"""Names and labels the operator gives its children, in one place.
-
-Members have static ids, so every child's name is derived from the app and the id: the pod
-`<app>-<id>`, its state volume `<app>-state-<id>`, its StreamAppMember `<app>-<id>`.
+"""The names and labels of an app's objects now live in `streamapp.api.names` (the executor needs them
+too, and it must not import the controller). Re-exported here only for work in flight that still
+imports this module; import `streamapp.api.names` instead.
 """
 
 from __future__ import annotations
 
-from streamapp.api.member import StreamAppMember
-from streamapp.api.meta import GROUP, VERSION
-from streamapp.api.streamapp import StreamApp
+from streamapp.api.names import (
+    APP_LABEL,
+    APPS,
+    GROUP,
+    MANAGED_BY,
+    MEMBER_LABEL,
+    MEMBERS,
+    VERSION,
+    executor_account,
+    member_labels,
+    member_name,
+    selector,
+    state_claim_name,
+)
 
-APPS = StreamApp.PLURAL
-MEMBERS = StreamAppMember.PLURAL
-__all__ = ["APPS", "GROUP", "MEMBERS", "VERSION"]
-
-APP_LABEL = "streamapp.dev/app"
-MEMBER_LABEL = "streamapp.dev/member"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
-
-
-def member_name(app: str, member: int) -> str:
-    """The pod and the StreamAppMember of member `member`."""
-    return f"{app}-{member}"
-
-
-def state_claim_name(app: str, member: int) -> str:
-    """The member's state volume claim, which outlives its pods."""
-    return f"{app}-state-{member}"
-
-
-def executor_account(app: str, member: int) -> str:
-    """ServiceAccount, Role and RoleBinding of one member's executor: one identity per member, so its
-    token is good for its own StreamAppMember and pod only (named like them, so no name gets longer)."""
-    return member_name(app, member)
-
-
-def selector(app: str) -> str:
-    """Label selector of the app's member pods (exposed in status for /scale, HPA and KEDA)."""
-    return f"{APP_LABEL}={app}"
-
-
-def member_labels(app: str, member: int) -> dict[str, str]:
-    """Labels of everything that belongs to one member."""
-    return {APP_LABEL: app, MEMBER_LABEL: str(member), **MANAGED_BY}
+__all__ = [
+    "APPS",
+    "APP_LABEL",
+    "GROUP",
+    "MANAGED_BY",
+    "MEMBERS",
+    "MEMBER_LABEL",
+    "VERSION",
+    "executor_account",
+    "member_labels",
+    "member_name",
+    "selector",
+    "state_claim_name",
+]

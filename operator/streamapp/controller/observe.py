@@ -10,15 +10,20 @@ too: the store never forgets an epoch, so any report is a lower bound for the ne
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streamapp.api.fields import ValidationError
+from streamapp.api.member import StreamAppMemberStatus, TaskReport
+from streamapp.api.names import GROUP, MEMBER_LABEL
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller.naming import GROUP, MEMBER_LABEL
 from streamapp.rebalance import MemberView
 
+log = logging.getLogger(__name__)
 Body = Mapping[str, Any]
+_NO_REPORT = StreamAppMemberStatus()
 
 
 @dataclass(frozen=True)
@@ -95,36 +100,46 @@ def member_views(
         state = PodState.of(body)
         if state is not None and (state.member not in pod_by_id or not state.terminating):
             pod_by_id[state.member] = state
-    status_by_id = {int(m["spec"]["memberId"]): m.get("status") or {} for m in members if "spec" in m}
+    status_by_id = {int(m["spec"]["memberId"]): member_status(m) for m in members if "spec" in m}
     ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
-    return [_view(i, pod_by_id.get(i), status_by_id.get(i, {}), zones) for i in ids]
+    return [_view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones) for i in ids]
 
 
-def _view(member: int, pod: PodState | None, status: Body, zones: Mapping[str, str]) -> MemberView:
+def member_status(body: Body) -> StreamAppMemberStatus:
+    """A member's report, read with the model the executor wrote it with (`api.member`); one that
+    does not parse counts as no report (and is logged): a report must never stop the app's reconcile."""
+    try:
+        return StreamAppMemberStatus.from_dict(body.get("status") or {})
+    except ValidationError as error:
+        name = (body.get("metadata") or {}).get("name")
+        log.warning("ignoring the unreadable status of member %s: %s", name, error)
+        return _NO_REPORT
+
+
+def _view(
+    member: int, pod: PodState | None, status: StreamAppMemberStatus, zones: Mapping[str, str]
+) -> MemberView:
     alive = pod is not None and pod.alive
-    fresh = pod is not None and status.get("podUID") == pod.uid
-    reports = status.get("tasks") or []
-    lags = {int(t["task"]): int(t["lag"]) for t in reports if fresh and t.get("lag") is not None}
+    fresh = pod is not None and status.pod_uid == pod.uid
+    reports = status.tasks
+    lags = {t.task: t.lag for t in reports if fresh and t.lag is not None}
     zone = zones.get(pod.node) if pod is not None and pod.node else None
     return MemberView(
         id=member,
         alive=alive,
         zone=zone,
         lags=lags,
-        acked_generation=int(status.get("observedGeneration") or 0),
+        acked_generation=status.observed_generation or 0,
         store_epochs=store_epochs(reports),
-        fenced=frozenset(
-            int(t["task"]) for t in reports if fresh and t.get("role") == "active" and t.get("fencedBy")
-        ),
+        fenced=frozenset(t.task for t in reports if fresh and t.role == "active" and t.fenced_by),
     )
 
 
-def store_epochs(reports: Iterable[Body]) -> dict[int, int]:
+def store_epochs(reports: Iterable[TaskReport]) -> dict[int, int]:
     """Per task, the highest epoch a member's reports say the store has seen (storeEpoch, fencedBy)."""
     seen: dict[int, int] = {}
     for report in reports:
-        for key in ("storeEpoch", "fencedBy"):
-            if report.get(key) is not None:
-                task = int(report["task"])
-                seen[task] = max(seen.get(task, 0), int(report[key]))
+        for epoch in (report.store_epoch, report.fenced_by):
+            if epoch is not None:
+                seen[report.task] = max(seen.get(report.task, 0), epoch)
     return seen

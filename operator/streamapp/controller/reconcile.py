@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.naming import member_name, state_claim_name
 from streamapp.controller.observe import PodState, children_of, member_views
 from streamapp.controller.status import app_status, invalid_spec_status, moved
 from streamapp.rebalance import (

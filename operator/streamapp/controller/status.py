@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streamapp.controller.naming import member_name, selector
+from streamapp.api.names import member_name, selector
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, MemberView, Plan
 

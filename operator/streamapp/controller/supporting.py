@@ -12,10 +12,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from streamapp.api.names import MEMBER_LABEL
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 from streamapp.controller.kube import Kube
-from streamapp.controller.naming import MEMBER_LABEL
 
 Body = Mapping[str, Any]
 IDENTITY_KINDS = ("ServiceAccount", "Role", "RoleBinding")

@@ -3,7 +3,9 @@
 It joins the two halves of an executor: the membership client (follow the StreamAppMember's target,
 acknowledge, report) and the PySpark runtime (process, warm up, stand by, hand over). Identity and
 pipeline come from the environment the operator gives the pod. Spark starts before the pod reports
-ready, so a member never looks alive while it cannot yet process. On SIGTERM (pod deletion) every
+ready, so a member never looks alive while it cannot yet process; readiness also lapses while the
+membership client cannot hear its target (the API server out of reach for longer than a bound), and
+returns, with no restart, once it can. On SIGTERM (pod deletion) every
 task finishes its batch and commits before the process exits; if processing fails, the process exits
 non-zero and the kubelet restarts it (committed work is never lost: only manifested batches count).
 """
@@ -16,7 +18,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,17 +29,20 @@ from urllib.parse import urlparse
 from kubernetes import client, config
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
 
+from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.layout import StateLayout
-from streamapp.executor.membership import MembershipClient, MemberTarget, TaskReport
+from streamapp.executor.membership import MembershipClient
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink
 from streamapp.executor.source import FileLog
 from streamapp.executor.spark import SparkSettings, session
-from streamapp.executor.task import TaskConfig
+from streamapp.executor.task import Role, TaskConfig
 
 log = logging.getLogger("streamapp.executor")
 IDLE_SECONDS = 0.2
+# How the runtime's roles are spelled in a member's status (a revoked task is released at once).
+REPORTED_ROLES: dict[Role, TaskRole] = {Role.ACTIVE: "active", Role.STANDBY: "standby", Role.WARMUP: "warmup"}
 
 
 class SetupError(ValueError):
@@ -110,16 +115,9 @@ class RuntimeDataPlane:
             registry=registry,
         )
 
-    def apply(self, target: MemberTarget) -> None:
+    def apply(self, target: StreamAppMemberSpec) -> None:
         """Revoked tasks commit and stop inside `Executor.apply`, before the acknowledgement."""
-        self.executor.apply(
-            Target(
-                active=dict(target.active),
-                standby=target.standby,
-                warmup=target.warmup,
-                revoke=frozenset(target.revoking),
-            )
-        )
+        self.executor.apply(Target.of(target))
 
     def reports(self) -> list[TaskReport]:
         rows = []
@@ -128,15 +126,15 @@ class RuntimeDataPlane:
         for s in self.executor.status():
             rows.append(
                 TaskReport(
-                    s.partition,
-                    s.role.value,
-                    s.epoch,
-                    s.applied_seq,
-                    s.applied_offset,
-                    s.lag,
-                    s.input_lag,
-                    storeEpoch=s.store_epoch,
-                    fencedBy=s.fenced_by,
+                    task=s.partition,
+                    role=REPORTED_ROLES[s.role],
+                    epoch=s.epoch,
+                    applied_seq=s.applied_seq,
+                    applied_offset=s.applied_offset,
+                    lag=s.lag,
+                    input_lag=s.input_lag,
+                    store_epoch=s.store_epoch,
+                    fenced_by=s.fenced_by,
                 )
             )
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
@@ -192,11 +190,6 @@ def run(args: argparse.Namespace) -> int:
     plane = RuntimeDataPlane(executor, registry)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda signum, frame: _stop(stop, signum, frame))
-    if args.http_port:
-        _serve(args.http_address, args.http_port, registry)
-    failures: list[BaseException] = []
-    worker = threading.Thread(target=_work, args=(plane, stop, failures), name="tasks", daemon=True)
-    worker.start()
     membership = MembershipClient(
         _api(),
         settings.namespace,
@@ -206,6 +199,11 @@ def run(args: argparse.Namespace) -> int:
         plane,
         args.report_interval,
     )
+    if args.http_port:
+        serve(args.http_address, args.http_port, registry, membership.healthy)
+    failures: list[BaseException] = []
+    worker = threading.Thread(target=_work, args=(plane, stop, failures), name="tasks", daemon=True)
+    worker.start()
     log.info("member %s of %s/%s ready", settings.member, settings.namespace, settings.app)
     membership.run(stop)
     worker.join()
@@ -244,12 +242,23 @@ def _api() -> client.ApiClient:
     return client.ApiClient()
 
 
-def _serve(address: str, port: int, registry: CollectorRegistry) -> None:
-    """Readiness and liveness (the process is up and Spark has started) and Prometheus metrics, on
-    the pod's IP: that is where the kubelet probes and Prometheus scrapes, and nothing else listens."""
+def serve(
+    address: str, port: int, registry: CollectorRegistry, following: Callable[[], bool]
+) -> ThreadingHTTPServer:
+    """Readiness, liveness and Prometheus metrics, on the pod's IP: that is where the kubelet probes
+    and Prometheus scrapes, and nothing else listens.
+
+    Both probes need the process up and Spark started (nothing is served before). `/readyz` also needs
+    the member to be `following` its target (the membership watch heard from the API server lately):
+    a member deaf to its target must not count as alive, or its tasks would wait on it. `/healthz`
+    does not: a restart would not bring the API server back, it would only make every task restore.
+    """
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if self.path == "/readyz" and not following():
+                self.send_error(503, "not following the member's target (API server unreachable)")
+                return
             if self.path in ("/readyz", "/healthz"):
                 body, kind = b"ok", "text/plain"
             elif self.path == "/metrics":
@@ -268,6 +277,7 @@ def _serve(address: str, port: int, registry: CollectorRegistry) -> None:
 
     server = ThreadingHTTPServer((address, port), Handler)
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

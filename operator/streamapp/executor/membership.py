@@ -5,71 +5,94 @@ data plane apply it — revoked tasks finish their batch, commit and stop *befor
 — and only then writes `status.observedGeneration`, which is what lets the operator hand those tasks
 to someone else. Progress (per-task role, epoch, applied position, lag) is reported when it changes,
 at most every `report_interval`, and every report names the pod that made it, so the operator can
-ignore reports from before a restart.
+ignore reports from before a restart. Spec and status are read and written through the `api.member`
+models, the same ones the operator writes and reads them with.
+
+The API server may go away at any moment (a restart, a pause, a partition), and the client must be
+following again as soon as it is back, without a restart of the process:
+
+- every call has a timeout, so a hung connection fails instead of blocking forever;
+- every failure, whatever its class, is retried after a capped exponential backoff with jitter (so
+  many executors do not all return at the same instant);
+- the watch asks the server to end it every `watch_seconds` and resumes from the last version seen,
+  or lists again when that version is gone (410) or after a failure;
+- the last report is written again every `reassert_interval`, at once when the StreamAppMember turns
+  out to be new (re-created) or to carry no report, and after a backoff when a write failed — so an
+  acknowledgement lost on the way is never lost for good;
+- `healthy()` turns false when the watch has not heard from the API server for `unhealthy_after`,
+  so the pod's readiness tells that this member is deaf to its target.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import queue
+import random
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+import urllib3
+from kubernetes import client
 
-from streamapp.controller.naming import GROUP, MEMBERS, VERSION, member_name
+from streamapp.api.fields import ValidationError
+from streamapp.api.member import StreamAppMemberSpec, StreamAppMemberStatus, TaskReport, TaskRole
+from streamapp.api.names import GROUP, MEMBERS, VERSION, member_name
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class MemberTarget:
-    """A member's target as its StreamAppMember spec states it."""
+class ClientSettings:
+    """Timing of the membership client.
 
-    generation: int
-    active: Mapping[int, int]
-    revoking: Mapping[int, int]
-    standby: frozenset[int]
-    warmup: frozenset[int]
+    `unhealthy_after` (30 s) is longer than the server-side watch period plus a reconnect, and than a
+    routine API-server restart (about 15 s), so readiness does not flap on either; it is far shorter
+    than a revocation timeout (minutes), so a member that really is deaf to its target is seen as not
+    ready, and replaced, long before a revocation it cannot hear about would have to time out.
+    """
 
-    @staticmethod
-    def from_spec(spec: Mapping[str, Any]) -> MemberTarget:
-        """Parse the spec the operator wrote."""
-        return MemberTarget(
-            generation=int(spec.get("generation") or 0),
-            active={int(t["task"]): int(t["epoch"]) for t in spec.get("active") or []},
-            revoking={int(t["task"]): int(t["epoch"]) for t in spec.get("revoking") or []},
-            standby=frozenset(int(t) for t in spec.get("standby") or []),
-            warmup=frozenset(int(t) for t in spec.get("warmup") or []),
-        )
+    connect_timeout: float = 5.0
+    read_timeout: float = 15.0
+    watch_seconds: int = 15
+    watch_read_slack: float = 10.0
+    backoff_initial: float = 0.5
+    backoff_max: float = 8.0
+    reassert_interval: float = 30.0
+    unhealthy_after: float = 30.0
+
+    @property
+    def request_timeout(self) -> tuple[float, float]:
+        """(connect, read) of a plain call."""
+        return (self.connect_timeout, self.read_timeout)
+
+    @property
+    def watch_timeout(self) -> tuple[float, float]:
+        """(connect, read) of a watch: a read may wait for the server to end the watch, no longer."""
+        return (self.connect_timeout, self.watch_seconds + self.watch_read_slack)
 
 
-@dataclass(frozen=True)
-class TaskReport:
-    """One task as this member holds it; `inputLag` only for an active task whose data plane measures
-    it, `storeEpoch` when the data plane reads the shared store, `fencedBy` only for an active task the
-    store fences (each left out of the status when None)."""
+def backoff_delay(
+    failures: int, settings: ClientSettings, rand: Callable[[], float] = random.random
+) -> float:
+    """Seconds to wait after `failures` failures in a row: doubling from `backoff_initial` up to
+    `backoff_max`, the upper half random (jitter), so retries spread out but never wait past the cap."""
+    step = min(settings.backoff_max, settings.backoff_initial * 2.0 ** max(0, failures - 1))
+    return step / 2 + rand() * step / 2
 
-    task: int
-    role: str
-    epoch: int
-    appliedSeq: int
-    appliedOffset: int
-    lag: int
-    inputLag: int | None = None
-    storeEpoch: int | None = None
-    fencedBy: int | None = None
+
+class WatchError(RuntimeError):
+    """The watch stream reported an error other than an expired version."""
 
 
 class DataPlane(Protocol):
     """What runs the tasks: the PySpark runtime in production, a simulation in tests and demos."""
 
-    def apply(self, target: MemberTarget) -> None:
+    def apply(self, target: StreamAppMemberSpec) -> None:
         """Make it so; revoked tasks must be committed and stopped when this returns."""
 
     def reports(self) -> list[TaskReport]:
@@ -88,13 +111,13 @@ class SimulatedDataPlane:
     state_records: int
     lags: dict[int, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
-    _target: MemberTarget | None = None
+    _target: StreamAppMemberSpec | None = None
     _last: float | None = None
 
-    def apply(self, target: MemberTarget) -> None:
+    def apply(self, target: StreamAppMemberSpec) -> None:
         self._advance()
         self._target = target
-        for task in (*target.active, *target.standby, *target.warmup):
+        for task in (*target.active_epochs(), *target.standby, *target.warmup):
             self.lags.setdefault(task, float(self.state_records))
 
     def reports(self) -> list[TaskReport]:
@@ -102,10 +125,26 @@ class SimulatedDataPlane:
         target = self._target
         if target is None:
             return []
-        rows = [TaskReport(t, "active", e, 0, 0, 0) for t, e in sorted(target.active.items())]
-        rows += [TaskReport(t, "revoking", e, 0, 0, 0) for t, e in sorted(target.revoking.items())]
-        for role, tasks in (("standby", target.standby), ("warmup", target.warmup)):
-            rows += [TaskReport(t, role, 0, 0, 0, round(self.lags.get(t, 0.0))) for t in sorted(tasks)]
+        owned: list[tuple[TaskRole, dict[int, int]]] = [
+            ("active", target.active_epochs()),
+            ("revoking", target.revoking_epochs()),
+        ]
+        copies: list[tuple[TaskRole, tuple[int, ...]]] = [
+            ("standby", target.standby),
+            ("warmup", target.warmup),
+        ]
+        rows = [
+            TaskReport(task=t, role=role, epoch=e, applied_seq=0, applied_offset=0, lag=0)
+            for role, epochs in owned
+            for t, e in sorted(epochs.items())
+        ]
+        rows += [
+            TaskReport(
+                task=t, role=role, epoch=0, applied_seq=0, applied_offset=0, lag=round(self.lags.get(t, 0.0))
+            )
+            for role, tasks in copies
+            for t in sorted(tasks)
+        ]
         return rows
 
     def _advance(self) -> None:
@@ -115,7 +154,7 @@ class SimulatedDataPlane:
         target = self._target
         if target is None:
             return
-        for task in target.active:
+        for task in target.active_epochs():
             self.lags[task] = 0.0
         for task in (*target.standby, *target.warmup):
             self.lags[task] = max(
@@ -124,7 +163,7 @@ class SimulatedDataPlane:
 
 
 class MembershipClient:
-    """Follows one member's StreamAppMember until stopped."""
+    """Follows one member's StreamAppMember until stopped, through any API-server outage."""
 
     def __init__(
         self,
@@ -135,6 +174,8 @@ class MembershipClient:
         pod_uid: str,
         data_plane: DataPlane,
         report_interval: float = 2.0,
+        settings: ClientSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.custom = client.CustomObjectsApi(api)
         self.namespace = namespace
@@ -142,71 +183,189 @@ class MembershipClient:
         self.pod_uid = pod_uid
         self.data_plane = data_plane
         self.report_interval = report_interval
+        self.settings = settings or ClientSettings()
+        self.clock = clock
         self.applied = 0
-        self._reported: list[dict[str, Any]] | None = None
+        self.watcher: threading.Thread | None = None
+        self._seen: queue.Queue[Mapping[str, Any]] = queue.Queue()
+        self._uid: str | None = None
+        self._reported: tuple[TaskReport, ...] | None = None
         self._next_report = 0.0
-        self._specs: queue.Queue[Mapping[str, Any]] = queue.Queue()
+        self._reassert_at = 0.0
+        self._write_failures = 0
+        self._last_contact: float | None = None
+
+    def healthy(self) -> bool:
+        """Whether the watch has heard from the API server within `unhealthy_after` (never before its
+        first listing): a healthy stream is ended by the server every `watch_seconds`, so a longer
+        silence means the API server is unreachable, hung, or the watch has stopped."""
+        contact = self._last_contact
+        return contact is not None and self.clock() - contact <= self.settings.unhealthy_after
 
     def run(self, stop: threading.Event) -> None:
         """Watch, apply, acknowledge and report until `stop` is set."""
-        watcher = threading.Thread(target=self._watch, args=(stop,), name=f"watch {self.name}", daemon=True)
-        watcher.start()
+        self.watcher = threading.Thread(
+            target=self._watch, args=(stop,), name=f"watch {self.name}", daemon=True
+        )
+        self.watcher.start()
         while not stop.is_set():
             try:
-                spec = self._specs.get(timeout=min(0.5, self.report_interval))
+                seen = self._seen.get(timeout=min(0.5, self.report_interval))
             except queue.Empty:
-                spec = None
-            try:
-                if spec is not None:
-                    self.follow(spec)
-                self.report()
-            except ApiException as error:
-                log.warning("%s: API error %s %s; retrying", self.name, error.status, error.reason)
+                seen = None
+            if seen is not None:
+                self.notice(seen)
+            self.report()
 
-    def follow(self, spec: Mapping[str, Any]) -> None:
+    def notice(self, body: Mapping[str, Any]) -> None:
+        """The StreamAppMember as the watch saw it: follow its spec, and have the next `report` write
+        at once when the object is one we have not reported to (re-created) or carries no report."""
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid != self._uid or not body.get("status"):
+            self._uid = uid
+            self._reassert_at = 0.0
+        try:
+            target = StreamAppMemberSpec.from_dict(body.get("spec") or {})
+        except ValidationError as error:
+            log.warning("%s: ignoring a target that does not parse: %s", self.name, error)
+            return
+        self.follow(target)
+
+    def follow(self, target: StreamAppMemberSpec) -> None:
         """Apply a newer target, then acknowledge it (the acknowledgement is what releases revocations)."""
-        target = MemberTarget.from_spec(spec)
         if target.generation <= self.applied and self.applied:
             return
         self.data_plane.apply(target)
         self.applied = target.generation
-        self.report(force=True)
+        self._reassert_at = 0.0
+        self.report()
 
-    def report(self, force: bool = False) -> None:
-        """Write status when it changed and the interval allows (always for an acknowledgement)."""
-        now = time.monotonic()
-        tasks = [{k: v for k, v in asdict(r).items() if v is not None} for r in self.data_plane.reports()]
-        if not force and (now < self._next_report or tasks == self._reported):
+    def report(self) -> None:
+        """Write the status when it changed and the interval allows, and whenever a re-assertion is
+        due; a failed write is retried after a backoff, changed or not."""
+        now = self.clock()
+        tasks = tuple(self.data_plane.reports())
+        changed = tasks != self._reported and now >= self._next_report
+        if not changed and now < self._reassert_at:
             return
-        status = {
-            "observedGeneration": self.applied,
-            "podUID": self.pod_uid,
-            "reportedAt": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "tasks": tasks,
-        }
-        self.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, self.namespace, MEMBERS, self.name, {"status": status}
+        status = StreamAppMemberStatus(
+            observed_generation=self.applied,
+            pod_uid=self.pod_uid,
+            reported_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            tasks=tasks,
         )
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                self.namespace,
+                MEMBERS,
+                self.name,
+                {"status": status.to_dict()},
+                _request_timeout=self.settings.request_timeout,
+            )
+        except Exception as error:  # every failure alike: the report must outlive all of them
+            self._write_failures += 1
+            delay = backoff_delay(self._write_failures, self.settings)
+            log.warning("%s: status write failed (%s); again in %.1fs", self.name, _describe(error), delay)
+            self._next_report = self._reassert_at = now + delay
+            return
+        self._write_failures = 0
         self._reported = tasks
         self._next_report = now + self.report_interval
+        self._reassert_at = now + self.settings.reassert_interval
 
     def _watch(self, stop: threading.Event) -> None:
+        """List, then watch from the listed version; on any failure back off and list again."""
+        failures = 0
+        version: str | None = None
         while not stop.is_set():
             try:
-                stream = watch.Watch().stream(
-                    self.custom.list_namespaced_custom_object,
-                    GROUP,
-                    VERSION,
-                    self.namespace,
-                    MEMBERS,
-                    field_selector=f"metadata.name={self.name}",
-                    timeout_seconds=5,
-                )
-                for event in stream:
-                    if stop.is_set():
-                        return
-                    if event["type"] in ("ADDED", "MODIFIED"):
-                        self._specs.put(event["object"].get("spec") or {})
-            except ApiException as error:
-                log.warning("%s: watch failed (%s); retrying", self.name, error.reason)
-                stop.wait(1.0)
+                if version is None:
+                    version = self._list()
+                version = self._stream(stop, version)
+                failures = 0
+            except Exception as error:  # every failure alike: the watch must outlive all of them
+                failures += 1
+                version = None
+                delay = backoff_delay(failures, self.settings)
+                log.warning("%s: watch failed (%s); again in %.1fs", self.name, _describe(error), delay)
+                stop.wait(delay)
+
+    def _list(self) -> str:
+        """The member as it is now (queued for the main loop); the version to watch from."""
+        listing = cast(
+            Mapping[str, Any],
+            self.custom.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                MEMBERS,
+                field_selector=f"metadata.name={self.name}",
+                _request_timeout=self.settings.request_timeout,
+            ),
+        )
+        self._last_contact = self.clock()
+        for item in listing.get("items") or []:
+            self._seen.put(item)
+        return str(listing["metadata"]["resourceVersion"])
+
+    def _stream(self, stop: threading.Event, version: str) -> str | None:
+        """One watch from `version` until the server ends it; the version to resume from, or None
+        when the server no longer has `version` (410 Gone: list again)."""
+        response = cast(
+            urllib3.BaseHTTPResponse,
+            self.custom.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                MEMBERS,
+                field_selector=f"metadata.name={self.name}",
+                watch=True,
+                allow_watch_bookmarks=True,
+                resource_version=version,
+                timeout_seconds=self.settings.watch_seconds,
+                _preload_content=False,  # the raw response, read line by line as events arrive
+                _request_timeout=self.settings.watch_timeout,
+            ),
+        )
+        self._last_contact = self.clock()
+        try:
+            for line in _lines(response):
+                self._last_contact = self.clock()
+                if stop.is_set():
+                    return version
+                if not line:
+                    continue
+                event = json.loads(line)
+                kind, body = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    if body.get("code") == 410:
+                        return None
+                    raise WatchError(f"{body.get('code')} {body.get('reason')}: {body.get('message')}")
+                version = str((body.get("metadata") or {}).get("resourceVersion") or version)
+                if kind in ("ADDED", "MODIFIED"):
+                    self._seen.put(body)
+        finally:
+            response.close()
+            response.release_conn()
+        self._last_contact = self.clock()
+        return version
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """The lines of a streamed response as they arrive (a watch sends one JSON event per line)."""
+    pending = b""
+    for chunk in response.stream(amt=None, decode_content=False):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        yield from lines
+
+
+def _describe(error: Exception) -> str:
+    """A one-line account of a failure (ApiExceptions print their whole response)."""
+    status = getattr(error, "status", None)
+    reason = getattr(error, "reason", None)
+    if status is not None:
+        return f"{status} {reason}"
+    return f"{type(error).__name__}: {error}"[:300]

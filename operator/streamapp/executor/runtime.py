@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
+from streamapp.api.member import StreamAppMemberSpec
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.pipeline import Pipeline
 from streamapp.executor.sink import Sink
@@ -44,6 +45,17 @@ class Target:
     standby: frozenset[int] = frozenset()
     warmup: frozenset[int] = frozenset()
     revoke: frozenset[int] = frozenset()
+
+    @staticmethod
+    def of(spec: StreamAppMemberSpec) -> Target:
+        """The target a StreamAppMember spec states: its revoking tasks are released (each commits
+        its last batch and stops), the rest keep the roles and epochs the operator gave them."""
+        return Target(
+            active=spec.active_epochs(),
+            standby=frozenset(spec.standby),
+            warmup=frozenset(spec.warmup),
+            revoke=frozenset(spec.revoking_epochs()),
+        )
 
     def roles(self) -> dict[int, tuple[Role, int]]:
         """Partition → (role, epoch); pure. Rejects a partition given two roles."""

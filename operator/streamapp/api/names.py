@@ -1,0 +1,60 @@
+"""Names and labels of an app's objects, shared by the operator (which creates them) and the executor
+(which finds its own StreamAppMember by them).
+
+Members have static ids, so every child's name is derived from the app and the id: the pod
+`<app>-<id>`, its state volume `<app>-state-<id>`, its StreamAppMember `<app>-<id>`. The labels are
+part of the API too: selectors (`/scale`, HPA, KEDA, the PDB) and the operator's watches use them.
+"""
+
+from __future__ import annotations
+
+from streamapp.api.member import StreamAppMember
+from streamapp.api.meta import GROUP, VERSION
+from streamapp.api.streamapp import StreamApp
+
+APPS = StreamApp.PLURAL
+MEMBERS = StreamAppMember.PLURAL
+__all__ = [
+    "APPS",
+    "APP_LABEL",
+    "GROUP",
+    "MANAGED_BY",
+    "MEMBERS",
+    "MEMBER_LABEL",
+    "VERSION",
+    "executor_account",
+    "member_labels",
+    "member_name",
+    "selector",
+    "state_claim_name",
+]
+
+APP_LABEL = "streamapp.dev/app"
+MEMBER_LABEL = "streamapp.dev/member"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
+
+
+def member_name(app: str, member: int) -> str:
+    """The pod and the StreamAppMember of member `member`."""
+    return StreamAppMember.name_for(app, member)
+
+
+def state_claim_name(app: str, member: int) -> str:
+    """The member's state volume claim, which outlives its pods."""
+    return f"{app}-state-{member}"
+
+
+def executor_account(app: str, member: int) -> str:
+    """ServiceAccount, Role and RoleBinding of one member's executor: one identity per member, so its
+    token is good for its own StreamAppMember and pod only (named like them, so no name gets longer)."""
+    return member_name(app, member)
+
+
+def selector(app: str) -> str:
+    """Label selector of the app's member pods (exposed in status for /scale, HPA and KEDA)."""
+    return f"{APP_LABEL}={app}"
+
+
+def member_labels(app: str, member: int) -> dict[str, str]:
+    """Labels of everything that belongs to one member."""
+    return {APP_LABEL: app, MEMBER_LABEL: str(member), **MANAGED_BY}

@@ -1,0 +1,266 @@
+"""The membership client through API-server faults, against a scripted stand-in for the API.
+
+Each failure class a client can meet — a refused or reset connection, a timeout, an HTTP error, a
+410 in the watch stream — is met by the client's own code; the real API server (restarted, paused,
+killed) is the subject of tests/integration/test_api_server_faults.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry
+from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
+
+from localcluster.waiting import wait_for
+from streamapp.api.member import StreamAppMemberSpec, TaskReport
+from streamapp.executor.agent import serve
+from streamapp.executor.membership import ClientSettings, MembershipClient, backoff_delay
+
+FAST = ClientSettings(backoff_initial=0.01, backoff_max=0.05, watch_seconds=1)
+FAILURES: list[Exception] = [
+    ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset by peer")),
+    MaxRetryError(None, "/apis", reason=ConnectionRefusedError(111, "Connection refused")),  # type: ignore[arg-type]
+    ReadTimeoutError(None, "/apis", "Read timed out."),  # type: ignore[arg-type]
+    ApiException(status=503, reason="Service Unavailable"),
+    ApiException(status=403, reason="Forbidden"),
+    ConnectionRefusedError(111, "Connection refused"),
+    ValueError("a reply that is not JSON"),
+]
+
+
+def member(generation: int, uid: str = "uid-1", status: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "metadata": {"name": "counts-0", "uid": uid, "resourceVersion": str(100 + generation)},
+        "spec": StreamAppMemberSpec.of("counts", 0, generation, {generation: 1}, {}, (), ()).to_dict(),
+    }
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+class Stream:
+    """A watch response: these events, then the end the server puts to it (or a failure)."""
+
+    def __init__(self, *events: dict[str, Any], fail: Exception | None = None) -> None:
+        self.events, self.fail = events, fail
+
+    def stream(self, amt: int | None = None, decode_content: bool = False) -> Iterator[bytes]:
+        del amt, decode_content
+        for event in self.events:
+            yield (json.dumps(event) + "\n").encode()
+        if self.fail is not None:
+            raise self.fail
+
+    def close(self) -> None:
+        pass
+
+    def release_conn(self) -> None:
+        pass
+
+
+class ScriptedApi:
+    """Stands in for CustomObjectsApi: scripted lists and watches (failures among them), recorded
+    status writes; once a script runs out, lists return the current object and watches end empty."""
+
+    def __init__(self) -> None:
+        self.lists: list[Any] = []
+        self.watches: list[Any] = []
+        self.write_failures: list[Exception] = []
+        self.current = member(1)
+        self.writes: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.lock = threading.Lock()
+
+    def list_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Any:
+        del args
+        with self.lock:
+            self.calls.append(("watch" if kwargs.get("watch") else "list", kwargs))
+            script = self.watches if kwargs.get("watch") else self.lists
+            step = script.pop(0) if script else None
+        if isinstance(step, Exception):
+            raise step
+        if kwargs.get("watch"):
+            threading.Event().wait(0.01)
+            return step or Stream()
+        return step or {"metadata": {"resourceVersion": "100"}, "items": [self.current]}
+
+    def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> None:
+        with self.lock:
+            self.calls.append(("write", kwargs))
+            if self.write_failures:
+                raise self.write_failures.pop(0)
+            self.writes.append(args[-1]["status"])
+
+
+class Recorder:
+    """A data plane that records the targets it was given."""
+
+    def __init__(self) -> None:
+        self.applied: list[StreamAppMemberSpec] = []
+
+    def apply(self, target: StreamAppMemberSpec) -> None:
+        self.applied.append(target)
+
+    def reports(self) -> list[TaskReport]:
+        target = self.applied[-1] if self.applied else None
+        return [
+            TaskReport(task=t.task, role="active", epoch=t.epoch) for t in (target.active if target else ())
+        ]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def client_with(api: ScriptedApi, clock: Clock | None = None) -> tuple[MembershipClient, Recorder]:
+    plane = Recorder()
+    membership = MembershipClient(
+        client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 0.05, FAST, clock or Clock()
+    )
+    membership.custom = api  # type: ignore[assignment]
+    return membership, plane
+
+
+def seen(membership: MembershipClient, body: dict[str, Any]) -> None:
+    """What the client's main loop does with each object its watch delivers."""
+    membership.notice(body)
+    membership.report()
+
+
+def generations(plane: Recorder) -> list[int]:
+    return [t.generation for t in plane.applied]
+
+
+def test_the_watch_outlives_every_failure_class_and_follows_afterwards() -> None:
+    api = ScriptedApi()
+    api.lists = list(FAILURES)
+    api.watches = [*FAILURES, Stream(fail=FAILURES[0]), Stream({"type": "MODIFIED", "object": member(2)})]
+    membership, plane = client_with(api)
+    stop = threading.Event()
+    runner = threading.Thread(target=membership.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        wait_for(lambda: 2 in generations(plane), 30, "the target written after the failures applied")
+        wait_for(lambda: any(w["observedGeneration"] == 2 for w in api.writes), 30, "the acknowledgement")
+        assert membership.watcher is not None and membership.watcher.is_alive()
+        assert runner.is_alive()
+    finally:
+        stop.set()
+        runner.join(10)
+    assert not runner.is_alive(), "stop ends the client"
+    assert sum(kind == "list" for kind, _ in api.calls) > len(FAILURES), "every failure was met"
+    assert all("_request_timeout" in call for _, call in api.calls), (
+        "a call without a timeout can hang forever"
+    )
+    watches = [call for kind, call in api.calls if kind == "watch"]
+    assert all(call["timeout_seconds"] == FAST.watch_seconds for call in watches)
+
+
+def test_an_expired_version_lists_again_and_a_clean_end_resumes_from_the_last_version() -> None:
+    api = ScriptedApi()
+    api.watches = [
+        Stream({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "150"}}}),
+        Stream({"type": "ERROR", "object": {"code": 410, "reason": "Expired"}}),
+    ]
+    membership, plane = client_with(api)
+    api.lists = [{"metadata": {"resourceVersion": "100"}, "items": [member(1)]}]
+    api.current = member(3)
+    stop = threading.Event()
+    runner = threading.Thread(target=membership.run, args=(stop,), daemon=True)
+    runner.start()
+    try:
+        wait_for(lambda: 3 in generations(plane), 30, "the target found by listing again after 410")
+    finally:
+        stop.set()
+        runner.join(10)
+    reads = [(kind, call.get("resource_version")) for kind, call in api.calls if kind != "write"]
+    assert reads[:4] == [("list", None), ("watch", "100"), ("watch", "150"), ("list", None)]
+
+
+def test_a_failed_acknowledgement_is_written_again_after_a_backoff() -> None:
+    api, clock = ScriptedApi(), Clock()
+    api.write_failures = [FAILURES[0], ApiException(status=500, reason="Internal Server Error")]
+    membership, _ = client_with(api, clock)
+    membership.notice(member(2))
+    assert api.writes == []
+    membership.report()
+    assert api.writes == [], "retried before its backoff"
+    clock.now += FAST.backoff_max
+    membership.report()
+    assert api.writes == []
+    clock.now += FAST.backoff_max
+    membership.report()
+    assert [w["observedGeneration"] for w in api.writes] == [2]
+
+
+def test_the_report_is_asserted_again_periodically_and_at_once_for_a_new_or_empty_member() -> None:
+    api, clock = ScriptedApi(), Clock()
+    membership, _ = client_with(api, clock)
+    reported = {"observedGeneration": 2, "podUID": "pod-1"}
+    membership.notice(member(2, status=reported))
+    assert len(api.writes) == 1
+    clock.now += 1
+    seen(membership, member(2, status=reported))
+    assert len(api.writes) == 1, "an unchanged report within the interval is not written again"
+    clock.now += FAST.reassert_interval
+    membership.report()
+    assert len(api.writes) == 2, "the report is re-asserted every reassert_interval"
+    seen(membership, member(2, uid="uid-2", status=reported))
+    assert len(api.writes) == 3, "a re-created member gets the report at once"
+    seen(membership, member(2, uid="uid-2"))
+    assert len(api.writes) == 4, "a member whose status is empty gets the report at once"
+    assert {w["observedGeneration"] for w in api.writes} == {2}
+
+
+def test_healthy_only_while_the_watch_hears_from_the_api_server() -> None:
+    api, clock = ScriptedApi(), Clock()
+    membership, _ = client_with(api, clock)
+    assert not membership.healthy(), "ready before the target was ever read"
+    membership._list()
+    assert membership.healthy()
+    clock.now += FAST.unhealthy_after + 1
+    assert not membership.healthy()
+
+
+@pytest.mark.parametrize("failures", [1, 2, 5, 50])
+def test_backoff_doubles_up_to_its_cap_with_jitter(failures: int) -> None:
+    settings = ClientSettings(backoff_initial=0.5, backoff_max=8.0)
+    step = min(8.0, 0.5 * 2 ** (failures - 1))
+    low, high = backoff_delay(failures, settings, lambda: 0.0), backoff_delay(failures, settings, lambda: 1.0)
+    assert (low, high) == (step / 2, step)
+
+
+def test_readiness_follows_the_watch_and_liveness_does_not() -> None:
+    following = [True]
+    server = serve("127.0.0.1", 0, CollectorRegistry(), lambda: following[0])
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+
+    def status(path: str) -> int:
+        try:
+            with urllib.request.urlopen(base + path, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    try:
+        assert (status("/readyz"), status("/healthz")) == (200, 200)
+        following[0] = False
+        assert (status("/readyz"), status("/healthz")) == (503, 200)
+        following[0] = True
+        assert status("/readyz") == 200, "readiness returns without a restart"
+    finally:
+        server.shutdown()
+        server.server_close()
