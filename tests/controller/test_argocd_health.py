@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from lupa.lua51 import LuaRuntime
+from reports import processing_members
 
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status, invalid_spec_status
@@ -47,7 +48,8 @@ def observed(
     replicas = body["spec"]["replicas"]
     result = plan(AppConfig(4, replicas), views, previous, 0.0)
     pods = {v.id: PodState(v.id, f"counts-{v.id}", f"uid-{v.id}", v.alive, False, None) for v in views}
-    status = {**(body.get("status") or {}), **app_status(body, result, previous, views, pods, NOW)}
+    members = processing_members(result.assignment, {m: p for m, p in pods.items() if p.ready})
+    status = {**(body.get("status") or {}), **app_status(body, result, previous, views, pods, NOW, members)}
     return {**body, "status": status}, result
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from reports import processing_members
+
 from streamapp.api.names import executor_account
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
@@ -139,12 +141,29 @@ def test_status_counts_conditions_and_intent() -> None:
         0: PodState(0, "counts-0", "a", True, False, None),
         1: PodState(1, "counts-1", "b", True, False, None),
     }
-    status = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z")
+    members = processing_members(result.assignment, pods)
+    status = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members)
     assert status["tasks"] == {"active": 4, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 0}
     assert status["readyReplicas"] == 2 and status["selector"] == "streamapp.dev/app=counts"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True" and ready["observedGeneration"] == 4
     assert Assignment.from_dict(status["intent"]) == result.assignment
+
+
+def test_ready_pods_are_not_enough_every_owner_must_confirm_its_tasks() -> None:
+    views = [MemberView(0), MemberView(1)]
+    result = plan(AppConfig(4, 2), views, Assignment(), 0.0)
+    pods = {m: PodState(m, f"counts-{m}", f"uid-{m}", True, False, None) for m in (0, 1)}
+    members = processing_members(result.assignment, pods)
+    members[1]["status"]["observedGeneration"] = 0  # member 1 has not applied its target yet
+    status = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members)
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert conditions["Ready"]["status"] == "False"
+    assert conditions["Ready"]["reason"] == "TasksNotConfirmed"
+    assert "2 not yet confirmed" in conditions["Ready"]["message"]
+    assert conditions["Degraded"]["status"] == "False"
+    silent = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", [])
+    assert next(c for c in silent["conditions"] if c["type"] == "Ready")["status"] == "False"
 
 
 def test_condition_transition_time_moves_only_on_a_flip() -> None:

@@ -120,13 +120,15 @@ def members(api: client.ApiClient, namespace: str) -> set[int]:
 
 
 def reconciled(api: client.ApiClient, namespace: str, replicas: int) -> bool:
+    """The operator acted: a member per replica, status with the intent and the member count. (Its
+    members run on kwok nodes with no executor, so the app is not Ready: nothing confirms processing.)"""
     status = app(api, namespace).get("status") or {}
-    ready = {c["type"]: c["status"] for c in status.get("conditions") or []}.get("Ready")
+    ready = {c["type"]: c for c in status.get("conditions") or []}.get("Ready") or {}
     return (
         members(api, namespace) == set(range(replicas))
         and status.get("replicas") == replicas
         and bool(status.get("intent"))
-        and ready == "True"
+        and ready.get("reason") == "TasksNotConfirmed"
     )
 
 

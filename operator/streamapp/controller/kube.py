@@ -40,11 +40,20 @@ class Kube:
         self.policy = client.PolicyV1Api(api)
         self.rbac = client.RbacAuthorizationV1Api(api)
 
-    def patch_app_status(self, namespace: str, name: str, status: dict[str, Any]) -> dict[str, Any]:
-        """Merge-patch the StreamApp's status subresource; returns the updated object."""
+    def patch_app_status(
+        self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None = None
+    ) -> dict[str, Any]:
+        """Merge-patch the StreamApp's status subresource; returns the updated object.
+
+        With `resource_version` the write is conditional (409 Conflict if the app changed since it was
+        read): the intent is then never written from a plan made on a stale view of the app.
+        """
         self._guard()
+        body: dict[str, Any] = {"status": status}
+        if resource_version:
+            body["metadata"] = {"resourceVersion": resource_version}
         updated = self.custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, APPS, name, {"status": status}
+            GROUP, VERSION, namespace, APPS, name, body
         )
         return dict(updated) if isinstance(updated, Mapping) else {}
 

@@ -17,12 +17,18 @@ from typing import Any
 
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, supporting
+from streamapp.controller import children, recovery, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState, children_of, member_views
-from streamapp.controller.status import app_status, invalid_spec_status, moved
+from streamapp.controller.status import (
+    RECONCILE_FAILED,
+    app_status,
+    failing_status,
+    invalid_spec_status,
+    moved,
+)
 from streamapp.rebalance import (
     AppConfig,
     Assignment,
@@ -32,6 +38,7 @@ from streamapp.rebalance import (
 )
 
 log = logging.getLogger(__name__)
+INTENT_REBUILT = "IntentRebuilt"
 Body = Mapping[str, Any]
 
 
@@ -81,7 +88,7 @@ def reconcile(
             kube.event(app, "InvalidSpec", str(error), warning=True)
             return Outcome(None, kube.patch_app_status(namespace, name, refused))
         return Outcome(None, None)
-    previous = _intent(app)
+    previous = _previous_intent(kube, app, observed.members, config.partitions)
     views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
     plan_started = time.perf_counter()
     result = plan(config, views, previous, now)
@@ -93,7 +100,7 @@ def reconcile(
     current = app.get("status") or {}
     written = None
     if any(current.get(key) != value for key, value in status.items()):
-        written = kube.patch_app_status(namespace, name, status)
+        written = kube.patch_app_status(namespace, name, status, app["metadata"].get("resourceVersion"))
     _repair_supporting(kube, model, result, observed)
     _write_member_specs(kube, model, result, observed.members)
     _manage_pods(kube, model, config, result, pods, observed.members)
@@ -111,9 +118,33 @@ def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Obser
     supporting.apply(kube, str(app.metadata.namespace), supporting.repairs(want, observed.supporting))
 
 
-def _intent(app: Body) -> Assignment:
-    intent = (app.get("status") or {}).get("intent")
-    return Assignment.from_dict(intent) if intent else Assignment()
+def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None:
+    """Surface a reconcile that keeps failing: the Degraded condition says ReconcileFailed with the
+    error, and a Warning Event is posted when that message is new. Returns the app as written."""
+    stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    patch = failing_status(app, error, stamp)
+    current = {c.get("type"): c for c in (app.get("status") or {}).get("conditions") or []}
+    wanted = {c["type"]: c for c in patch["conditions"]}
+    if current.get("Degraded", {}).get("message") == wanted["Degraded"]["message"]:
+        return None
+    kube.event(app, RECONCILE_FAILED, wanted["Degraded"]["message"], warning=True)
+    meta = app["metadata"]
+    return kube.patch_app_status(meta["namespace"], meta["name"], patch)
+
+
+def _previous_intent(kube: Kube, app: Body, members: Iterable[Body], partitions: int) -> Assignment:
+    """The persisted intent, or — when it is damaged — the one the members' specs describe, with a
+    Warning Event saying so (planning on, rather than failing every reconcile until someone notices)."""
+    try:
+        return recovery.read_intent(app, partitions)
+    except ValueError as error:
+        kube.event(app, INTENT_REBUILT, f"{error}; rebuilt from the members' targets", warning=True)
+        log.warning("%s/%s: %s; rebuilding it from the members", *_key(app), error)
+        return recovery.intent_from_members(members, partitions)
+
+
+def _key(app: Body) -> tuple[str, str]:
+    return app["metadata"]["namespace"], app["metadata"]["name"]
 
 
 def _pods(bodies: Iterable[Body]) -> dict[int, PodState]:

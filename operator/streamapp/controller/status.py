@@ -17,6 +17,7 @@ from streamapp.rebalance import Assignment, MemberView, Plan
 
 Body = Mapping[str, Any]
 INVALID_SPEC = "InvalidSpec"
+RECONCILE_FAILED = "ReconcileFailed"
 FENCED_ACTIVE = "FencedActive"
 
 
@@ -49,6 +50,7 @@ def conditions(
     in_flight: bool,
     started: bool = True,
     fenced: Sequence[int] = (),
+    unconfirmed: Sequence[int] = (),
 ) -> list[Condition]:
     """Ready, Rebalancing and Degraded, each with the reason a person would look for first.
 
@@ -56,13 +58,19 @@ def conditions(
     ready yet: the app is starting, not degraded (Argo CD shows Progressing, not Degraded, on install).
     A `fenced` task has an owner that processes nothing because the store holds a higher epoch; it is
     being given a new one, and until its owner runs under it the app is neither Ready nor healthy.
+    An `unconfirmed` task has an owner whose executor has not yet reported processing it (starting,
+    restoring, or not running at all): Ready waits for it, but it is no reason to call the app Degraded.
     """
     held = counts["reserved"] + counts["unassigned"]
-    ready_ok = held == 0 and ready >= replicas and not fenced
+    ready_ok = held == 0 and ready >= replicas and not fenced and not unconfirmed
     ready_reason = (
         "AllTasksProcessed"
         if ready_ok
-        else ("TasksNotProcessed" if (held or fenced) and started else "MembersStarting")
+        else (
+            "TasksNotProcessed"
+            if (held or fenced) and started
+            else ("TasksNotConfirmed" if unconfirmed and ready >= replicas else "MembersStarting")
+        )
     )
     ready_message = f"{counts['active']} tasks active on {ready}/{replicas} ready members"
     if held:
@@ -71,6 +79,8 @@ def conditions(
         )
     if fenced:
         ready_message += f"; {len(fenced)} fenced by the state store"
+    if unconfirmed:
+        ready_message += f"; {len(unconfirmed)} not yet confirmed processing by their owner"
     degraded = (held > 0 and started) or bool(fenced)
     return [
         Condition("Ready", ready_ok, ready_reason, ready_message),
@@ -122,6 +132,21 @@ def invalid_spec_status(app: Body, error: str, now: str) -> dict[str, Any]:
         "observedGeneration": meta.get("generation"),
         "conditions": merge_conditions(old.get("conditions") or [], refused, now, generation),
     }
+
+
+def failing_status(app: Body, error: str, now: str) -> dict[str, Any]:
+    """The status patch for a reconcile that keeps failing (an API error that does not go away, such
+    as a claim the API server refuses): Degraded=True with reason ReconcileFailed and the error, the
+    other conditions as they were. The next reconcile that succeeds writes every condition anew."""
+    old = app.get("status") or {}
+    kept = [
+        Condition(str(c.get("type")), c.get("status") == "True", str(c.get("reason")), str(c.get("message")))
+        for c in old.get("conditions") or []
+        if c.get("type") != "Degraded"
+    ]
+    failing = Condition("Degraded", True, RECONCILE_FAILED, f"reconcile keeps failing: {error}"[:1000])
+    generation = int((app.get("metadata") or {}).get("generation") or 0)
+    return {"conditions": merge_conditions(old.get("conditions") or [], [*kept, failing], now, generation)}
 
 
 def merge_conditions(
@@ -202,6 +227,28 @@ def input_lag(assignment: Assignment, members: Iterable[Body], pods: Mapping[int
     return sum(lags) if lags else None
 
 
+def unconfirmed(assignment: Assignment, members: Iterable[Body], pods: Mapping[int, PodState]) -> list[int]:
+    """Tasks whose active owner has not yet confirmed it processes them: its current pod has not
+    acknowledged its latest target, or does not report the task as active and unfenced. A pod being
+    Ready says only that the process is up; Ready for the app means the tasks are really processed."""
+    confirmed: set[tuple[int, int]] = set()
+    for body in members:
+        spec, status = body.get("spec") or {}, body.get("status") or {}
+        pod = pods.get(int(spec.get("memberId", -1)))
+        if pod is None or status.get("podUID") != pod.uid:
+            continue
+        if int(status.get("observedGeneration") or 0) < int(spec.get("generation") or 0):
+            continue
+        for task in status.get("tasks") or []:
+            if task.get("role") == "active" and task.get("fencedBy") is None:
+                confirmed.add((pod.member, int(task["task"])))
+    return [
+        task
+        for task, t in enumerate(assignment.tasks)
+        if t.active is not None and t.revoking_since is None and (t.active, task) not in confirmed
+    ]
+
+
 def moved(previous: Assignment, current: Assignment) -> int:
     """Tasks whose active owner changed to another member in this step."""
     if not previous.tasks:
@@ -247,6 +294,7 @@ def app_status(
                 assignment.in_flight(),
                 started=assignment.generation > 0,
                 fenced=result.fenced,
+                unconfirmed=unconfirmed(assignment, members, pods),
             ),
             now,
             int(meta.get("generation") or 0),

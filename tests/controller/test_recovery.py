@@ -1,0 +1,54 @@
+"""A damaged intent is rebuilt from what the members were told, never trusted or fatal."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamapp.controller.recovery import intent_from_members, read_intent
+from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
+
+
+def member(member_id: int, generation: int, **target: list[object]) -> dict[str, object]:
+    return {"spec": {"app": "counts", "memberId": member_id, "generation": generation, **target}}
+
+
+def test_unreadable_or_misfit_intents_are_refused_with_a_reason() -> None:
+    assert read_intent({"status": {}}, 4) == Assignment()
+    with pytest.raises(ValueError, match="unreadable"):
+        read_intent({"status": {"intent": {"tasks": [{"epoch": "x"}]}}}, 4)
+    with pytest.raises(ValueError, match="unreadable"):
+        read_intent({"status": {"intent": {"tasks": "garbage"}}}, 4)
+    with pytest.raises(ValueError, match="2 tasks for 4 partitions"):
+        read_intent({"status": {"intent": {"tasks": [{}, {}]}}}, 4)
+
+
+def test_members_targets_become_the_assignment_they_describe() -> None:
+    members = [
+        member(0, 5, active=[{"task": 0, "epoch": 3}], revoking=[{"task": 1, "epoch": 2}], standby=[2]),
+        member(1, 4, active=[{"task": 2, "epoch": 1}], warmup=[1]),
+    ]
+    rebuilt = intent_from_members(members, 4)
+    assert rebuilt.generation == 5
+    assert [t.active for t in rebuilt.tasks] == [0, 0, 1, None]
+    assert [t.epoch for t in rebuilt.tasks] == [3, 2, 1, 0]
+    assert rebuilt.tasks[1].revoking_since == 5 and rebuilt.tasks[1].warmups == (1,)
+    assert rebuilt.tasks[2].standbys == (0,)
+
+
+def test_a_plan_from_the_rebuilt_intent_keeps_every_owner_and_epoch() -> None:
+    config = AppConfig(6, 3)
+    views = [MemberView(m, acked_generation=1) for m in range(3)]
+    settled = plan(config, views, Assignment(), 0.0).assignment
+    targets = member_targets(settled)
+    members = [
+        member(
+            m,
+            settled.generation,
+            active=[{"task": t, "epoch": e} for t, e in target.active.items()],
+            standby=list(target.standby),
+        )
+        for m, target in targets.items()
+    ]
+    rebuilt = intent_from_members(members, 6)
+    again = plan(config, views, rebuilt, 1.0).assignment
+    assert [(t.active, t.epoch) for t in again.tasks] == [(t.active, t.epoch) for t in settled.tasks]

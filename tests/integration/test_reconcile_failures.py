@@ -1,0 +1,87 @@
+"""A reconcile that keeps failing is never silent: the API server refusing a member's claim shows as
+Degraded/ReconcileFailed with the server's message and a Warning Event, and clears once the cause goes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+from operator_support import APP, Operators, app, create_app, reasons, scale
+
+from localcluster.waiting import wait_for
+
+
+def degraded(api: client.ApiClient, namespace: str) -> dict[str, Any]:
+    conditions = (app(api, namespace).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Degraded"), {})
+
+
+def test_a_refused_claim_is_reported_and_the_app_recovers(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_limit_range(
+        namespace,
+        {
+            "metadata": {"name": "small-claims"},
+            "spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "1Gi"}}]},
+        },
+    )
+    create_app(api_client, namespace, replicas=1, partitions=2)
+    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        "streamapp.dev",
+        "v1alpha1",
+        namespace,
+        "streamapps",
+        APP,
+        {"spec": {"executor": {"storage": {"size": "5Gi"}}}},
+    )
+    operators.start()
+
+    def reported() -> dict[str, Any] | None:
+        found = degraded(api_client, namespace)
+        return found if found.get("reason") == "ReconcileFailed" else None
+
+    condition = wait_for(reported, 120, "Degraded with reason ReconcileFailed")
+    assert condition["status"] == "True"
+    assert "storage" in condition["message"] and "403" in condition["message"], condition["message"]
+    assert "ReconcileFailed" in reasons(api_client, namespace)
+
+    core.delete_namespaced_limit_range("small-claims", namespace)
+    wait_for(
+        lambda: degraded(api_client, namespace).get("reason") not in (None, "ReconcileFailed"),
+        120,
+        "the failure cleared once the claim is accepted",
+    )
+    wait_for(
+        lambda: core.read_namespaced_persistent_volume_claim(f"{APP}-state-0", namespace) is not None,
+        60,
+        "the member's claim created",
+    )
+
+
+def test_a_damaged_intent_is_rebuilt_from_the_members_and_later_scales_apply(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    objects = client.CustomObjectsApi(api_client)
+    operators.start()
+    create_app(api_client, namespace, replicas=2, partitions=4)
+    wait_for(lambda: (app(api_client, namespace).get("status") or {}).get("intent"), 120, "an intent")
+
+    objects.patch_namespaced_custom_object_status(
+        "streamapp.dev",
+        "v1alpha1",
+        namespace,
+        "streamapps",
+        APP,
+        {"status": {"intent": {"tasks": "garbage"}}},
+    )
+    wait_for(lambda: "IntentRebuilt" in reasons(api_client, namespace), 120, "an IntentRebuilt event")
+    scale(api_client, namespace, 3)
+
+    def rebuilt_and_scaled() -> bool:
+        status = app(api_client, namespace).get("status") or {}
+        tasks = (status.get("intent") or {}).get("tasks")
+        return isinstance(tasks, list) and len(tasks) == 4 and status.get("replicas") == 3
+
+    wait_for(rebuilt_and_scaled, 120, "a readable intent again and the scale applied")
