@@ -21,8 +21,10 @@ demo: $(STAMP)
 	  --protocol eager --protocol cooperative --protocol streamapp \
 	  --plot $(OUT)/demo-timeline.png
 
-## test: lint, type-check, build what the tests run (control plane, helm, image), then every test tier
-test: $(STAMP) lint k8s-binaries helm image
+## test: lint, type-check, build what the tests run (control plane, helm, image), then every test tier.
+## The builds run side by side: the image build mostly downloads while the Go builds compile.
+test: $(STAMP)
+	$(MAKE) -j4 lint k8s-binaries helm image
 	$(PY) -m pytest
 
 ## unit: the fast tiers only (no control plane, no image)
