@@ -74,7 +74,11 @@ def installed(
     """Apply the install; yield the objects it created; remove the cluster-scoped ones afterwards."""
     path = overlay(tmp_path / "install", namespace)
     objects = list(yaml.safe_load_all(kubectl(kubeconfig_path, "kustomize", str(path))))
-    kubectl(kubeconfig_path, "apply", "--server-side", "-k", str(ROOT / "crds"))  # the README's CRD upgrade
+    # The README's CRD upgrade commands, as written: kustomize's and the chart's.
+    kubectl(kubeconfig_path, "apply", "--server-side", "-k", str(ROOT / "crds"))
+    kubectl(
+        kubeconfig_path, "apply", "--server-side", "-f", str(ROOT / "charts" / "streamapp-operator" / "crds")
+    )
     kubectl(kubeconfig_path, "apply", "--server-side", "-k", str(path))
     try:
         yield objects
