@@ -18,7 +18,7 @@ from operator_support import APP, Operators, app, reasons
 
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
-from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
+from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.executor import manifest as manifests
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout

@@ -22,8 +22,8 @@ from kubernetes.client.exceptions import ApiException
 from operator_support import APP, Operators, create_app, scale
 
 from localcluster.waiting import wait_for
+from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.api.streamapp import MAX_APP_NAME_LENGTH
-from streamapp.controller.naming import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 
 TIMEOUT_S = 120.0
 T = "spec.executor.podTemplate.spec"
