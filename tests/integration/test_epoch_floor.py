@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dataplane_checks import COUNTS, check_partition
+from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators, app, reasons
+from real_executors import app_on_process_node, committed_everything
 
-from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.executor import manifest as manifests
@@ -34,47 +34,7 @@ EARLIER_EPOCH = 5
 
 def app_body(tmp_path: Path) -> dict[str, Any]:
     """Two real executors on the process node, all data under `tmp_path` (the shared store)."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": 2,
-            "partitions": PARTITIONS,
-            "pipeline": {
-                "transform": COUNTS,
-                "source": {"type": "file", "path": str(tmp_path / "input")},
-                "sink": {"type": "file", "path": str(tmp_path / "outputs")},
-                "stateStore": {"uri": f"file://{tmp_path / 'state'}"},
-            },
-            "executor": {
-                "image": "unused-on-the-process-node",
-                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-                "podTemplate": {
-                    "spec": {
-                        "nodeSelector": process_node_selector(),
-                        "tolerations": process_node_tolerations(),
-                        "containers": [
-                            {
-                                "name": "executor",
-                                "env": [{"name": "STREAMAPP_HTTP_PORT", "value": "0"}],
-                                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
-                            }
-                        ],
-                    }
-                },
-            },
-        },
-    }
-
-
-def committed_everything(state: StateLayout, log: FileLog) -> bool:
-    """Every partition's accepted batches reach the end of its input."""
-    for partition in range(PARTITIONS):
-        ends = [m.end for m in accepted_manifests(state, partition)]
-        if not ends or ends[-1] != log.end_offset(partition):
-            return False
-    return True
+    return app_on_process_node(APP, tmp_path, PARTITIONS, replicas=2)
 
 
 def gone(api: client.ApiClient, namespace: str) -> bool:
@@ -103,7 +63,11 @@ def test_a_re_created_app_resumes_above_the_store_epochs_exactly_once(
     generate(log, GenerateSpec(partitions=PARTITIONS, count=3_000, keys=50, seed=1))
     operators.start()
     custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, app_body(tmp_path))
-    wait_for(lambda: committed_everything(state, log), 300, "the first incarnation processing all input")
+    wait_for(
+        lambda: committed_everything(state, log, PARTITIONS),
+        300,
+        "the first incarnation processing all input",
+    )
 
     custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, APPS, APP)
     wait_for(lambda: gone(api_client, namespace), 180, "the app, its pods and its members deleted")
@@ -119,7 +83,7 @@ def test_a_re_created_app_resumes_above_the_store_epochs_exactly_once(
             len(epochs) == PARTITIONS
             and min(epochs) > EARLIER_EPOCH
             and conditions.get("Degraded", ("", ""))[0] == "False"
-            and committed_everything(state, log)
+            and committed_everything(state, log, PARTITIONS)
         )
         return status if done else None
 

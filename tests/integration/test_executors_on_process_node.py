@@ -10,28 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dataplane_checks import COUNTS, check_partition
+from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators, app, reasons, scale
+from real_executors import app_on_process_node, committed_everything
 
-from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
 from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog
 
 PARTITIONS = 4
-
-
-def committed_everything(state: StateLayout, log: FileLog) -> bool:
-    """Every partition's accepted batches reach the end of its input."""
-    for partition in range(PARTITIONS):
-        ends = [m.end for m in accepted_manifests(state, partition)]
-        if not ends or ends[-1] != log.end_offset(partition):
-            return False
-    return True
 
 
 def test_scale_out_of_real_executors_keeps_output_exactly_once(
@@ -41,43 +31,9 @@ def test_scale_out_of_real_executors_keeps_output_exactly_once(
     state = StateLayout(tmp_path / "state")
     generate(log, GenerateSpec(partitions=PARTITIONS, count=4_000, keys=50, seed=1))
     operators.start()
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": 1,
-            "partitions": PARTITIONS,
-            "pipeline": {
-                "transform": COUNTS,
-                "source": {"type": "file", "path": str(tmp_path / "input")},
-                "sink": {"type": "file", "path": str(tmp_path / "outputs")},
-                "stateStore": {"uri": f"file://{tmp_path / 'state'}"},
-            },
-            "executor": {
-                "image": "unused-on-the-process-node",
-                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-                "podTemplate": {
-                    "spec": {
-                        "nodeSelector": process_node_selector(),
-                        "tolerations": process_node_tolerations(),
-                        # Every pod of the process node shares the host's ports: no HTTP server, and
-                        # readiness is the process being up.
-                        "containers": [
-                            {
-                                "name": "executor",
-                                "env": [{"name": "STREAMAPP_HTTP_PORT", "value": "0"}],
-                                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
-                            }
-                        ],
-                    }
-                },
-            },
-            "rebalance": {"maxWarmupReplicas": PARTITIONS},
-        },
-    }
+    body = app_on_process_node(APP, tmp_path, PARTITIONS, replicas=1, maxWarmupReplicas=PARTITIONS)
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
-    wait_for(lambda: committed_everything(state, log), 300, "member 0 processing all input")
+    wait_for(lambda: committed_everything(state, log, PARTITIONS), 300, "member 0 processing all input")
 
     scale(api_client, namespace, 2)
     generate(log, GenerateSpec(partitions=PARTITIONS, count=4_000, keys=50, seed=2))
@@ -89,7 +45,7 @@ def test_scale_out_of_real_executors_keeps_output_exactly_once(
         return (
             members == {0: 2, 1: 2}
             and conditions.get("Rebalancing") == "False"
-            and committed_everything(state, log)
+            and committed_everything(state, log, PARTITIONS)
         )
 
     wait_for(settled, 300, "two members sharing the partitions with all input committed")

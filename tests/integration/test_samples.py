@@ -16,6 +16,7 @@ from dataplane_checks import check_partition
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import Operators
+from real_executors import committed_everything
 
 from localcluster.waiting import wait_for
 from streamapp.executor.layout import StateLayout
@@ -43,14 +44,6 @@ def claim_directory(api: client.ApiClient, namespace: str, claim: str) -> Path |
 
 def processing_every_partition(state: StateLayout, partitions: int) -> bool:
     return all(any(m.end > 0 for m in accepted_manifests(state, p)) for p in range(partitions))
-
-
-def caught_up(state: StateLayout, log: FileLog, partitions: int) -> bool:
-    for partition in range(partitions):
-        ends = [m.end for m in accepted_manifests(state, partition)]
-        if not ends or ends[-1] != log.end_offset(partition):
-            return False
-    return True
 
 
 def test_streamapp_sample_processes_its_flowing_input_exactly_once(
@@ -85,7 +78,7 @@ def test_streamapp_sample_processes_its_flowing_input_exactly_once(
         120,
         "the input generator stopped",
     )
-    wait_for(lambda: caught_up(state, log, partitions), 300, "all input committed")
+    wait_for(lambda: committed_everything(state, log, partitions), 300, "all input committed")
     assert sum(log.end_offset(p) for p in range(partitions)) > 0
     for partition in range(partitions):
         check_partition(state, data / "output", log, partition)

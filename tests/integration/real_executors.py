@@ -1,0 +1,65 @@
+"""Apps whose executors run for real: PySpark processes in member pods on the process node, all data
+(input log, shared state store, outputs) in one host directory the test reads back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dataplane_checks import COUNTS
+
+from localcluster.nodes import process_node_selector, process_node_tolerations
+from streamapp.api.names import GROUP, VERSION
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.source import FileLog
+
+
+def app_on_process_node(
+    name: str, root: Path, partitions: int, replicas: int, **rebalance: Any
+) -> dict[str, Any]:
+    """A running count over `root/input`, state in `root/state`, outputs in `root/outputs`."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "partitions": partitions,
+            "pipeline": {
+                "transform": COUNTS,
+                "source": {"type": "file", "path": str(root / "input")},
+                "sink": {"type": "file", "path": str(root / "outputs")},
+                "stateStore": {"uri": f"file://{root / 'state'}"},
+            },
+            "executor": {
+                "image": "unused-on-the-process-node",
+                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+                "podTemplate": {
+                    "spec": {
+                        "nodeSelector": process_node_selector(),
+                        "tolerations": process_node_tolerations(),
+                        # Ready as soon as the process is up (the HTTP server would be Ready only after
+                        # Spark started; these tests wait on committed output instead).
+                        "containers": [
+                            {
+                                "name": "executor",
+                                "env": [{"name": "STREAMAPP_HTTP_PORT", "value": "0"}],
+                                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
+                            }
+                        ],
+                    }
+                },
+            },
+            **({"rebalance": rebalance} if rebalance else {}),
+        },
+    }
+
+
+def committed_everything(state: StateLayout, log: FileLog, partitions: int) -> bool:
+    """Every partition's accepted batches reach the end of its input."""
+    for partition in range(partitions):
+        ends = [m.end for m in accepted_manifests(state, partition)]
+        if not ends or ends[-1] != log.end_offset(partition):
+            return False
+    return True
