@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import ssl
 import sys
 import time
@@ -26,7 +27,7 @@ from kubernetes import client, config
 
 from localcluster import build, certs, components, kubeconfig, nodes, processes, provisioner
 from localcluster.processes import ProcessRecord
-from processnode import pidfiles
+from processnode import pidfiles, procfs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO_ROOT / "e2e"
@@ -192,6 +193,77 @@ class LocalCluster:
         """Stop every recorded process (newest first), free ports, drop state; logs are kept."""
         with self._exclusive():
             self._stop_and_clean()
+
+    # Faults for tests: a component paused, killed, or restarted under running clients. Each acts on
+    # the process recorded in the state file, so it works from any process (a test session reusing a
+    # cluster that `make cluster-up` started, too).
+
+    def pause_component(self, name: str) -> None:
+        """SIGSTOP a component: a hung process, whose kernel still accepts connections that nothing
+        answers (what a client sees of a frozen or unreachable API server)."""
+        procfs.signal_group(self._record(name).pid, signal.SIGSTOP)
+
+    def resume_component(self, name: str) -> None:
+        """SIGCONT a paused component."""
+        procfs.signal_group(self._record(name).pid, signal.SIGCONT)
+
+    def kill_component(self, name: str) -> None:
+        """SIGKILL a component and wait until it is gone (a crash); `start_component` brings it back."""
+        processes.kill(self._record(name))
+
+    def start_component(self, name: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Start a stopped component again with its recorded command line and wait until it serves
+        (kube-apiserver: /readyz; etcd: /health)."""
+        with self._exclusive():
+            state = self._load_state()
+            index, record = self._find(state, name)
+            if processes.is_alive(record):
+                raise RuntimeError(f"{name} is still running (pid {record.pid})")
+            if not record.argv or name == "process-node":
+                raise ValueError(f"{name} cannot be started again on its own; restart the cluster")
+            started = processes.spawn(name, list(record.argv), Path(record.log))
+            state.processes[index] = started
+            state.save(self.layout.state)
+            self._state = state
+        self._wait_serving(started, state.server, timeout_s)
+
+    def restart_component(self, name: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Stop a component gracefully (SIGTERM, SIGKILL after a grace period) and start it again."""
+        processes.stop(self._record(name))
+        self.start_component(name, timeout_s)
+
+    def wait_component_ready(self, name: str, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        """Wait until a running component serves (see `start_component`)."""
+        state = self._load_state()
+        self._wait_serving(self._find(state, name)[1], state.server, timeout_s)
+
+    def _load_state(self) -> ClusterState:
+        state = ClusterState.load(self.layout.state)
+        if state is None:
+            raise RuntimeError(f"no cluster is running in {self.layout.root}")
+        return state
+
+    def _record(self, name: str) -> ProcessRecord:
+        return self._find(self._load_state(), name)[1]
+
+    @staticmethod
+    def _find(state: ClusterState, name: str) -> tuple[int, ProcessRecord]:
+        for index, record in enumerate(state.processes):
+            if record.name == name:
+                return index, record
+        raise KeyError(f"no component {name!r}; known: {[r.name for r in state.processes]}")
+
+    def _wait_serving(self, record: ProcessRecord, server: str, timeout_s: float) -> None:
+        if record.name == "kube-apiserver":
+            pki = self.layout.pki
+            context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            context.load_cert_chain(pki / "client-admin.crt", pki / "client-admin.key")
+            url = f"{server}/readyz"
+            processes.wait_until(lambda: _https_ok(url, context), timeout_s, "kube-apiserver /readyz", record)
+        elif record.name == "etcd":
+            state = self._load_state()
+            url = f"http://127.0.0.1:{state.ports['etcd_client']}/health"
+            processes.wait_until(lambda: _http_ok(url), timeout_s, "etcd /health", record)
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:

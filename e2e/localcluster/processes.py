@@ -20,19 +20,28 @@ from processnode import procfs
 
 @dataclass(frozen=True)
 class ProcessRecord:
-    """Identity of one started component: the PID and the start time that disambiguates it."""
+    """Identity of one started component: the PID and the start time that disambiguates it, and the
+    command line it was started with (so a fault test can start it again after killing it)."""
 
     name: str
     pid: int
     start_ticks: int
     log: str
+    argv: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> ProcessRecord:
-        return cls(str(data["name"]), int(str(data["pid"])), int(str(data["start_ticks"])), str(data["log"]))
+        argv = data.get("argv")
+        return cls(
+            str(data["name"]),
+            int(str(data["pid"])),
+            int(str(data["start_ticks"])),
+            str(data["log"]),
+            tuple(str(a) for a in argv) if isinstance(argv, list | tuple) else (),
+        )
 
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -61,7 +70,7 @@ def spawn(name: str, argv: list[str], log: Path, env: Mapping[str, str] | None =
     ticks = procfs.start_ticks(proc.pid)
     if ticks is None:
         raise RuntimeError(f"{name} exited immediately; see {log}")
-    return ProcessRecord(name, proc.pid, ticks, str(log))
+    return ProcessRecord(name, proc.pid, ticks, str(log), tuple(argv))
 
 
 def _reap(pid: int) -> None:
@@ -72,17 +81,30 @@ def _reap(pid: int) -> None:
 
 
 def stop(record: ProcessRecord, grace_s: float = 10.0) -> None:
-    """SIGTERM the component's process group, SIGKILL it after ``grace_s``, wait until it is gone."""
+    """SIGTERM the component's process group, SIGKILL it after ``grace_s``, wait until it is gone.
+
+    A paused (SIGSTOPped) component is continued after the SIGTERM, so that it can act on it.
+    """
     if not is_alive(record):
         _reap(record.pid)
         return
     procfs.signal_group(record.pid, signal.SIGTERM)
+    procfs.signal_group(record.pid, signal.SIGCONT)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         _reap(record.pid)
         if not is_alive(record):
             break
         time.sleep(0.05)
+    procfs.signal_group(record.pid, signal.SIGKILL)
+    while is_alive(record):
+        _reap(record.pid)
+        time.sleep(0.05)
+    _reap(record.pid)
+
+
+def kill(record: ProcessRecord) -> None:
+    """SIGKILL the component's process group and wait until it is gone (a crash: no clean shutdown)."""
     procfs.signal_group(record.pid, signal.SIGKILL)
     while is_alive(record):
         _reap(record.pid)

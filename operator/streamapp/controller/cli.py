@@ -19,6 +19,7 @@ import kopf
 from kubernetes import client, config
 
 from streamapp.controller.admission import ALLOW_FLAG, PodPolicy
+from streamapp.controller.backoff import Backoffs
 from streamapp.controller.handlers import register as register_handlers
 from streamapp.controller.handlers import watch_only_members
 from streamapp.controller.kube import Kube
@@ -160,9 +161,7 @@ async def _act(
     settings = kopf.OperatorSettings()
     watch_only_members(settings)
     settings.peering.standalone = True
-    settings.watching.server_timeout = 300
-    settings.watching.client_timeout = 330
-    settings.watching.connect_timeout = 30
+    _survive_api_outages(settings)
     settings.posting.enabled = False
     stop_flag: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -183,6 +182,28 @@ async def _act(
     finally:
         watcher.cancel()
         await loops.stop_all()
+
+
+def _survive_api_outages(settings: kopf.OperatorSettings) -> None:
+    """kopf's watches and calls, made to outlive any API-server outage and to resume soon after it.
+
+    kopf 1.45 retries a failed call (connection errors, timeouts, 5xx, 403, 429) after each delay of
+    `networking.error_backoffs` and raises once they run out; a watch survives only the connection
+    errors and timeouts that escape, while any other (a restarting API server answers 403 and 5xx for
+    a while) ends the watcher task and with it the whole operator. An endless series of delays capped
+    at 5 s (`backoff.Backoffs`) keeps every watch retrying and reconnecting within 5 s of the API
+    server's return; a dropped watch then resumes from its last version or lists again (410 Gone).
+    Timeouts bound every call, so a hung connection (a paused or unreachable API server) fails and is
+    retried rather than blocking: kopf ends a silent watch after `watching.inactivity_timeout` (70 s;
+    bookmarks and the server's own end of each watch come sooner).
+    """
+    settings.networking.error_backoffs = Backoffs(initial=1.0, cap=5.0)
+    settings.networking.request_timeout = 60
+    settings.networking.connect_timeout = 10
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.watching.reconnect_backoff = 0.5
 
 
 def _attempt(lock: LeaseLock) -> bool:
