@@ -80,6 +80,7 @@ class Fleet:
         self.planes: dict[int, CheckedDataPlane] = {}
         self.states: dict[int, dict[int, float]] = {}
         self.running: dict[int, tuple[str, threading.Event, threading.Thread]] = {}
+        self.clients: dict[int, MembershipClient] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._supervise, name=f"fleet {app}", daemon=True)
 
@@ -132,10 +133,16 @@ class Fleet:
             }
 
     def _supervise(self) -> None:
+        """Keep one executor per Ready member pod. While the API server is away, the executors keep
+        running as they are (like a kubelet that cannot reach it)."""
         while not self._stop.is_set():
-            pods = self.core.list_namespaced_pod(
-                self.namespace, label_selector=f"{APP_LABEL}={self.app}"
-            ).items
+            try:
+                pods = self.core.list_namespaced_pod(
+                    self.namespace, label_selector=f"{APP_LABEL}={self.app}", _request_timeout=(5, 15)
+                ).items
+            except Exception:  # the API server restarting, paused or gone: look again shortly
+                self._stop.wait(1.0)
+                continue
             ready = {
                 int(p.metadata.labels["streamapp.dev/member"]): p.metadata.uid
                 for p in pods
@@ -159,6 +166,7 @@ class Fleet:
         membership = MembershipClient(
             self.api, self.namespace, self.app, member, uid, plane, report_interval=0.5
         )
+        self.clients[member] = membership
         stop = threading.Event()
         thread = threading.Thread(target=membership.run, args=(stop,), name=f"member {member}", daemon=True)
         self.running[member] = (uid, stop, thread)
