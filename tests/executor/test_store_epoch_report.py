@@ -62,4 +62,4 @@ def test_copies_report_the_store_epoch_in_the_member_status(spark: SparkSession,
     status = copy.status()[0]
     assert (status.store_epoch, status.fenced_by) == (3, None)  # read from the store before any step
     [report] = RuntimeDataPlane(copy, CollectorRegistry()).reports()
-    assert (report.role, report.storeEpoch, report.fencedBy) == ("standby", 3, None)
+    assert (report.role, report.store_epoch, report.fenced_by) == ("standby", 3, None)

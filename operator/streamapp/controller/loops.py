@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -18,10 +19,11 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from streamapp.controller import backoff
 from streamapp.controller.admission import STRICT, PodPolicy
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.reconcile import Observed, Outcome, reconcile
+from streamapp.controller.reconcile import Observed, Outcome, reconcile, report_failure
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]
@@ -29,7 +31,11 @@ Body = Mapping[str, Any]
 
 RESYNC_SECONDS = 30.0
 DEBOUNCE_SECONDS = 0.05
-MAX_BACKOFF_SECONDS = 30.0
+# A loop whose reconcile keeps failing (the API server away) tries again within this; any watch event
+# (the API server back, the app scaled) wakes it at once anyway.
+MAX_BACKOFF_SECONDS = 10.0
+FAILURES_BEFORE_REPORT = 3
+CONFLICT_RETRY_SECONDS = 0.2
 
 
 @dataclass
@@ -104,22 +110,48 @@ class AppLoops:
                 )
                 failures = 0
             except ApiException as error:
-                failures += 1
-                log.warning("reconcile of %s/%s failed (%s %s); retrying", *key, error.status, error.reason)
-                outcome = Outcome(self.clock() + min(MAX_BACKOFF_SECONDS, 0.5 * 2**failures), None)
-            except Exception:
+                if error.status == 409:  # the app changed since the plan was made: plan again on it
+                    outcome = Outcome(self.clock() + CONFLICT_RETRY_SECONDS, None)
+                else:
+                    failures += 1
+                    log.warning("reconcile of %s/%s failed (%s %s)", *key, error.status, error.reason)
+                    outcome = await self._failed(
+                        key, failures, f"{error.status} {error.reason}: {_body(error)}"
+                    )
+            except Exception as error:
                 failures += 1
                 log.exception("reconcile of %s/%s failed; retrying", *key)
-                outcome = Outcome(self.clock() + min(MAX_BACKOFF_SECONDS, 0.5 * 2**failures), None)
+                outcome = await self._failed(key, failures, f"{type(error).__name__}: {error}")
             if outcome.app is not None and _newer_or_same(self.apps.get(key), outcome.app):
                 self.apps[key] = outcome.app
             await self._sleep(wakeup, outcome.wake_at)
+
+    async def _failed(self, key: Key, failures: int, error: str) -> Outcome:
+        """Retry with exponential back-off; once failures persist, say so in status and an Event
+        (a transient API error resolves itself; a refused write would otherwise fail unseen)."""
+        retry_at = self.clock() + backoff.delay(failures, 1.0, MAX_BACKOFF_SECONDS)
+        if failures < FAILURES_BEFORE_REPORT:
+            return Outcome(retry_at, None)
+        try:
+            written = await asyncio.to_thread(report_failure, self.kube, self.apps[key], error, self.clock())
+        except Exception as reporting:
+            log.warning("could not report the failing reconcile of %s/%s: %s", *key, reporting)
+            written = None
+        return Outcome(retry_at, written)
 
     async def _sleep(self, wakeup: asyncio.Event, wake_at: float | None) -> None:
         timeout = RESYNC_SECONDS if wake_at is None else min(RESYNC_SECONDS, max(0.0, wake_at - self.clock()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wakeup.wait(), timeout)
         await asyncio.sleep(DEBOUNCE_SECONDS)
+
+
+def _body(error: ApiException) -> str:
+    """The API server's message (a Status object's `message`), else its raw body."""
+    try:
+        return str(json.loads(error.body or "{}").get("message") or error.body)
+    except ValueError:
+        return str(error.body)
 
 
 def _newer_or_same(current: Body | None, candidate: Body) -> bool:
