@@ -17,9 +17,10 @@ processing, tailing — happens in `step`, where status can be reported between 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -84,7 +85,11 @@ class Executor:
 
     Safe to drive from two threads — say, a watch thread calling `apply` while a worker thread loops
     over `step`: a lock is held for each task's unit of work, so `apply` waits for at most the batch in
-    flight and a revoked task has committed its last batch by the time `apply` returns.
+    flight and a revoked task has committed its last batch by the time `apply` returns. The lock is
+    handed over fairly: a Python lock is not, and a worker that releases it only to take it again at
+    once would starve `apply` and `status` for as long as there is input — no acknowledgement, no
+    report, until the operator's revocation deadline replaces the pod. So the worker lets every
+    waiting caller in before its next unit of work.
     """
 
     def __init__(
@@ -99,11 +104,29 @@ class Executor:
         self.context = TaskContext(layout, source, sink, pipeline, spark, config or TaskConfig())
         self.tasks: dict[int, Task] = {}
         self._lock = threading.RLock()
+        self._turns = threading.Condition()
+        self._waiting = 0
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """The lock, for a caller the worker must let in before its next unit of work."""
+        with self._turns:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._turns:
+                self._waiting -= 1
+                self._turns.notify_all()
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def apply(self, target: Target) -> frozenset[int]:
         """Make the task set match `target`; returns the partitions released (safe to acknowledge)."""
         wanted = target.roles()
-        with self._lock:
+        with self._exclusive():
             released = released_partitions({p: t.role for p, t in self.tasks.items()}, target)
             for partition in [p for p in self.tasks if p not in wanted]:
                 del self.tasks[partition]
@@ -119,13 +142,15 @@ class Executor:
         with self._lock:
             partitions = sorted(self.tasks)
         for partition in partitions:
+            with self._turns:
+                self._turns.wait_for(lambda: self._waiting == 0)
             with self._lock:
                 task = self.tasks.get(partition)
                 done += task.step() if task is not None else 0
         return done
 
     def status(self) -> list[TaskStatus]:
-        with self._lock:
+        with self._exclusive():
             return [self.tasks[p].status() for p in sorted(self.tasks)]
 
     def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
