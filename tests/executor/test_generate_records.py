@@ -33,3 +33,23 @@ def test_generate_appends_every_record_once_to_the_keys_partition(tmp_path: Path
         table = log.read_arrow(partition)
         assert table.column("offset").to_pylist() == list(range(table.num_rows))
         assert table.column("key").to_pylist() == [k for k in keys if partition_of(k, 3) == partition]
+
+
+def test_at_a_rate_appends_come_one_per_tick_not_one_per_record(tmp_path: Path) -> None:
+    """A slow append (as on a loaded machine) must not turn into a file per record: whatever came due
+    meanwhile goes into the next tick's segment."""
+    log = FileLog(tmp_path / "log")
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    def clock() -> float:
+        now[0] += 0.02  # every look at the clock finds time has passed: appends take time
+        return now[0]
+
+    spec = GenerateSpec(partitions=2, count=2000, rate=200.0, keys=50, seed=1)
+    generate(log, spec, clock=clock, sleep=sleep, tick=1.0)
+    segments = [p for p in (tmp_path / "log").rglob("*.parquet") if not p.name.startswith(".tmp-")]
+    assert 10 <= now[0] <= 12, "ten seconds of input at 200 records/s"
+    assert len(segments) <= 2 * 12, f"{len(segments)} segments for about 11 ticks and 2 partitions"

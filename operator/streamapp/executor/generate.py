@@ -96,7 +96,8 @@ def generate(
 ) -> int:
     """Append `spec.count` records (or until `stopped()`) after what the log already holds; returns the
     global end index. A chunk is always appended whole, so a stop never leaves the partitions
-    misaligned with the global record index."""
+    misaligned with the global record index. At a rate, appends are `tick` seconds apart, so the log
+    grows by one segment per partition per tick rather than by a file per record."""
     first = sum(log.end_offset(p) for p in range(spec.partitions))
     produced = 0
     began = clock()
@@ -105,6 +106,6 @@ def generate(
         if count:
             append_chunk(log, spec, first + produced, count, datetime.now(UTC))
             produced += count
-        else:
-            sleep(tick)
+        if not count or spec.rate > 0:
+            sleep(tick)  # at a rate, one append per tick: what is due since then goes in one segment
     return first + produced
