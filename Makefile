@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo test unit lint bench crds cluster-up cluster-down k8s-binaries helm image system-packages clean
+.PHONY: demo test unit lint bench chaos crds cluster-up cluster-down k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/dataplane.py --write bench/results/dataplane.md
 	$(PY) bench/run.py --write bench/RESULTS.md
+
+## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
+chaos: $(STAMP) k8s-binaries
+	STREAMAPP_CHAOS=long $(PY) -m pytest tests/integration/test_chaos.py -q
 
 ## crds: regenerate the CRDs and install manifests from the resource models (a test checks they match)
 crds: $(STAMP)

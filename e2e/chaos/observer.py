@@ -1,0 +1,191 @@
+"""The outside observer: polls the API server and the state store while faults fly, records violations.
+
+Two safety properties are checked at every observed instant, from what anyone outside can see:
+
+* **single active owner** — a task is reported `active` by at most one member. Only *current* reports
+  count: the StreamAppMember's `status.podUID` is the uid of the live pod, its container is running,
+  and the report was written after that container started (a report left behind by a SIGKILLed
+  process says nothing about now). Both statuses come from one LIST, a consistent snapshot.
+* **epochs never go backwards** — per member and task, the epoch in the member's spec never
+  decreases; per task, no member is ever handed an active epoch below one already handed out; per
+  partition, accepted commit manifests have non-decreasing epochs and every epoch has one owner.
+
+The observer keeps running through API-server outages (those polls are counted as missed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client
+
+from streamapp.api.names import GROUP, MEMBERS, VERSION, selector
+from streamapp.executor import manifest as manifests
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Head
+
+REQUEST_TIMEOUT_S = 5.0
+
+
+@dataclass
+class Tally:
+    """What the observer saw (a plain record; the report renders it)."""
+
+    polls: int = 0
+    missed_polls: int = 0
+    manifests_accepted: int = 0
+    manifests_refused: int = 0
+    violations: list[str] = field(default_factory=list)
+    max_active_owners: int = 0
+
+
+def _instant(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def current_reports(members: list[dict[str, Any]], pods: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Member name → task reports written by the process that runs in its live pod now; pure."""
+    live = {p.metadata.name: p for p in pods}
+    current: dict[str, list[dict[str, Any]]] = {}
+    for member in members:
+        name = member["metadata"]["name"]
+        status = member.get("status") or {}
+        pod = live.get(name)
+        if pod is None or pod.metadata.uid != status.get("podUID"):
+            continue
+        started = [
+            s.state.running.started_at
+            for s in (pod.status.container_statuses or [])
+            if s.state is not None and s.state.running is not None
+        ]
+        reported = _instant(status.get("reportedAt"))
+        if not started or reported is None or reported < max(started):
+            continue
+        current[name] = list(status.get("tasks") or [])
+    return current
+
+
+def double_actives(reports: dict[str, list[dict[str, Any]]]) -> dict[int, list[str]]:
+    """Tasks reported active by more than one member; pure."""
+    owners: dict[int, list[str]] = {}
+    for name, tasks in reports.items():
+        for task in tasks:
+            if task.get("role") == "active":
+                owners.setdefault(int(task["task"]), []).append(name)
+    return {task: names for task, names in owners.items() if len(names) > 1}
+
+
+class Observer:
+    """A thread polling every `period_s` until stopped; `tally` holds the result."""
+
+    def __init__(
+        self, api: client.ApiClient, namespace: str, app: str, state: StateLayout, partitions: int
+    ) -> None:
+        self.api, self.namespace, self.app = api, namespace, app
+        self.state, self.partitions = state, partitions
+        self.tally = Tally()
+        self.heads = {p: Head() for p in range(partitions)}
+        self.last_accepted_epoch: dict[int, int] = {}
+        self.epoch_owner: dict[tuple[int, int], str] = {}
+        self.spec_epochs: dict[tuple[str, int], int] = {}
+        self.highest_active_epoch: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-observer", daemon=True)
+
+    def start(self, period_s: float = 0.2) -> None:
+        self.period_s = period_s
+        self._thread.start()
+
+    def stop(self) -> Tally:
+        self._stop.set()
+        self._thread.join()
+        self.poll_manifests()
+        return self.tally
+
+    def _violation(self, text: str) -> None:
+        self.tally.violations.append(f"{datetime.now().isoformat(timespec='milliseconds')} {text}")
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self.tally.polls += 1
+            try:
+                self.poll_cluster()
+            except Exception:  # an API-server outage is part of the scenario: count it, go on
+                self.tally.missed_polls += 1
+            self.poll_manifests()
+
+    def poll_cluster(self) -> None:
+        listed: dict[str, Any] = client.CustomObjectsApi(self.api).list_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            self.namespace,
+            MEMBERS,
+            label_selector=selector(self.app),
+            _request_timeout=REQUEST_TIMEOUT_S,
+        )
+        members = listed["items"]
+        pods = (
+            client.CoreV1Api(self.api)
+            .list_namespaced_pod(
+                self.namespace, label_selector=selector(self.app), _request_timeout=REQUEST_TIMEOUT_S
+            )
+            .items
+        )
+        reports = current_reports(members, pods)
+        for task, names in double_actives(reports).items():
+            self._violation(f"task {task} active on {sorted(names)} at once")
+        per_task = Counter(
+            int(t["task"]) for tasks in reports.values() for t in tasks if t.get("role") == "active"
+        )
+        self.tally.max_active_owners = max([self.tally.max_active_owners, *per_task.values()])
+        for member in members:
+            self._check_spec_epochs(member["metadata"]["name"], member.get("spec") or {})
+
+    def _check_spec_epochs(self, name: str, spec: dict[str, Any]) -> None:
+        for entry in [*(spec.get("active") or []), *(spec.get("revoking") or [])]:
+            key = (name, int(entry["task"]))
+            epoch = int(entry["epoch"])
+            if epoch < self.spec_epochs.get(key, 0):
+                self._violation(f"{name} task {key[1]}: spec epoch {self.spec_epochs[key]} -> {epoch}")
+            self.spec_epochs[key] = epoch
+        for entry in spec.get("active") or []:
+            task, epoch = int(entry["task"]), int(entry["epoch"])
+            highest = self.highest_active_epoch.get(task, 0)
+            if epoch < highest:
+                self._violation(
+                    f"{name} active on task {task} at epoch {epoch} < {highest} handed out before"
+                )
+            self.highest_active_epoch[task] = max(highest, epoch)
+
+    def poll_manifests(self) -> None:
+        for partition in range(self.partitions):
+            while True:
+                head = self.heads[partition]
+                try:
+                    found = manifests.read(self.state, partition, head.next_seq)
+                except (ValueError, KeyError):  # caught mid-write: read it again next time
+                    break
+                if found is None:
+                    break
+                step = manifests.advance(head, found)
+                self.heads[partition] = step.head
+                if not step.accepted:
+                    self.tally.manifests_refused += 1
+                    continue
+                self.tally.manifests_accepted += 1
+                self._check_manifest(partition, found)
+
+    def _check_manifest(self, partition: int, found: manifests.Manifest) -> None:
+        last = self.last_accepted_epoch.get(partition, 0)
+        if found.epoch < last:
+            self._violation(f"partition {partition} seq {found.seq}: accepted epoch {found.epoch} < {last}")
+        self.last_accepted_epoch[partition] = max(last, found.epoch)
+        owner = self.epoch_owner.setdefault((partition, found.epoch), found.owner)
+        if owner != found.owner:
+            self._violation(
+                f"partition {partition} epoch {found.epoch} committed by {owner} and {found.owner}"
+            )
