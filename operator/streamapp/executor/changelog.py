@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,7 +37,19 @@ def _parquet_bytes(table: pa.Table) -> bytes:
 
 def unique_name(seq: int, epoch: int) -> str:
     """A file name no other attempt will use, so a retried batch never overwrites a committed file."""
-    return f"{seq:012d}-e{epoch}-{uuid.uuid4().hex[:12]}.parquet"
+    return f"{attempt_prefix(seq)}e{epoch}-{uuid.uuid4().hex[:12]}.parquet"
+
+
+def attempt_prefix(seq: int) -> str:
+    """What every attempt's file name for sequence `seq` starts with."""
+    return f"{seq:012d}-"
+
+
+def settle(layout: StateLayout, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
+    """These sequences are decided (seq → the segments its manifest names): remove the segments of
+    their other attempts."""
+    keep = {attempt_prefix(seq): {Path(name).name for name in names} for seq, names in decided.items()}
+    storage.remove_unnamed(layout.changelog(partition), keep)
 
 
 def write_segment(layout: StateLayout, partition: int, seq: int, epoch: int, table: pa.Table) -> str:

@@ -8,7 +8,7 @@ partition without transactions on the sink side.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamapp.executor import manifest as manifests
-from streamapp.executor.changelog import unique_name
+from streamapp.executor import storage
+from streamapp.executor.changelog import attempt_prefix, unique_name
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Head, Manifest
 
@@ -26,22 +27,38 @@ class Sink(Protocol):
     """Destination of a partition's updated rows."""
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
-        """Write one batch's rows; return the names the manifest should record."""
+        """Write one batch's rows durably; return the names the manifest should record."""
+        ...
+
+    def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
+        """These sequences are decided (seq → the outputs its manifest names): drop what their other
+        attempts left."""
         ...
 
 
 @dataclass(frozen=True)
 class FileSink:
-    """Parquet files under `<root>/p=<P>/`, one per batch; names are relative to `root`."""
+    """Parquet files under `<root>/p=<P>/`, one per batch; names are relative to `root`.
+
+    Each file is complete and on disk before the manifest that names it is created (temporary file,
+    fsync, rename, directory fsync): a manifest that survives a power loss never names a torn file.
+    """
 
     root: Path
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
-        directory = self.root / f"p={partition}"
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / unique_name(seq, epoch)
-        pq.write_table(rows, path)
+        path = self._directory(partition) / unique_name(seq, epoch)
+        buffer = pa.BufferOutputStream()
+        pq.write_table(rows, buffer)
+        storage.write_atomic(path, buffer.getvalue().to_pybytes())
         return (path.relative_to(self.root).as_posix(),)
+
+    def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
+        keep = {attempt_prefix(seq): {Path(name).name for name in names} for seq, names in decided.items()}
+        storage.remove_unnamed(self._directory(partition), keep)
+
+    def _directory(self, partition: int) -> Path:
+        return self.root / f"p={partition}"
 
 
 def accepted_manifests(layout: StateLayout, partition: int) -> Iterator[Manifest]:

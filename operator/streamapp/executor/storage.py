@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
@@ -78,6 +78,31 @@ def create_exclusive(final: Path, data: bytes) -> bool:
             os.unlink(tmp)
     fsync_dir(final.parent)
     return True
+
+
+def remove_unnamed(directory: Path, decided: Mapping[str, Collection[str]]) -> int:
+    """Delete the files of `directory` that belong to a decided batch but that its manifest does not
+    name: `decided` maps a batch's file-name prefix to the names its manifest keeps.
+
+    A batch's files are written before its manifest races for the sequence number; attempts that lost,
+    died before the race or were fenced leave files no manifest will ever name, and once the sequence
+    is decided they are garbage (temporary files of such attempts included). One listing serves every
+    batch in `decided`. Returns how many files were removed.
+    """
+    if not directory.is_dir() or not decided:
+        return 0
+    width = len(next(iter(decided)))
+    removed = 0
+    for entry in os.scandir(directory):
+        final = entry.name
+        if final.startswith(TMP_PREFIX):
+            final = final[len(TMP_PREFIX) :].split("-", 1)[-1]
+        keep = decided.get(final[:width])
+        if keep is not None and entry.name not in keep:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
 
 
 def visible_files(directory: Path, suffix: str) -> Iterator[Path]:

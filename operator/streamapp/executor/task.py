@@ -14,7 +14,7 @@ last few manifests before it fences and processes:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -113,6 +113,7 @@ class Task:
         self.committed_offset = 0
         self.backlog = 0
         self.batches_since_snapshot = 0
+        self.swept_through = -1
 
     @property
     def head(self) -> Head:
@@ -151,7 +152,9 @@ class Task:
         if self.restored:
             return 0
         self.restored = True
-        return self.replica.load_snapshot()
+        loaded = self.replica.load_snapshot()
+        self.swept_through = self.head.seq  # the snapshot's writer swept everything before it
+        return loaded
 
     def tail(self) -> int:
         """Copy step: apply a bounded number of new manifests and refresh the owner's committed offset."""
@@ -183,6 +186,7 @@ class Task:
             self.replica.apply(fence)
         if self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
+        self.sweep()
         self.owning = True
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
@@ -237,12 +241,31 @@ class Task:
             outputs=outputs,
             owner=self.ctx.config.owner,
         )
-        manifests.create(self.ctx.layout, self.partition, committed)
+        try:
+            manifests.create(self.ctx.layout, self.partition, committed)
+        except (Conflict, Fenced):
+            self._settle([manifests.read(self.ctx.layout, self.partition, seq)])  # our files lost
+            raise
         faults.reached("batch.committed")
         return committed
 
+    def sweep(self) -> None:
+        """Remove the files of attempts that lost or died at every sequence decided since the last
+        sweep. It runs when the task is taken over and before each snapshot — not per batch, since it
+        lists directories that grow with the history; whatever a crash interrupts, the next takeover
+        sweeps again from the newest snapshot."""
+        decided = range(self.swept_through + 1, self.head.seq + 1)
+        self._settle([manifests.read(self.ctx.layout, self.partition, seq) for seq in decided])
+        self.swept_through = self.head.seq
+
+    def _settle(self, decided: Sequence[Manifest | None]) -> None:
+        found = [m for m in decided if m is not None]
+        changelog.settle(self.ctx.layout, self.partition, {m.seq: m.segments for m in found})
+        self.ctx.sink.settle(self.partition, {m.seq: m.outputs for m in found})
+
     def snapshot(self) -> None:
         """Publish the state at the head, then drop snapshots and segments that newer snapshots cover."""
+        self.sweep()
         table = self.replica.state.to_table(self.ctx.pipeline.value_type)
         changelog.write_snapshot(self.ctx.layout, self.partition, self.head, table)
         faults.reached("snapshot.written")
