@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataplane_checks import COUNTS, check_partition
+from dataplane_checks import check_partition
 from kubernetes import client
 
 from chaos import faults
 from chaos.faults import Kind, Operators, OperatorStarter
 from chaos.observer import Observer, Tally, current_reports
 from localcluster.controlplane import LocalCluster
-from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
+from realapps import app_on_process_node
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -106,39 +106,9 @@ class Environment:
 
 def app_body(config: ChaosConfig, workdir: Path) -> dict[str, Any]:
     """The count app on the process node, reading `workdir/input`, its store a host directory."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": config.replicas[0],
-            "partitions": config.partitions,
-            "pipeline": {
-                "transform": COUNTS,
-                "source": {"type": "file", "path": str(workdir / "input")},
-                "sink": {"type": "file", "path": str(workdir / "outputs")},
-                "stateStore": {"uri": f"file://{workdir / 'state'}"},
-            },
-            "executor": {
-                "image": "unused-on-the-process-node",
-                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-                "podTemplate": {
-                    "spec": {
-                        "nodeSelector": process_node_selector(),
-                        "tolerations": process_node_tolerations(),
-                        "containers": [
-                            {
-                                "name": "executor",
-                                "env": [{"name": "STREAMAPP_HTTP_PORT", "value": "0"}],
-                                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
-                            }
-                        ],
-                    }
-                },
-            },
-            "rebalance": {"maxWarmupReplicas": config.partitions},
-        },
-    }
+    return app_on_process_node(
+        APP, workdir, config.partitions, config.replicas[0], maxWarmupReplicas=config.partitions
+    )
 
 
 def retried(action: Callable[[], object], timeout_s: float = 120.0) -> None:

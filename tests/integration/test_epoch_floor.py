@@ -15,9 +15,9 @@ from typing import Any
 from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators, app, reasons
-from real_executors import app_on_process_node, committed_everything
 
 from localcluster.waiting import wait_for
+from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.executor import manifest as manifests
 from streamapp.executor.generate import GenerateSpec, generate

@@ -13,9 +13,9 @@ from pathlib import Path
 from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators, app, reasons, scale
-from real_executors import app_on_process_node, committed_everything
 
 from localcluster.waiting import wait_for
+from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout

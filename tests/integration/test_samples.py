@@ -16,9 +16,9 @@ from dataplane_checks import check_partition
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import Operators
-from real_executors import committed_everything
 
 from localcluster.waiting import wait_for
+from realapps import committed_everything
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dataplane_checks import COUNTS
-
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from streamapp.api.names import GROUP, VERSION
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog
+
+COUNTS = "streamapp.executor.samples.counts:counts"
 
 
 def app_on_process_node(
