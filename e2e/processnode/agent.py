@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from processnode import logserver, volumes
@@ -26,6 +27,11 @@ from processnode.pod import PodRunner
 
 Json = dict[str, Any]
 SHUTDOWN_GRACE_S = 5.0
+
+
+# What a call to an API server that is restarting, paused or gone raises: the node keeps its pods
+# running and retries, as a kubelet does (urllib3 raises MaxRetryError or ProtocolError, not OSError).
+API_ERRORS = (ApiException, OSError, urllib3.exceptions.HTTPError)
 
 
 class Agent:
@@ -85,14 +91,14 @@ class Agent:
                 if time.monotonic() - last_status >= STATUS_REPORT_S:
                     self.heartbeat.report_status()
                     last_status = time.monotonic()
-            except (ApiException, OSError) as error:
+            except API_ERRORS as error:
                 print(f"heartbeat failed, retrying: {error}", flush=True)
 
     def sync_once(self) -> None:
         """One level-triggered pass over the pods bound to this node."""
         try:
             current = {p["metadata"]["uid"]: p for p in self.api.pods_on(self.spec.name)}
-        except (ApiException, OSError) as error:
+        except API_ERRORS as error:
             print(f"listing pods failed, retrying: {error}", flush=True)
             return
         for uid in list(self.pods):
