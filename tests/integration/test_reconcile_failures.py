@@ -53,11 +53,12 @@ def test_a_refused_claim_is_reported_and_the_app_recovers(
         120,
         "the failure cleared once the claim is accepted",
     )
-    wait_for(
-        lambda: core.read_namespaced_persistent_volume_claim(f"{APP}-state-0", namespace) is not None,
-        60,
-        "the member's claim created",
-    )
+
+    def claim_created() -> bool:
+        names = [c.metadata.name for c in core.list_namespaced_persistent_volume_claim(namespace).items]
+        return f"{APP}-state-0" in names
+
+    wait_for(claim_created, 60, "the member's claim created")
 
 
 def test_a_damaged_intent_is_rebuilt_from_the_members_and_later_scales_apply(
