@@ -26,11 +26,10 @@ from chaos.faults import Kind, Operators, OperatorStarter
 from chaos.observer import Observer, Tally, current_reports
 from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
-from realapps import app_on_process_node
+from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog
 
 APP = "chaos"
@@ -130,15 +129,6 @@ def scale(api: client.ApiClient, namespace: str, replicas: int) -> None:
             GROUP, VERSION, namespace, APPS, APP, {"spec": {"replicas": replicas}}
         )
     )
-
-
-def committed_everything(state: StateLayout, log: FileLog, partitions: int) -> bool:
-    """Every partition's accepted batches reach the end of its input."""
-    for partition in range(partitions):
-        ends = [m.end for m in accepted_manifests(state, partition)]
-        if not ends or ends[-1] != log.end_offset(partition):
-            return False
-    return True
 
 
 def converged(api: client.ApiClient, namespace: str, config: ChaosConfig) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import resource
 import shutil
 import tempfile
@@ -21,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from localcluster import components, gowrapper, products, provisioner, versions
+from localcluster import components, gotool, gowrapper, products, provisioner, versions
 from localcluster.gotool import cache_base, compile_with_progress, module_info, run_go
 from localcluster.products import Product
 
@@ -166,10 +165,4 @@ def _swap_in(staging: Path) -> None:
     """Replace the cache entry with the finished build, dropping wrapper sources (only bin/ is used)."""
     for product in products.PRODUCTS:
         shutil.rmtree(staging / product.name, ignore_errors=True)
-    final = version_dir()
-    if final.exists():
-        retired = final.with_name(f".{final.name}.old-{os.getpid()}")
-        final.rename(retired)
-        shutil.rmtree(retired, ignore_errors=True)
-    staging.rename(final)
-    staging.mkdir()  # the caller's cleanup removes this empty placeholder
+    gotool.swap_in(staging, version_dir())
