@@ -7,6 +7,7 @@ from pathlib import Path
 
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import LocalState
 from streamapp.executor.manifest import Kind
 from streamapp.executor.replica import rebuild
 from streamapp.executor.runtime import Executor
@@ -61,7 +62,14 @@ def files_in(directory: Path) -> int:
     return sum(1 for p in directory.rglob("*.parquet") if not p.name.startswith(".tmp-"))
 
 
-def executor_for(root: Path, log: FileLog, member: str, pipeline: str = COUNTS, **config: int) -> Executor:
+def executor_for(
+    root: Path,
+    log: FileLog,
+    member: str,
+    pipeline: str = COUNTS,
+    local: LocalState | None = None,
+    **config: int,
+) -> Executor:
     """An executor on the shared state path `root/state` writing outputs to `root/outputs`."""
     return Executor(
         StateLayout(root / "state"),
@@ -69,4 +77,5 @@ def executor_for(root: Path, log: FileLog, member: str, pipeline: str = COUNTS, 
         FileSink(root / "outputs"),
         pipelines.load(pipeline),
         TaskConfig(owner=member, **config),
+        local=local,
     )

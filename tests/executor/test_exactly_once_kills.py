@@ -19,6 +19,8 @@ from dataplane_checks import COUNTS, check_partition
 from streamapp.executor import faults
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import LocalState
+from streamapp.executor.replica import rebuild
 from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog
 
@@ -36,6 +38,7 @@ def crash_plan(rng: random.Random) -> list[str | None]:
     batch_points = [point for point in faults.POINTS if point.startswith("batch.")]
     plan: list[str | None] = [f"{point}:{rng.randint(1, 3)}" for point in batch_points]
     plan += ["snapshot.written:1", "restore.segment-applied:1", "restore.segment-applied:2"]
+    plan += ["checkpoint.persisted:2"]
     plan += [None] * RANDOM_KILLS
     rng.shuffle(plan)
     return plan
@@ -65,6 +68,8 @@ def executor_command(root: Path, epoch: int, member: str) -> list[str]:
         "3",
         "--status",
         str(root / "status.json"),
+        "--local-state",
+        str(root / "local"),
         "--until-idle",
         "--conf",
         "spark.sql.shuffle.partitions=2",
@@ -121,6 +126,12 @@ def test_sigkill_at_every_point_loses_and_duplicates_nothing(tmp_path: Path) -> 
     layout = StateLayout(tmp_path / "state")
     for partition in (0, 1):
         assert check_partition(layout, tmp_path / "outputs", log, partition) > 0
+    # The member's local stores, checkpointed through every kill, hold exactly the committed state.
+    local = LocalState(tmp_path / "local")
+    for partition in (0, 1):
+        store, checkpoint = local.open(partition)
+        assert checkpoint is not None and checkpoint.head.offset == log.end_offset(partition)
+        assert dict(store.items()) == rebuild(layout, partition).state.values
     # Files of attempts that died or lost are removed once their sequence number is decided: what is
     # left is exactly what the manifests name (no orphans, and no committed file lost to the cleanup).
     named = {name for p in (0, 1) for m in accepted_manifests(layout, p) for name in m.outputs}

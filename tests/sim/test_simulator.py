@@ -55,6 +55,18 @@ def test_bounce_within_delay_moves_nothing() -> None:
     assert eager.task_movements > 0 and eager.blocking_restore_records > 0
 
 
+def test_a_bounce_restores_in_full_without_a_claim() -> None:
+    """The returning pod's emptyDir is new: every task it gets back restores its whole state while
+    blocking, as the real executor does without `executor.storage.size`."""
+    with_claim = run("bounce", "streamapp")
+    without = run("bounce-emptydir", "streamapp")
+    scenario = load_scenario(SCENARIOS / "bounce-emptydir.yaml")
+    held = scenario.partitions // scenario.members
+    assert with_claim.blocking_restore_records == 0
+    assert without.blocking_restore_records >= held * scenario.workload.state_records
+    assert without.task_downtime_seconds > with_claim.task_downtime_seconds
+
+
 def test_standby_failover_removes_loss_downtime() -> None:
     with_standby = run("permanent-loss-standby", "streamapp")
     without = run("permanent-loss", "streamapp")
@@ -136,6 +148,10 @@ def test_bad_scenario_is_reported_with_its_key(tmp_path: Path, capsys: pytest.Ca
         (
             {"name": "x", "partitions": 1, "members": 1, "duration": 10, "rebalance": {"protocol": "x"}},
             "protocol",
+        ),
+        (
+            {"name": "x", "partitions": 1, "members": 1, "duration": 10, "workload": {"localState": "pvc"}},
+            "localState",
         ),
     ],
 )

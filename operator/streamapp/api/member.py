@@ -171,6 +171,18 @@ class TaskReport(Model):
             "nothing until the operator gives it a new epoch)."
         ),
     )
+    restored_blocking: int | None = field(
+        default=None,
+        metadata=prop(
+            "Rows this copy restored from the shared store while active, before it could process (what "
+            "a restart or a move cost in downtime); a restart that resumed from local state restores "
+            "only what was committed since its checkpoint."
+        ),
+    )
+    restored_background: int | None = field(
+        default=None,
+        metadata=prop("Rows this copy restored from the shared store as a standby or warmup (no downtime)."),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from streamapp.api.fields import Rule, ValidationError, model_rules, prop
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
-from streamapp.api.rebalance import REBALANCE
+from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
 
 FUNCTION_PATTERN = "[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*"
@@ -47,6 +47,8 @@ IMAGE_PATTERN = "^[!-~]+$"
 # server skips CEL rules once an enum fails, and its enum message cannot say that kafka is only planned.
 ENDPOINT_TYPES = ("file",)
 MemberPhase = Literal["Starting", "Ready", "Lost", "Draining"]
+# How each task keeps its state on the member's volume (the executor's `localstate`).
+LocalStoreKind = Literal["memory", "rocksdb"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +144,26 @@ class Pipeline(Model):
             pattern=f"^({'|'.join(BUILTIN_MERGES)}|{FUNCTION_PATTERN})$",
             pattern_message=f"merge must be one of {', '.join(BUILTIN_MERGES)} or module:function",
             max_length=MAX_NAME_LENGTH,
+        ),
+    )
+    allowed_lateness: str | None = field(
+        default=None,
+        metadata=prop(
+            "For windowed pipelines (a transform that declares window_end): how long after the newest "
+            "window of a partition an older window still takes records; then its state row is deleted "
+            "and later records for it are dropped. Overrides the transform's declared lateness.",
+            pattern=DURATION_PATTERN,
+            pattern_message="allowedLateness must be a duration such as 30s, 5m or 1h30m",
+            max_length=DURATION_MAX_LENGTH,
+        ),
+    )
+    local_store: LocalStoreKind = field(
+        default="memory",
+        metadata=prop(
+            "How each task keeps its state on the member's volume: memory (a dict checkpointed to a "
+            "file; fastest, a partition's state must fit in the executor's memory) or rocksdb (RocksDB on "
+            "the volume, for state larger than memory). Either way a restarted member with its volume "
+            "replays only what was committed since its checkpoint."
         ),
     )
     options: dict[str, Any] | None = field(

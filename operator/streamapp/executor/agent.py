@@ -30,14 +30,17 @@ from kubernetes import client, config
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
+from streamapp.api.streamapp import LocalStoreKind
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import STORE_KINDS, LocalState, LocalStateError
 from streamapp.executor.membership import MembershipClient
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink
 from streamapp.executor.source import FileLog
 from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.task import Role, TaskConfig
+from streamapp.rebalance.config import parse_duration
 
 log = logging.getLogger("streamapp.executor")
 IDLE_SECONDS = 0.2
@@ -60,9 +63,12 @@ class PodSettings:
     pod_uid: str
     transform: str
     merge: str | None
+    lateness: float | None
     log_path: Path
     sink_path: Path | None
     state_path: Path
+    local_path: Path | None
+    local_store: LocalStoreKind
     spark: SparkSettings
 
     @staticmethod
@@ -77,6 +83,10 @@ class PodSettings:
         if store.scheme not in ("", "file") or not store.path:
             raise SetupError("STREAMAPP_PIPELINE: stateStore.uri must be a file:// path")
         sink = (pipeline.get("sink") or {}).get("path")
+        local_store = pipeline.get("localStore", "memory")
+        if local_store not in STORE_KINDS:
+            raise SetupError(f"STREAMAPP_PIPELINE: localStore must be one of {', '.join(STORE_KINDS)}")
+        local = env.get("STREAMAPP_STATE_DIR")
         return PodSettings(
             app=_required(env, "STREAMAPP_APP"),
             namespace=_required(env, "STREAMAPP_NAMESPACE"),
@@ -85,9 +95,16 @@ class PodSettings:
             pod_uid=_required(env, "STREAMAPP_POD_UID"),
             transform=str(pipeline.get("transform") or ""),
             merge=pipeline.get("merge"),
+            lateness=(
+                parse_duration(pipeline["allowedLateness"], "allowedLateness")
+                if pipeline.get("allowedLateness")
+                else None
+            ),
             log_path=Path(source["path"]),
             sink_path=Path(sink) if sink else None,
             state_path=Path(store.path),
+            local_path=Path(local) if local else None,
+            local_store=local_store,
             spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
         )
 
@@ -109,6 +126,13 @@ class RuntimeDataPlane:
             ["task", "role"],
             registry=registry,
         )
+        self.restored = Gauge(
+            "streamapp_executor_restored_rows",
+            "Rows restored from the shared store since the task came to this member: blocking (while "
+            "active, before it could process) or background (as a standby or warmup)",
+            ["task", "mode"],
+            registry=registry,
+        )
         self.step_seconds = Histogram(
             "streamapp_executor_step_seconds",
             "One step: a batch per active task, a tail per copy",
@@ -123,6 +147,7 @@ class RuntimeDataPlane:
         rows = []
         self.lag.clear()
         self.offset.clear()
+        self.restored.clear()
         for s in self.executor.status():
             rows.append(
                 TaskReport(
@@ -135,8 +160,12 @@ class RuntimeDataPlane:
                     input_lag=s.input_lag,
                     store_epoch=s.store_epoch,
                     fenced_by=s.fenced_by,
+                    restored_blocking=s.restored_blocking,
+                    restored_background=s.restored_background,
                 )
             )
+            self.restored.labels(task=str(s.partition), mode="blocking").set(s.restored_blocking)
+            self.restored.labels(task=str(s.partition), mode="background").set(s.restored_background)
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
             self.offset.labels(task=str(s.partition), role=s.role.value).set(s.applied_offset)
         return rows
@@ -174,16 +203,23 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = PodSettings.from_env(os.environ)
-    except (SetupError, ValueError) as error:
+        pipeline = pipelines.load(settings.transform, merge=settings.merge, lateness=settings.lateness)
+        local = (
+            LocalState(settings.local_path, settings.local_store, pipeline.value_type)
+            if settings.local_path
+            else None
+        )
+    except (SetupError, ValueError, ImportError, AttributeError, LocalStateError) as error:
         log.error("cannot start: %s", error)
         return 2
     executor = Executor(
         StateLayout(settings.state_path),
         FileLog(settings.log_path),
         FileSink(settings.sink_path or settings.state_path / "outputs"),
-        pipelines.load(settings.transform, merge=settings.merge),
+        pipeline,
         TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
         spark=lambda: session(settings.spark),
+        local=local,
     )
     session(settings.spark)
     registry = CollectorRegistry()

@@ -89,6 +89,12 @@ def snapshots_newest_first(layout: StateLayout, partition: int) -> list[Path]:
     return sorted(storage.visible_files(layout.snapshots(partition), ".parquet"), reverse=True)
 
 
+def newest_snapshot_seq(layout: StateLayout, partition: int) -> int:
+    """The sequence of the newest snapshot, -1 when there is none."""
+    newest = snapshots_newest_first(layout, partition)
+    return file_seq(newest[0]) if newest else -1
+
+
 def prune_snapshots(layout: StateLayout, partition: int, keep: int) -> None:
     """Delete all but the `keep` newest snapshots."""
     for path in snapshots_newest_first(layout, partition)[keep:]:

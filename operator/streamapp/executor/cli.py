@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 from dataclasses import asdict
@@ -21,6 +22,7 @@ from typing import Any
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import STORE_KINDS, LocalState
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink
 from streamapp.executor.source import FileLog
@@ -70,10 +72,23 @@ def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
         "--merge", help="override the declared merge (sum|count|min|max|last|module:function)"
     )
     parser.add_argument("--value-type", help="override the declared state value type (long|double|string)")
+    parser.add_argument(
+        "--lateness", type=float, help="seconds a window stays open after newer ones (windowed pipelines)"
+    )
     parser.add_argument("--member", default="", help="owner name recorded in manifests")
     parser.add_argument("--max-batch-records", type=int, default=TaskConfig.max_batch_records)
     parser.add_argument(
         "--snapshot-every", type=int, default=TaskConfig.snapshot_every, help="batches per snapshot"
+    )
+    parser.add_argument(
+        "--local-state",
+        default=os.environ.get("STREAMAPP_STATE_DIR"),
+        help="this executor's own state directory (default $STREAMAPP_STATE_DIR, as in a member pod): "
+        "tasks keep their stores and checkpoints there and a restart replays only the delta; "
+        "without it state is in memory only and every start restores in full",
+    )
+    parser.add_argument(
+        "--local-store", choices=STORE_KINDS, default="memory", help="memory (default) or rocksdb"
     )
     parser.add_argument("--spark-master", default="local[*]")
     parser.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (repeatable)")
@@ -83,15 +98,23 @@ def build_executor(args: argparse.Namespace) -> Executor:
     """An executor configured from `add_dataplane_arguments` options (Spark starts on first use)."""
     state = Path(args.state)
     settings = SparkSettings(master=args.spark_master, conf=parse_conf(args.conf))
+    pipeline = pipelines.load(
+        args.pipeline, merge=args.merge, value_type=args.value_type, lateness=args.lateness
+    )
     return Executor(
         StateLayout(state),
         FileLog(Path(args.log)),
         FileSink(Path(args.sink) if args.sink else state / "outputs"),
-        pipelines.load(args.pipeline, merge=args.merge, value_type=args.value_type),
+        pipeline,
         TaskConfig(
             max_batch_records=args.max_batch_records, snapshot_every=args.snapshot_every, owner=args.member
         ),
         spark=lambda: session(settings),
+        local=(
+            LocalState(Path(args.local_state), args.local_store, pipeline.value_type)
+            if args.local_state
+            else None
+        ),
     )
 
 
@@ -128,6 +151,10 @@ def run_dataplane(args: argparse.Namespace) -> int:
         report_and_check()
     else:
         executor.run(report_and_check)
+    executor.apply(Target())  # every task checkpoints its local state and is released
+    report_and_check()
+    if executor.context.local is not None:
+        executor.context.local.close()
     return 0
 
 

@@ -19,6 +19,7 @@ POINTS = (
     "batch.committed",
     "restore.segment-applied",
     "snapshot.written",
+    "checkpoint.persisted",
 )
 
 _counts: Counter[str] = Counter()

@@ -11,9 +11,9 @@ its updates are not pre-aggregated but folded one by one, in input order when th
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -74,9 +74,13 @@ def _fold_builtin(name: str, old: Any, new: Any) -> Any:
     return new
 
 
-def fold(
-    current: Mapping[str, Any], keys: Iterable[str], values: Iterable[Any], merge: Merge
-) -> dict[str, Any]:
+class Lookup(Protocol):
+    """What `fold` reads of the store: a key's value, None when absent."""
+
+    def get(self, key: str) -> Any: ...
+
+
+def fold(current: Lookup, keys: Iterable[str], values: Iterable[Any], merge: Merge) -> dict[str, Any]:
     """New values of every key the batch touched; pure (the store is only read).
 
     Returns the changed rows, which become the changelog segment and the outputs; the caller applies

@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from streamapp.executor import merge as merges
+from streamapp.executor.expiry import Expiry, WindowEnd
 from streamapp.executor.merge import Merge, UserMerge
 from streamapp.executor.state import arrow_type
 
@@ -37,37 +38,70 @@ _DECLARATION = "__streamapp_pipeline__"
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A loaded pipeline: the transform, its merge and the type of the state values."""
+    """A loaded pipeline: the transform, its merge, the type of the state values and, for windowed
+    state, how to expire it (see `expiry`)."""
 
     name: str
     transform: Transform
     merge: Merge
     value_type: str = "long"
+    window_end: WindowEnd | None = None
+    lateness: float | None = None
+
+    def expiry(self) -> Expiry | None:
+        """A fresh watermark tracker for one partition, when the pipeline's state expires."""
+        if self.window_end is None or self.lateness is None:
+            return None
+        return Expiry(self.window_end, self.lateness)
 
 
-def transform(merge: str | UserMerge = "sum", value_type: str = "long") -> Callable[[F], F]:
-    """Declare, on a transform function, how its updates merge into state and the type of the values."""
+@dataclass(frozen=True)
+class _Declaration:
+    merge: str | UserMerge = "sum"
+    value_type: str = "long"
+    window_end: WindowEnd | None = None
+    lateness: float | None = None
+
+
+def transform(
+    merge: str | UserMerge = "sum",
+    value_type: str = "long",
+    window_end: WindowEnd | None = None,
+    lateness: float | None = None,
+) -> Callable[[F], F]:
+    """Declare, on a transform function, how its updates merge into state and the type of the values;
+    for windowed state, `window_end(key)` (epoch seconds) and a default `lateness` in seconds after
+    which a window's state expires."""
     merges.resolve(merge)
     arrow_type(value_type)
 
     def declare(fn: F) -> F:
-        setattr(fn, _DECLARATION, (merge, value_type))
+        setattr(fn, _DECLARATION, _Declaration(merge, value_type, window_end, lateness))
         return fn
 
     return declare
 
 
-def load(spec: str, merge: str | None = None, value_type: str | None = None) -> Pipeline:
-    """Load `module:function`; explicit `merge`/`value_type` override the function's declaration."""
+def load(
+    spec: str, merge: str | None = None, value_type: str | None = None, lateness: float | None = None
+) -> Pipeline:
+    """Load `module:function`; explicit `merge`/`value_type`/`lateness` override the declaration."""
     module, sep, attr = spec.partition(":")
     if not sep:
         raise ValueError(f"pipeline {spec!r} must be module:function")
     fn = getattr(importlib.import_module(module), attr)
-    declared_merge, declared_type = getattr(fn, _DECLARATION, ("sum", "long"))
-    chosen_type = value_type or declared_type
+    declared: _Declaration = getattr(fn, _DECLARATION, _Declaration())
+    chosen_type = value_type or declared.value_type
     arrow_type(chosen_type)
+    if lateness is not None and declared.window_end is None:
+        raise ValueError(f"pipeline {spec!r} declares no window_end, so its state cannot expire by lateness")
     return Pipeline(
-        name=spec, transform=fn, merge=merges.resolve(merge or declared_merge), value_type=chosen_type
+        name=spec,
+        transform=fn,
+        merge=merges.resolve(merge or declared.merge),
+        value_type=chosen_type,
+        window_end=declared.window_end,
+        lateness=lateness if lateness is not None else declared.lateness,
     )
 
 

@@ -106,8 +106,8 @@ def state_row(layout: StateLayout, key: str, partitions: Iterable[int]) -> State
     for partition in partitions:
         replica = rebuild(layout, partition)
         searched.append(partition)
-        if key in replica.state.values:
-            value = replica.state.values[key]
+        value = replica.state.get(key)
+        if value is not None:
             return StateRow(partition, key, value, replica.head.seq, replica.head.offset)
     where = f"partition {searched[0]}" if len(searched) == 1 else f"any of {len(searched)} partitions"
     raise ReadError(f"key {key!r} is not in the committed state of {where} in {layout.root}")

@@ -3,6 +3,11 @@
 Every reader of state goes through this: standbys and warmups tailing an owner, a new owner restoring
 before it fences, and tools that check a partition. It needs neither Spark nor the source, only the state
 path, and it only ever applies segments named by accepted manifests.
+
+On a member, a replica also keeps its store on the member's volume (`localstate`): it resumes from a
+trusted local checkpoint and replays only the manifests after it, and checkpoints as it goes. It counts
+the rows it restores from the shared store — while its task is active (blocking: the task cannot
+process until they are in) or a copy (in the background) — so a member can report what a restart cost.
 """
 
 from __future__ import annotations
@@ -12,18 +17,106 @@ from typing import Any
 from streamapp.executor import changelog, faults
 from streamapp.executor import manifest as manifests
 from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head, Manifest
-from streamapp.executor.state import KeyedState
+from streamapp.executor.localstate import Checkpoint, LocalState, digest
+from streamapp.executor.manifest import Head, Kind, Manifest
+from streamapp.executor.state import KeyedStore, MemoryStore
 
 
 class Replica:
-    """State and history position of one partition on one executor."""
+    """State and history position of one partition on one executor.
 
-    def __init__(self, layout: StateLayout, partition: int) -> None:
+    Without `local` the state lives in memory only (tools, tests); with it, `resume` opens the
+    partition's local store and `close` checkpoints it.
+    """
+
+    def __init__(self, layout: StateLayout, partition: int, local: LocalState | None = None) -> None:
         self.layout = layout
         self.partition = partition
-        self.state = KeyedState()
+        self.local = local
+        self.state: KeyedStore = MemoryStore()
         self.head = Head()
+        self.blocking = False
+        self.restored_blocking = 0
+        self.restored_background = 0
+        self.since_checkpoint = 0
+        self.opened = False
+
+    def resume(self) -> bool:
+        """Open the local store; True when its checkpoint is trusted and the head moved to it.
+
+        An untrusted checkpoint (see `localstate`) is forgotten and the store cleared, so the caller
+        restores in full.
+        """
+        if self.local is None:
+            return False
+        self.state, found = self.local.open(self.partition)
+        self.opened = True
+        if found is not None and self._trusted(found):
+            self.head = found.head
+            return True
+        self.local.forget(self.partition)
+        self.state.clear()
+        return False
+
+    def _trusted(self, checkpoint: Checkpoint) -> bool:
+        """The shared history still holds the manifests the checkpoint names, unchanged."""
+        for seq, expected in (
+            (checkpoint.head.seq, checkpoint.head_digest),
+            (checkpoint.anchor_seq, checkpoint.anchor_digest),
+        ):
+            if seq < 0:
+                continue
+            found = manifests.read(self.layout, self.partition, seq)
+            if found is None or digest(found) != expected:
+                return False
+        return True
+
+    def checkpoint(self) -> None:
+        """Persist the local store and record the head it reflects (nothing without local state)."""
+        if self.local is None or not self.opened or self.head.seq < 0:
+            return
+        head = manifests.read(self.layout, self.partition, self.head.seq)
+        if head is None:
+            return
+        anchor = self._anchor(head)
+        self.local.save(
+            self.state,
+            Checkpoint(
+                store=self.local.kind,
+                partition=self.partition,
+                head=self.head,
+                head_digest=digest(head),
+                anchor_seq=anchor.seq if anchor is not None else -1,
+                anchor_digest=digest(anchor) if anchor is not None else "",
+            ),
+        )
+        self.since_checkpoint = 0
+
+    def _anchor(self, head: Manifest) -> Manifest | None:
+        """The newest batch manifest at or before the head (usually the head itself)."""
+        found: Manifest | None = head
+        while found is not None and found.kind is not Kind.BATCH:
+            found = manifests.read(self.layout, self.partition, found.seq - 1) if found.seq > 0 else None
+        return found
+
+    def close(self) -> None:
+        """Checkpoint and release the local store (the task left this member or the member stops)."""
+        if self.opened:
+            self.checkpoint()
+            self.state.close()
+            self.opened = False
+
+    def _restored(self, rows: int) -> None:
+        if self.blocking:
+            self.restored_blocking += rows
+        else:
+            self.restored_background += rows
+
+    def _applied(self) -> None:
+        """Count a manifest into the local checkpoint interval."""
+        self.since_checkpoint += 1
+        if self.local is not None and self.since_checkpoint >= self.local.checkpoint_every:
+            self.checkpoint()
 
     def load_snapshot(self) -> int:
         """Start from the newest trustworthy snapshot; returns the keys loaded (0 if none).
@@ -40,10 +133,13 @@ class Replica:
             committed = manifests.read(self.layout, self.partition, head.seq)
             if committed is None or committed.epoch != head.epoch or committed.end != head.offset:
                 continue
-            self.state = KeyedState()
-            self.state.apply_table(table)
+            if self.local is not None and self.opened:
+                self.local.forget(self.partition)
+            self.state.clear()
+            loaded = self.state.apply_table(table)
+            self._restored(loaded)
             self.head = head
-            return len(self.state)
+            return loaded
         return 0
 
     def catch_up(self, limit: int | None = None) -> int:
@@ -70,9 +166,10 @@ class Replica:
             except FileNotFoundError:
                 return self._jump_past(found.seq)
             for table in tables:
-                self.state.apply_table(table)
+                self._restored(self.state.apply_table(table))
                 faults.reached("restore.segment-applied")
         self.head = step.head
+        self._applied()
         return step.accepted
 
     def _jump_past(self, seq: int) -> bool:
@@ -88,8 +185,9 @@ class Replica:
         step = manifests.advance(self.head, committed)
         if not step.accepted:
             raise RuntimeError(f"own manifest {committed.seq} refused: {step.reason}")
-        self.state.upsert(changed.keys(), changed.values())
+        self.state.upsert(list(changed.keys()), list(changed.values()))
         self.head = step.head
+        self._applied()
 
     def owner_offset(self) -> int:
         """The input offset of the newest manifest (the owner's committed position), without applying it."""

@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import LocalState
 from streamapp.executor.pipeline import Pipeline
 from streamapp.executor.sink import Sink
 from streamapp.executor.source import Source
@@ -100,8 +101,9 @@ class Executor:
         pipeline: Pipeline,
         config: TaskConfig | None = None,
         spark: Callable[[], SparkSession] = session,
+        local: LocalState | None = None,
     ) -> None:
-        self.context = TaskContext(layout, source, sink, pipeline, spark, config or TaskConfig())
+        self.context = TaskContext(layout, source, sink, pipeline, spark, config or TaskConfig(), local)
         self.tasks: dict[int, Task] = {}
         self._lock = threading.RLock()
         self._turns = threading.Condition()
@@ -124,12 +126,18 @@ class Executor:
             self._lock.release()
 
     def apply(self, target: Target) -> frozenset[int]:
-        """Make the task set match `target`; returns the partitions released (safe to acknowledge)."""
+        """Make the task set match `target`; returns the partitions released (safe to acknowledge).
+
+        A task that leaves checkpoints its local store first, so it resumes from there if it returns;
+        local state of tasks gone for long is deleted (`LocalState.prune`).
+        """
         wanted = target.roles()
         with self._exclusive():
             released = released_partitions({p: t.role for p, t in self.tasks.items()}, target)
             for partition in [p for p in self.tasks if p not in wanted]:
-                del self.tasks[partition]
+                self.tasks.pop(partition).close()
+            if self.context.local is not None:
+                self.context.local.prune(set(wanted), self.context.config.local_retention_seconds)
             for partition, (role, epoch) in sorted(wanted.items()):
                 if partition not in self.tasks:
                     self.tasks[partition] = Task(partition, self.context)

@@ -1,31 +1,33 @@
-"""The local keyed store of one partition: a Python dict, persisted as Parquet snapshots.
+"""The local keyed store of one partition, and the in-memory implementation of it.
 
-Chosen by measurement (`bench/dataplane.py`, "State store candidates", recorded in
-`bench/results/dataplane.md`; 2-core VM shared with other builds, 1M keys of 9 characters, int64 values,
-one batch = 10,000 updates):
+A store holds the current value per key of one partition on one member. It never decides durability —
+the shared changelog and snapshots do — but it can persist itself on the member's volume so that a
+restarted member replays only what was committed since (see `localstate`). Two implementations share
+this interface, chosen per app (`spec.pipeline.localStore`):
 
-| store | fold one batch | snapshot | restore 1M keys | memory |
-|---|---:|---:|---:|---:|
-| dict + Arrow/Parquet snapshot | 9 ms | 0.19 s | 0.47 s (≈2.1M keys/s) | 122 MiB |
-| sqlite, WAL, `INSERT … ON CONFLICT DO UPDATE` | 112 ms | (its file) | 1.02 s bulk insert | on disk |
-| Spark-side (state DataFrame joined per batch) | 3.4 s | (rewritten every batch) | 2.6 s | in the JVM |
+* `MemoryStore` (this module): a Python dict, persisted as one Parquet file at each local checkpoint.
+  Fastest per batch; the partition's state must fit in the executor's memory.
+* `RocksStore` (`rocksstore`): RocksDB on the member's volume, for state larger than memory.
 
-sqlite's file could survive a restart locally, but the durable copy that other members restore from is
-the shared changelog, so a restore still means a bulk insert; Spark-side state rewrites the whole state
-every micro-batch, so its batch cost grows with state size rather than batch size. The dict folds a
-batch 12× faster than sqlite and ~400× faster than Spark-side state and restores 2–5× faster; its limit
-is memory, so a partition's state must fit in the executor's RAM (scale out by adding partitions).
-The store never decides durability: the changelog and snapshots on the state path do.
+The measurements behind the choice are in `bench/results/dataplane.md` ("Local stores").
+
+A row whose value is null is a tombstone: applying it deletes the key (how expired windows leave the
+state of every copy, through the changelog).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamapp.executor import storage
 
 VALUE_TYPES: Mapping[str, pa.DataType] = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
+MEMORY_FILE = "memory.parquet"
 
 
 def arrow_type(value_type: str) -> pa.DataType:
@@ -46,22 +48,94 @@ def rows_table(rows: Mapping[str, Any], value_type: str) -> pa.Table:
     )
 
 
-class KeyedState:
-    """Current value per key of one partition."""
+def parquet_bytes(table: pa.Table) -> bytes:
+    """A table as the Parquet bytes every state file uses."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="lz4")
+    return bytes(sink.getvalue().to_pybytes())
 
-    def __init__(self, values: dict[str, Any] | None = None) -> None:
-        self.values: dict[str, Any] = values if values is not None else {}
+
+class KeyedStore(Protocol):
+    """What the data plane needs of a partition's local store."""
+
+    def __len__(self) -> int: ...
+
+    def get(self, key: str) -> Any:
+        """The key's value, None when absent."""
+
+    def items(self) -> Iterator[tuple[str, Any]]: ...
+
+    def upsert(self, keys: Sequence[str], values: Sequence[Any]) -> None:
+        """Set each key to its value; a None value deletes the key."""
+
+    def apply_table(self, table: pa.Table) -> int:
+        """Apply a segment or snapshot of `key`/`value` rows; returns the rows applied."""
+
+    def to_table(self, value_type: str) -> pa.Table: ...
+
+    def clear(self) -> None:
+        """Forget everything (before a full restore replaces the state)."""
+
+    def persist(self) -> None:
+        """Make the current contents durable on the member's volume (before a checkpoint names them)."""
+
+    def close(self) -> None: ...
+
+
+class MemoryStore:
+    """A dict; `persist` writes it to `<directory>/memory.parquet` when it has a directory."""
+
+    def __init__(self, directory: Path | None = None, value_type: str = "long") -> None:
+        self.values: dict[str, Any] = {}
+        self.directory = directory
+        self.value_type = value_type
+
+    @staticmethod
+    def load(directory: Path, value_type: str) -> MemoryStore:
+        """The store a previous `persist` left in `directory` (empty when there is none).
+
+        A file that cannot be read raises: the caller treats the local state as torn.
+        """
+        store = MemoryStore(directory, value_type)
+        path = directory / MEMORY_FILE
+        if path.exists():
+            store.apply_table(pq.read_table(path))
+        return store
 
     def __len__(self) -> int:
         return len(self.values)
 
-    def upsert(self, keys: Iterable[str], values: Iterable[Any]) -> None:
-        """Set the given keys to the given values (how segments and committed batches are applied)."""
-        self.values.update(zip(keys, values, strict=True))
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
 
-    def apply_table(self, table: pa.Table) -> None:
-        """Apply a segment or snapshot table of `key`/`value` rows."""
-        self.upsert(table.column("key").to_pylist(), table.column("value").to_pylist())
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return iter(self.values.items())
+
+    def upsert(self, keys: Sequence[str], values: Sequence[Any]) -> None:
+        for key, value in zip(keys, values, strict=True):
+            if value is None:
+                self.values.pop(key, None)
+            else:
+                self.values[key] = value
+
+    def apply_table(self, table: pa.Table) -> int:
+        keys = table.column("key").to_pylist()
+        values = table.column("value")
+        if values.null_count:
+            self.upsert(keys, values.to_pylist())
+        else:
+            self.values.update(zip(keys, values.to_pylist(), strict=True))
+        return len(keys)
 
     def to_table(self, value_type: str) -> pa.Table:
         return rows_table(self.values, value_type)
+
+    def clear(self) -> None:
+        self.values = {}
+
+    def persist(self) -> None:
+        if self.directory is not None:
+            storage.write_atomic(self.directory / MEMORY_FILE, parquet_bytes(self.to_table(self.value_type)))
+
+    def close(self) -> None:
+        """Nothing to release: the dict goes with the object."""

@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from streamapp.executor import changelog, faults
 from streamapp.executor import manifest as manifests
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import LocalState
 from streamapp.executor.manifest import Conflict, Fenced, Head, Kind, Manifest
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
@@ -46,7 +47,9 @@ class TaskConfig:
     `max_batch_records` bounds a micro-batch (and so how long a revocation waits for the batch in
     flight); `snapshot_every` is the number of batches between snapshots, which bounds restore time;
     `max_apply_per_step` bounds the manifests a copy applies per step so lag is reported during a long
-    catch-up; `keep_snapshots` older snapshots stay for copies that are reading one.
+    catch-up; `keep_snapshots` older snapshots stay for copies that are reading one;
+    `local_retention_seconds` is how long a task's local state stays on this member after the task
+    left it (Kafka Streams' `state.cleanup.delay.ms`), in case it comes back.
     """
 
     max_batch_records: int = 100_000
@@ -54,6 +57,7 @@ class TaskConfig:
     max_apply_per_step: int = 50
     keep_snapshots: int = 2
     owner: str = ""
+    local_retention_seconds: float = 600.0
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class TaskContext:
     pipeline: Pipeline
     spark: Callable[[], SparkSession]
     config: TaskConfig
+    local: LocalState | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +86,8 @@ class TaskStatus:
     on an old store resumes above the store's epochs instead of being fenced. `input_lag` is what
     autoscalers read: source end offset − committed offset for an active task, also while it restores
     or fences before owning (its input waits all the same); None for copies and for a fenced task, which
-    process no input.
+    process no input. `restored_blocking` / `restored_background` count the rows restored from the
+    shared store while active / as a copy (see `Replica`).
     """
 
     partition: int
@@ -96,6 +102,8 @@ class TaskStatus:
     fenced_by: int | None
     input_lag: int | None = None
     store_epoch: int = 0
+    restored_blocking: int = 0
+    restored_background: int = 0
 
 
 class Task:
@@ -104,7 +112,7 @@ class Task:
     def __init__(self, partition: int, context: TaskContext) -> None:
         self.partition = partition
         self.ctx = context
-        self.replica = Replica(context.layout, partition)
+        self.replica = Replica(context.layout, partition, context.local)
         self.role = Role.STANDBY
         self.epoch = 0
         self.owning = False
@@ -114,6 +122,7 @@ class Task:
         self.backlog = 0
         self.batches_since_snapshot = 0
         self.swept_through = -1
+        self.expiry = context.pipeline.expiry()
 
     @property
     def head(self) -> Head:
@@ -121,6 +130,7 @@ class Task:
 
     def assign(self, role: Role, epoch: int = 0) -> None:
         """Change role between batches; a new active epoch requires a fresh takeover."""
+        self.replica.blocking = role is Role.ACTIVE
         if role is not Role.ACTIVE:
             self.owning = False
             self.epoch = 0
@@ -148,13 +158,26 @@ class Task:
         return done + self.tail()
 
     def restore(self) -> int:
-        """Load the newest snapshot the first time the task runs; returns the keys loaded."""
+        """The first time the task runs: resume from the member's local state when its checkpoint is
+        trusted, else load the newest snapshot; returns the keys loaded (1 for a resume, as work done).
+        """
         if self.restored:
             return 0
         self.restored = True
+        if self.replica.resume():
+            # The newest snapshot's writer swept everything before it; later decided sequences are
+            # swept again at takeover.
+            self.swept_through = min(
+                self.head.seq, changelog.newest_snapshot_seq(self.ctx.layout, self.partition)
+            )
+            return 1
         loaded = self.replica.load_snapshot()
         self.swept_through = self.head.seq  # the snapshot's writer swept everything before it
         return loaded
+
+    def close(self) -> None:
+        """The task leaves this executor: checkpoint its local store so a return resumes from it."""
+        self.replica.close()
 
     def tail(self) -> int:
         """Copy step: apply a bounded number of new manifests and refresh the owner's committed offset."""
@@ -187,6 +210,9 @@ class Task:
         if self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
         self.sweep()
+        self.expiry = self.ctx.pipeline.expiry()
+        if self.expiry is not None:
+            self.expiry.observe(key for key, _ in self.replica.state.items())
         self.owning = True
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
@@ -210,13 +236,17 @@ class Task:
         updates = keyed_updates(pipeline, batch)
         faults.reached("batch.transformed")
         changed = fold(
-            self.replica.state.values,
+            self.replica.state,
             updates.column("key").to_pylist(),
             updates.column("value").to_pylist(),
             pipeline.merge,
         )
+        if self.expiry is not None:
+            changed = self.expiry.expire(self.replica.state, self.expiry.admit(changed))
         committed = self._commit(start, end, changed)
         self.replica.apply_own(committed, changed)
+        if self.expiry is not None:
+            self.expiry.observe(key for key, value in changed.items() if value is not None)
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         self.batches_since_snapshot += 1
@@ -295,6 +325,8 @@ class Task:
             fenced_by=fenced_by,
             input_lag=self._input_lag(committed),
             store_epoch=store_epoch,
+            restored_blocking=self.replica.restored_blocking,
+            restored_background=self.replica.restored_background,
         )
 
     def _store_epoch(self) -> int:

@@ -3,9 +3,13 @@
 Positions are in changelog records. A task's changelog ends at `log_end`; a copy is current when
 it has applied up to there. An executor processes exactly the active tasks of the last target it
 applied, restores before processing when its copy is behind (a *blocking* restore), and tails the
-changelog for its standby and warmup copies in the background. Local state survives a pod's death
-(a PVC) and is deleted only when the member is removed. A *deaf* executor keeps doing what it did but
+changelog for its standby and warmup copies in the background. A *deaf* executor keeps doing what it did but
 applies and acknowledges nothing, until its pod is replaced.
+
+Whether local state survives a pod's death depends on where the member keeps it (`keeps_state`: a
+claim does, an emptyDir or nothing does not; see `Workload.local_state`). What survives is current as
+of the death — the executor checkpoints its stores when its pod is stopped — so a returning member's
+lag is exactly what was committed while it was away: the delta it replays.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class Executor:
     next_report: float = 0.0
     starting: dict[int, float] = field(default_factory=dict)
     deaf: bool = False
+    keeps_state: bool = True
 
     def view(self) -> MemberView:
         """What the operator observes: pod readiness, the last lag report, the last acknowledgement."""
@@ -55,7 +60,9 @@ class Executor:
         self.acked = generation
 
     def die(self) -> None:
-        """The pod is gone: nothing runs; local state stays on its volume."""
+        """The pod is gone: nothing runs; local state stays only if it is on a claim."""
+        if not self.keeps_state:
+            self.applied = {}
         self.alive = False
         self.processing = frozenset()
         self.copies = frozenset()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 
@@ -28,6 +28,12 @@ class Workload:
 
     `task_start_seconds` is what starting a task as active costs regardless of state (opening its
     source and sink, the first batch); the eager protocol pays it for every task on every rebalance.
+
+    `local_state` is where a member keeps its tasks' local stores, as the executor does: `claim` (the
+    app sets `executor.storage.size`: the member's claim outlives its pods, so a returning member
+    replays only what was committed while it was away), `emptyDir` (the default without a claim: it
+    survives a container restart but not the pod, and every event here replaces pods, so a returning
+    member restores in full) or `none` (nothing local: every start restores in full).
     """
 
     input_rate: float = 100.0
@@ -37,6 +43,7 @@ class Workload:
     report_interval: float = 2.0
     pod_start_seconds: float = 20.0
     task_start_seconds: float = 0.0
+    local_state: LocalState = "claim"
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ _WORKLOAD_KEYS = {
     "podStartSeconds": "pod_start_seconds",
     "taskStartSeconds": "task_start_seconds",
 }
+LocalState = Literal["claim", "emptyDir", "none"]
 _EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen"}
 
 
@@ -130,8 +138,12 @@ def parse_scenario(data: object) -> Scenario:
 
 def _workload(raw: object) -> Workload:
     spec = _mapping(raw, "workload")
-    _no_unknown(spec, set(_WORKLOAD_KEYS), "workload")
+    _no_unknown(spec, {*_WORKLOAD_KEYS, "localState"}, "workload")
     values: dict[str, Any] = {}
+    if "localState" in spec:
+        if spec["localState"] not in get_args(LocalState):
+            raise ScenarioError(f"workload.localState must be one of {', '.join(get_args(LocalState))}")
+        values["local_state"] = spec["localState"]
     for key, name in _WORKLOAD_KEYS.items():
         if key in spec:
             values[name] = _positive(spec[key], f"workload.{key}", allow_zero=key == "taskStartSeconds")

@@ -260,7 +260,10 @@ class Simulation:
     def _new_executor(self, member: int) -> Executor:
         zones = self.scenario.zones
         executor = Executor(
-            member, zones[member % len(zones)] if zones else None, self.work.task_start_seconds
+            member,
+            zones[member % len(zones)] if zones else None,
+            self.work.task_start_seconds,
+            keeps_state=self.work.local_state == "claim",
         )
         self.executors[member] = executor
         return executor

@@ -1,0 +1,150 @@
+"""Local state on the member's volume: a returning member replays only the delta; anything it cannot
+trust (no checkpoint, a torn one, one of another history) means a full restore — and the result is the
+committed state either way."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from dataplane_checks import check_partition, executor_for
+from pyspark.sql import SparkSession
+
+from streamapp.api.streamapp import LocalStoreKind
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
+from streamapp.executor.manifest import Head
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.source import FileLog
+
+BATCH = 1_000
+
+
+def spec(count: int, seed: int) -> GenerateSpec:
+    return GenerateSpec(partitions=1, count=count, keys=3_000, seed=seed)
+
+
+def run_member(
+    root: Path, log: FileLog, member: str, local: Path, kind: LocalStoreKind, epoch: int
+) -> Executor:
+    """Own partition 0 at `epoch` until the log is consumed, then release it (the task checkpoints)."""
+    executor = executor_for(
+        root, log, member, local=LocalState(local, kind), max_batch_records=BATCH, snapshot_every=4
+    )
+    executor.apply(Target(active={0: epoch}))
+    executor.run_until_idle()
+    return executor
+
+
+def stop(executor: Executor) -> None:
+    executor.apply(Target())
+    assert executor.context.local is not None
+    executor.context.local.close()
+
+
+def rows_after(layout: StateLayout, seq: int) -> int:
+    """Rows in the segments of the accepted manifests after `seq`: what a resume must replay."""
+    return sum(
+        pq.read_metadata(layout.resolve(name)).num_rows
+        for found in accepted_manifests(layout, 0)
+        if found.seq > seq
+        for name in found.segments
+    )
+
+
+def history(tmp_path: Path, kind: LocalStoreKind) -> tuple[FileLog, Checkpoint]:
+    """Member a processes 9,000 records and leaves; member b commits 3,000 more; a's checkpoint."""
+    log = FileLog(tmp_path / "log")
+    generate(log, spec(9_000, 1))
+    stop(run_member(tmp_path, log, "a", tmp_path / "local-a", kind, epoch=1))
+    checkpoint = Checkpoint.parse((tmp_path / "local-a" / "p=0" / CHECKPOINT).read_bytes())
+    assert checkpoint.head.offset == 9_000
+    generate(log, spec(3_000, 2))
+    stop(run_member(tmp_path, log, "b", tmp_path / "local-b", kind, epoch=2))
+    return log, checkpoint
+
+
+def come_back(tmp_path: Path, log: FileLog, local: Path, kind: LocalStoreKind) -> tuple[int, int]:
+    """Member a owns partition 0 again; returns (rows restored while blocking, keys in the state)."""
+    generate(log, spec(500, 3))
+    a = run_member(tmp_path, log, "a", local, kind, epoch=3)
+    task = a.status()[0]
+    stop(a)
+    assert task.applied_offset == log.end_offset(0)
+    return task.restored_blocking, task.keys
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+def test_a_returning_member_replays_only_the_delta(
+    spark: SparkSession, tmp_path: Path, kind: LocalStoreKind
+) -> None:
+    del spark
+    log, checkpoint = history(tmp_path, kind)
+    layout = StateLayout(tmp_path / "state")
+    delta = rows_after(layout, checkpoint.head.seq)
+    restored, keys = come_back(tmp_path, log, tmp_path / "local-a", kind)
+    assert restored == delta > 0, "exactly the rows member b committed while a was away"
+    assert delta < keys
+    check_partition(layout, tmp_path / "outputs", log, 0)
+    store, _ = LocalState(tmp_path / "local-a", kind).open(0)
+    assert dict(store.items()) == dict(Counter(log.read_arrow(0).column("key").to_pylist()))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("damage", ["none", "torn", "foreign", "other-kind"])
+def test_state_it_cannot_trust_is_restored_in_full(spark: SparkSession, tmp_path: Path, damage: str) -> None:
+    """`none`: a new volume (a pod without its claim); `torn`: a half-written checkpoint; `foreign`:
+    a volume that saw another app's history; `other-kind`: the app switched local stores."""
+    del spark
+    log, _ = history(tmp_path, "memory")
+    local = tmp_path / "local-a"
+    kind: LocalStoreKind = "memory"
+    if damage == "none":
+        local = tmp_path / "fresh"
+    elif damage == "torn":
+        path = local / "p=0" / CHECKPOINT
+        path.write_bytes(path.read_bytes()[:-20])
+    elif damage == "foreign":
+        other = tmp_path / "other"
+        generate(FileLog(other / "log"), spec(9_000, 1))
+        stop(run_member(other, FileLog(other / "log"), "a", tmp_path / "local-foreign", "memory", epoch=1))
+        local = tmp_path / "local-foreign"
+    else:
+        kind = "rocksdb"
+    restored, keys = come_back(tmp_path, log, local, kind)
+    assert restored >= keys == len(set(log.read_arrow(0).column("key").to_pylist())), "a full restore"
+    check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, 0)
+
+
+def test_a_checkpoint_round_trips_and_damage_is_detected() -> None:
+    checkpoint = Checkpoint("rocksdb", 3, Head(seq=7, offset=700, epoch=2), "h" * 64, 6, "a" * 64)
+    data = checkpoint.to_json()
+    assert Checkpoint.parse(data) == checkpoint
+    body = json.loads(data)
+    body["body"]["head"]["offset"] = 900
+    for damaged in (data[:-5], json.dumps(body).encode(), b"", b"[]"):
+        with pytest.raises(ValueError):
+            Checkpoint.parse(damaged)
+
+
+def test_two_executors_cannot_share_a_local_state_directory(tmp_path: Path) -> None:
+    first = LocalState(tmp_path)
+    with pytest.raises(LocalStateError, match="in use by another executor"):
+        LocalState(tmp_path)
+    first.close()
+    LocalState(tmp_path).close()
+
+
+def test_local_state_of_tasks_long_gone_is_pruned(tmp_path: Path) -> None:
+    local = LocalState(tmp_path)
+    for partition in (1, 2):
+        local.directory(partition).mkdir(parents=True)
+    assert local.prune({1}, idle_seconds=3600) == []
+    assert local.prune({1}, idle_seconds=0) == [2]
+    assert [p.name for p in tmp_path.glob("p=*")] == ["p=1"]

@@ -1,0 +1,85 @@
+"""Windowed state expires a lateness after newer windows: it stays bounded over a long input, every copy
+deletes what the owner expired, and records for a window already final are dropped."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from dataplane_checks import executor_for
+from pyspark.sql import SparkSession
+
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.replica import rebuild
+from streamapp.executor.runtime import Target
+from streamapp.executor.samples.windowed import LATENESS_SECONDS, WINDOW_SECONDS, window_end
+from streamapp.executor.sink import committed_outputs
+from streamapp.executor.source import FileLog
+
+pytestmark = pytest.mark.spark
+WINDOWED = "streamapp.executor.samples.windowed:windowed"
+KEYS = 40
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def records(minutes: range, per_minute: int) -> pa.Table:
+    """`per_minute` records per key and minute, in event-time order, each of value 1."""
+    stamps, keys = [], []
+    for minute in minutes:
+        for second in range(per_minute):
+            for key in range(KEYS):
+                stamps.append(START + timedelta(minutes=minute, seconds=second * 60 // per_minute))
+                keys.append(f"k{key}")
+    return pa.table(
+        {
+            "timestamp": pa.array(stamps, type=pa.timestamp("us", tz="UTC")),
+            "key": keys,
+            "value": ["1"] * len(keys),
+        }
+    )
+
+
+def window_key(key: str, minute: int) -> str:
+    return f"{key}@{(START + timedelta(minutes=minute)).strftime('%Y-%m-%dT%H:%M:%S')}"
+
+
+def test_windows_expire_so_state_stays_bounded(spark: SparkSession, tmp_path: Path) -> None:
+    del spark
+    hours = 2
+    log = FileLog(tmp_path / "log")
+    log.append(0, records(range(60 * hours), per_minute=1))
+    owner = executor_for(tmp_path, log, "owner", WINDOWED, max_batch_records=400, snapshot_every=5)
+    owner.apply(Target(active={0: 1}))
+    sizes = []
+    while owner.step() > 0:
+        sizes.append(owner.status()[0].keys)
+    windows_seen = KEYS * 60 * hours
+    batch_minutes = 400 / KEYS
+    bound = KEYS * (LATENESS_SECONDS / WINDOW_SECONDS + batch_minutes + 2)
+    assert max(sizes) <= bound < windows_seen / 5, "state holds only the windows within the lateness"
+
+    state = owner.tasks[0].replica.state
+    newest = max(window_end(key) for key, _ in state.items())
+    # Expiry runs before each batch's own windows move the watermark on: one batch's span of slack.
+    oldest_allowed = newest - LATENESS_SECONDS - batch_minutes * 60
+    assert all(window_end(key) >= oldest_allowed for key, _ in state.items())
+    assert dict(state.items()) == {key: 1 for key, _ in state.items()}, "each open window is complete"
+    assert rebuild(StateLayout(tmp_path / "state"), 0).state.values == dict(state.items()), (
+        "a copy rebuilt from the changelog applies the expiry tombstones too"
+    )
+
+    final: dict[str, int | None] = {}
+    for _, table in committed_outputs(StateLayout(tmp_path / "state"), tmp_path / "outputs", 0):
+        final.update(zip(table.column("key").to_pylist(), table.column("value").to_pylist(), strict=True))
+    closed = [key for key, value in final.items() if value is None]
+    assert len(closed) == windows_seen - len(state), "every expired window was announced as final"
+
+    # A record for a window long final is dropped, not counted into a re-created window.
+    late = records(range(0, 1), per_minute=1)
+    log.append(0, late)
+    owner.run_until_idle()
+    assert window_key("k0", 0) not in dict(owner.tasks[0].replica.state.items())
+    assert Counter(v for k, v in owner.tasks[0].replica.state.items()) == Counter({1: len(state)})
