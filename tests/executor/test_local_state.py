@@ -80,7 +80,7 @@ def come_back(tmp_path: Path, log: FileLog, local: Path, kind: LocalStoreKind) -
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("kind", ["memory", "rocksdb"])
+@pytest.mark.parametrize("kind", ["memory", "lmdb"])
 def test_a_returning_member_replays_only_the_delta(
     spark: SparkSession, tmp_path: Path, kind: LocalStoreKind
 ) -> None:
@@ -116,14 +116,14 @@ def test_state_it_cannot_trust_is_restored_in_full(spark: SparkSession, tmp_path
         stop(run_member(other, FileLog(other / "log"), "a", tmp_path / "local-foreign", "memory", epoch=1))
         local = tmp_path / "local-foreign"
     else:
-        kind = "rocksdb"
+        kind = "lmdb"
     restored, keys = come_back(tmp_path, log, local, kind)
     assert restored >= keys == len(set(log.read_arrow(0).column("key").to_pylist())), "a full restore"
     check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, 0)
 
 
 def test_a_checkpoint_round_trips_and_damage_is_detected() -> None:
-    checkpoint = Checkpoint("rocksdb", 3, Head(seq=7, offset=700, epoch=2), "h" * 64, 6, "a" * 64)
+    checkpoint = Checkpoint("lmdb", 3, Head(seq=7, offset=700, epoch=2), "h" * 64, 6, "a" * 64)
     data = checkpoint.to_json()
     assert Checkpoint.parse(data) == checkpoint
     body = json.loads(data)

@@ -48,7 +48,7 @@ IMAGE_PATTERN = "^[!-~]+$"
 ENDPOINT_TYPES = ("file",)
 MemberPhase = Literal["Starting", "Ready", "Lost", "Draining"]
 # How each task keeps its state on the member's volume (the executor's `localstate`).
-LocalStoreKind = Literal["memory", "rocksdb"]
+LocalStoreKind = Literal["memory", "lmdb"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,8 +161,8 @@ class Pipeline(Model):
         default="memory",
         metadata=prop(
             "How each task keeps its state on the member's volume: memory (a dict checkpointed to a "
-            "file; fastest, a partition's state must fit in the executor's memory) or rocksdb (RocksDB on "
-            "the volume, for state larger than memory). Either way a restarted member with its volume "
+            "file; fastest, a partition's state must fit in the executor's memory) or lmdb (LMDB on the "
+            "volume, for state larger than memory). Either way a restarted member with its volume "
             "replays only what was committed since its checkpoint."
         ),
     )

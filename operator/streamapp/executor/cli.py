@@ -88,7 +88,7 @@ def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
         "without it state is in memory only and every start restores in full",
     )
     parser.add_argument(
-        "--local-store", choices=STORE_KINDS, default="memory", help="memory (default) or rocksdb"
+        "--local-store", choices=STORE_KINDS, default="memory", help="memory (default) or lmdb"
     )
     parser.add_argument("--spark-master", default="local[*]")
     parser.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (repeatable)")

@@ -1,14 +1,14 @@
 """Task state kept on the member's own volume, so that a restarted member replays only the delta.
 
 Static membership and delayed reassignment give a restarted member its tasks back; this module makes
-that worth something. Each task keeps its store (`MemoryStore` or `RocksStore`) under the member's local
+that worth something. Each task keeps its store (`MemoryStore` or `LmdbStore`) under the member's local
 state directory (`STATE_DIR`, the pod's `/var/lib/streamapp`: the member's claim when the app has one,
 else an emptyDir that survives container restarts) next to a checkpoint of the position in the shared
 changelog that the store reflects, as Kafka Streams' `.checkpoint` file does:
 
 ```
 <local>/p=<P>/checkpoint.json   store kind, head (seq, offset, epoch), digests of two manifests
-<local>/p=<P>/memory.parquet    the memory store's contents (or rocksdb/ for RocksDB)
+<local>/p=<P>/memory.parquet    the memory store's contents (or lmdb/ for LMDB)
 ```
 
 A checkpoint is trusted only when the shared history still holds exactly the manifests it names: the
@@ -35,8 +35,8 @@ from typing import IO
 
 from streamapp.api.streamapp import LocalStoreKind
 from streamapp.executor import faults, storage
+from streamapp.executor.lmdbstore import LmdbStore
 from streamapp.executor.manifest import Head, Manifest
-from streamapp.executor.rocksstore import RocksStore
 from streamapp.executor.state import KeyedStore, MemoryStore
 
 STORE_KINDS: tuple[LocalStoreKind, ...] = typing.get_args(LocalStoreKind)
@@ -142,8 +142,8 @@ class LocalState:
 
     def _store(self, directory: Path) -> KeyedStore:
         directory.mkdir(parents=True, exist_ok=True)
-        if self.kind == "rocksdb":
-            return RocksStore(directory)
+        if self.kind == "lmdb":
+            return LmdbStore(directory, self.value_type)
         return MemoryStore.load(directory, self.value_type)
 
     def forget(self, partition: int) -> None:

@@ -7,9 +7,9 @@ this interface, chosen per app (`spec.pipeline.localStore`):
 
 * `MemoryStore` (this module): a Python dict, persisted as one Parquet file at each local checkpoint.
   Fastest per batch; the partition's state must fit in the executor's memory.
-* `RocksStore` (`rocksstore`): RocksDB on the member's volume, for state larger than memory.
+* `LmdbStore` (`lmdbstore`): LMDB on the member's volume, for state larger than memory.
 
-The measurements behind the choice are in `bench/results/dataplane.md` ("Local stores").
+The measurements behind the choice are in `bench/results/localstores.md`.
 
 A row whose value is null is a tombstone: applying it deletes the key (how expired windows leave the
 state of every copy, through the changelog).

@@ -23,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from streamapp.executor import changelog, faults
 from streamapp.executor import manifest as manifests
+from streamapp.executor.expiry import Expiry
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import LocalState
 from streamapp.executor.manifest import Conflict, Fenced, Head, Kind, Manifest
@@ -122,7 +123,7 @@ class Task:
         self.backlog = 0
         self.batches_since_snapshot = 0
         self.swept_through = -1
-        self.expiry = context.pipeline.expiry()
+        self.expiry: Expiry | None = None  # the owner's watermark, set up at takeover
 
     @property
     def head(self) -> Head:

@@ -1,0 +1,179 @@
+"""A member's local state survives its restarts, measured from the outside on real executors.
+
+With a claim (`executor.storage.size`), a member whose executor is SIGKILLed, or whose pod is deleted
+and re-created within the delay, resumes from its checkpoint: the rows it then restores while blocking
+are exactly the rows committed after that checkpoint (read from its volume and the shared store), not
+its state. Without a claim, a re-created pod has a new emptyDir and restores each task in full. Output
+stays exactly-once throughout.
+"""
+
+from __future__ import annotations
+
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from dataplane_checks import check_partition
+from kubernetes import client
+from operator_support import APP, Operators
+
+from chaos.faults import executor_pid
+from localcluster.controlplane import LocalCluster
+from localcluster.waiting import wait_for
+from processnode import procfs
+from realapps import app_on_process_node, committed_everything
+from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name, state_claim_name
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.localstate import CHECKPOINT, Checkpoint
+from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.source import FileLog
+
+PARTITIONS = 4
+KEYS = 20_000
+
+
+def rows_after(state: StateLayout, partition: int, seq: int) -> int:
+    """Rows in the segments committed after `seq`: what a resume from a checkpoint at `seq` replays."""
+    return sum(
+        pq.read_metadata(state.resolve(name)).num_rows
+        for found in accepted_manifests(state, partition)
+        if found.seq > seq
+        for name in found.segments
+    )
+
+
+def member_status(api: client.ApiClient, namespace: str, member: int) -> dict[str, Any]:
+    found = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, MEMBERS, member_name(APP, member)
+    )
+    return dict(found.get("status") or {})
+
+
+def active_reports(api: client.ApiClient, namespace: str, member: int, since: datetime) -> dict[int, Any]:
+    """The member's active task reports, if it has reported since `since` (else empty)."""
+    status = member_status(api, namespace, member)
+    at = status.get("reportedAt")
+    if not at or datetime.fromisoformat(at.replace("Z", "+00:00")) <= since:
+        return {}
+    return {t["task"]: t for t in status.get("tasks") or [] if t["role"] == "active"}
+
+
+def claim_directory(api: client.ApiClient, namespace: str, member: int) -> Path:
+    core = client.CoreV1Api(api)
+    claim = core.read_namespaced_persistent_volume_claim(state_claim_name(APP, member), namespace)
+    volume = core.read_persistent_volume(claim.spec.volume_name)
+    return Path(volume.spec.host_path.path)
+
+
+def checkpoints(local: Path, tasks: set[int]) -> dict[int, Checkpoint]:
+    return {p: Checkpoint.parse((local / f"p={p}" / CHECKPOINT).read_bytes()) for p in tasks}
+
+
+def pod_uid(api: client.ApiClient, namespace: str, member: int) -> str | None:
+    try:
+        return str(
+            client.CoreV1Api(api).read_namespaced_pod(member_name(APP, member), namespace).metadata.uid
+        )
+    except client.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def start_app(
+    api: client.ApiClient, namespace: str, operators: Operators, root: Path, replicas: int, claim: bool
+) -> tuple[FileLog, StateLayout]:
+    log = FileLog(root / "input")
+    state = StateLayout(root / "state")
+    generate(log, GenerateSpec(partitions=PARTITIONS, count=12_000, keys=KEYS, seed=1))
+    operators.start()
+    body = app_on_process_node(APP, root, PARTITIONS, replicas=replicas, scheduledRebalanceMaxDelay="10m")
+    if claim:
+        body["spec"]["executor"]["storage"] = {"size": "1Gi"}
+    client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+    wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "every partition processed")
+    return log, state
+
+
+def resume_and_check(
+    api: client.ApiClient, namespace: str, log: FileLog, state: StateLayout, since: datetime, seed: int
+) -> dict[int, Any]:
+    """More input; wait until member 1 (restarted after `since`) has processed it; its reports."""
+    generate(log, GenerateSpec(partitions=PARTITIONS, count=2_000, keys=KEYS, seed=seed))
+    reports: dict[int, Any] = {}
+
+    def caught_up() -> bool:
+        reports.update(active_reports(api, namespace, 1, since))
+        return bool(reports) and committed_everything(state, log, PARTITIONS)
+
+    wait_for(caught_up, 400, "member 1 back and all input committed")
+    return reports
+
+
+def test_a_member_with_its_claim_replays_only_the_delta(
+    api_client: client.ApiClient,
+    namespace: str,
+    operators: Operators,
+    process_node: str,
+    local_cluster: LocalCluster | None,
+    tmp_path: Path,
+) -> None:
+    assert local_cluster is not None, "the kill acts on the local process node"
+    log, state = start_app(api_client, namespace, operators, tmp_path, replicas=2, claim=True)
+    local = claim_directory(api_client, namespace, 1)
+    held = set(active_reports(api_client, namespace, 1, datetime.min.replace(tzinfo=UTC)))
+    assert held, "member 1 owns tasks"
+
+    # 1. The pod is deleted and re-created (a bounce within the delay); it checkpoints on SIGTERM.
+    uid = pod_uid(api_client, namespace, 1)
+    client.CoreV1Api(api_client).delete_namespaced_pod(member_name(APP, 1), namespace)
+    wait_for(lambda: pod_uid(api_client, namespace, 1) not in (None, uid), 120, "member 1's new pod")
+    deleted_at = datetime.now(UTC)
+    # What the new pod will replay: every batch committed after its checkpoint (none: nobody processes
+    # a held task while its member is away).
+    at_stop = checkpoints(local, held)
+    deltas = {task: rows_after(state, task, at_stop[task].head.seq) for task in held}
+    reports = resume_and_check(api_client, namespace, log, state, deleted_at, seed=2)
+    for task in held:
+        assert reports[task]["restoredBlocking"] == deltas[task] == 0, (task, reports[task], deltas[task])
+
+    # 2. A few more batches, then the executor process dies (SIGKILL: no checkpoint at exit) and the
+    # kubelet restarts it in place: it replays the batches committed since its last checkpoint.
+    for seed in (3, 4, 5):
+        generate(log, GenerateSpec(partitions=PARTITIONS, count=800, keys=KEYS, seed=seed))
+        wait_for(lambda: committed_everything(state, log, PARTITIONS), 300, "the batch committed")
+    found = executor_pid(local_cluster.layout.process_node, str(pod_uid(api_client, namespace, 1)))
+    assert found is not None
+    killed_at = datetime.now(UTC)
+    procfs.signal_group(found[0], signal.SIGKILL)
+    at_kill = checkpoints(local, held)
+    deltas = {task: rows_after(state, task, at_kill[task].head.seq) for task in held}
+    reports = resume_and_check(api_client, namespace, log, state, killed_at, seed=6)
+    for task in held:
+        assert reports[task]["restoredBlocking"] == deltas[task], (task, reports[task], deltas[task])
+    assert any(deltas.values()), "the kill came after batches no checkpoint covered"
+    for task, delta in deltas.items():
+        state_keys = len(set(log.read_arrow(task).column("key").to_pylist()))
+        assert delta < state_keys / 2, ("the delta, not the state", task, delta, state_keys)
+    for partition in range(PARTITIONS):
+        check_partition(state, tmp_path / "outputs", log, partition)
+
+
+def test_a_member_without_a_claim_restores_in_full(
+    api_client: client.ApiClient, namespace: str, operators: Operators, process_node: str, tmp_path: Path
+) -> None:
+    log, state = start_app(api_client, namespace, operators, tmp_path, replicas=2, claim=False)
+    held = set(active_reports(api_client, namespace, 1, datetime.min.replace(tzinfo=UTC)))
+    # The keys of each task's state when its member goes: all of them must come back from the store.
+    keys = {task: len(set(log.read_arrow(task).column("key").to_pylist())) for task in held}
+    uid = pod_uid(api_client, namespace, 1)
+    client.CoreV1Api(api_client).delete_namespaced_pod(member_name(APP, 1), namespace)
+    wait_for(lambda: pod_uid(api_client, namespace, 1) not in (None, uid), 120, "member 1's new pod")
+    reports = resume_and_check(api_client, namespace, log, state, datetime.now(UTC), seed=2)
+    for task in held:
+        assert reports[task]["restoredBlocking"] >= keys[task], ("a full restore", task, reports[task])
+    for partition in range(PARTITIONS):
+        check_partition(state, tmp_path / "outputs", log, partition)
