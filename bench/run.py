@@ -32,7 +32,7 @@ def main() -> int:
     parser.add_argument("--write", metavar="PATH", help="also write the Markdown report to PATH")
     parser.add_argument("--quick", action="store_true", help="smaller engine sizes (for a smoke run)")
     args = parser.parse_args()
-    sections = [header(args), headline(), scenarios(), engine_cost(args.quick), dataplane()]
+    sections = [header(args), headline(), scenarios(), engine_cost(args.quick), recorded()]
     report = "\n\n".join(sections) + "\n"
     print(report)
     if args.write:
@@ -182,14 +182,24 @@ def engine_cost(quick: bool) -> str:
     return "\n".join(rows)
 
 
-def dataplane() -> str:
-    """The data plane's recorded figures, one heading level down."""
-    recorded = HERE / "results" / "dataplane.md"
-    if not recorded.exists():
-        return "## Data plane\n\nNot recorded yet: run `make bench`."
-    return "\n".join(
-        ("#" + line) if line.startswith("#") else line for line in recorded.read_text().splitlines()
-    )
+# Results the other benchmarks of `make bench` record, included one heading level down.
+RECORDED = ("dataplane", "localstores", "stores", "kafka")
+
+
+def recorded() -> str:
+    """The recorded figures of the data-plane benchmarks (bench/results/<name>.md), in order."""
+    sections = []
+    for name in RECORDED:
+        path = HERE / "results" / f"{name}.md"
+        if not path.exists():
+            sections.append(f"## {name}\n\nNot recorded yet: run `make bench`.")
+            continue
+        sections.append(
+            "\n".join(
+                ("#" + line) if line.startswith("#") else line for line in path.read_text().splitlines()
+            )
+        )
+    return "\n\n".join(sections)
 
 
 def _costs(tasks: int, members: int, standbys: int) -> tuple[float, float, float]:

@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 from streamapp.api.streamapp import LocalStoreKind
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
 from streamapp.executor.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
 from streamapp.executor.manifest import Head
 from streamapp.executor.runtime import Executor, Target
@@ -148,3 +149,21 @@ def test_local_state_of_tasks_long_gone_is_pruned(tmp_path: Path) -> None:
     assert local.prune({1}, idle_seconds=3600) == []
     assert local.prune({1}, idle_seconds=0) == [2]
     assert [p.name for p in tmp_path.glob("p=*")] == ["p=1"]
+
+
+def test_an_lmdb_store_left_open_by_another_boot_is_not_trusted(tmp_path: Path) -> None:
+    """Unsynced LMDB pages survive a process crash, not a machine crash or a move to another node."""
+    local = LocalState(tmp_path, "lmdb")
+    store, _ = local.open(0)
+    store.upsert(["a", "b"], [1, 2])
+    local.save(store, Checkpoint("lmdb", 0, Head(seq=3, offset=30, epoch=1), "h", 3, "h"))
+    assert isinstance(store, LmdbStore)
+    store.env.close()  # the process dies: no clean close, the open marker stays
+    reopened, checkpoint = local.open(0)
+    assert checkpoint is not None and dict(reopened.items()) == {"a": 1, "b": 2}, "same boot: trusted"
+    reopened.env.close()
+    (local.directory(0) / DIRECTORY / OPEN_MARKER).write_text("another-boot")
+    fresh, checkpoint = local.open(0)
+    assert checkpoint is None and len(fresh) == 0
+    fresh.close()
+    local.close()
