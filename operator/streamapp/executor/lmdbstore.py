@@ -1,10 +1,11 @@
 """A partition's local store in LMDB on the member's volume, for state larger than memory.
 
 Chosen over RocksDB (through rocksdict) by measurement (`bench/localstores.py`, recorded in
-`bench/results/localstores.md`): at 20M keys LMDB restored ~9× faster and folded a 10,000-update batch
-~20× faster, because each read and write is one C call into a memory-mapped B-tree, while the RocksDB
-binding pays per-key encoding and its LSM tree compacts in the background on the same two cores. LMDB
-also counts its entries exactly for free. Its costs: a larger file (no compression) and a map size that
+`bench/results/localstores.md`): at 20M keys LMDB restored ~6× faster and folded a 10,000-update batch
+~4× faster, because each read and write is one C call into a memory-mapped B-tree, while the RocksDB
+binding pays per-key encoding and its LSM tree compacts in the background on the same two cores; a
+restarted member re-opens it at once (the memory store re-reads its whole file). LMDB also counts its
+entries exactly for free. Its costs: a larger file (no compression) and a map size that
 must be reserved up front (grown here when it fills).
 
 Every batch is one write transaction, committed without an fsync (an fsync per batch of 10,000 random
@@ -70,6 +71,7 @@ class LmdbStore:
         self.encode, self.decode = CODECS[value_type]
         self.env = self._open()
         self._reader: lmdb.Transaction | None = None
+        self.count = self._entries()
 
     def _open(self) -> lmdb.Environment:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -80,6 +82,11 @@ class LmdbStore:
         return lmdb.open(str(self.path), map_size=INITIAL_MAP_BYTES, subdir=True, lock=True, sync=False)
 
     def __len__(self) -> int:
+        """Kept after every write, so a status report from another thread never touches the
+        environment (which a restore may be closing and re-creating)."""
+        return self.count
+
+    def _entries(self) -> int:
         return int(self.env.stat()["entries"])
 
     def get(self, key: str) -> Any:
@@ -110,6 +117,7 @@ class LmdbStore:
                             txn.delete(key.encode())
                         else:
                             txn.put(key.encode(), self.encode(value))
+                self.count = self._entries()
                 return
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
@@ -127,6 +135,7 @@ class LmdbStore:
         self.env.close()
         shutil.rmtree(self.path, ignore_errors=True)
         self.env = self._open()
+        self.count = 0
 
     def persist(self) -> None:
         self.env.sync(True)

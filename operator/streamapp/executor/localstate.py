@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 import typing
 from dataclasses import dataclass
@@ -103,7 +104,10 @@ class LocalState:
     """The local state directory of one executor: per-partition stores and checkpoints.
 
     It holds an exclusive lock on the directory for the life of the process: two executors sharing
-    one volume would overwrite each other's stores and checkpoints.
+    one volume would overwrite each other's stores and checkpoints. Within the process, one task at a
+    time holds a partition's store: a task that returns while the one that left is still finishing its
+    unit of work waits for it to close, so the leaver's closing checkpoint can never land next to the
+    newcomer's store.
     """
 
     def __init__(
@@ -120,6 +124,8 @@ class LocalState:
         self.value_type = value_type
         self.checkpoint_every = checkpoint_every
         self._lock = _lock(root)
+        self._held: set[int] = set()
+        self._released = threading.Condition()
 
     def close(self) -> None:
         """Release the directory (the executor stops; its tasks have checkpointed)."""
@@ -129,7 +135,11 @@ class LocalState:
         return self.root / f"p={partition}"
 
     def open(self, partition: int) -> tuple[KeyedStore, Checkpoint | None]:
-        """The partition's store and its checkpoint; a fresh empty store when either is unusable."""
+        """The partition's store and its checkpoint; a fresh empty store when either is unusable.
+        Held until `release`."""
+        with self._released:
+            self._released.wait_for(lambda: partition not in self._held)
+            self._held.add(partition)
         directory = self.directory(partition)
         try:
             found = Checkpoint.parse((directory / CHECKPOINT).read_bytes())
@@ -139,6 +149,12 @@ class LocalState:
         except Exception:  # none, torn, foreign, or a store that will not open: restore in full
             self.wipe(partition)
         return self._store(directory), None
+
+    def release(self, partition: int) -> None:
+        """The task holding the partition's store has closed it."""
+        with self._released:
+            self._held.discard(partition)
+            self._released.notify_all()
 
     def _store(self, directory: Path) -> KeyedStore:
         directory.mkdir(parents=True, exist_ok=True)

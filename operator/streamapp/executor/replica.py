@@ -101,10 +101,11 @@ class Replica:
 
     def close(self) -> None:
         """Checkpoint and release the local store (the task left this member or the member stops)."""
-        if self.opened:
+        if self.opened and self.local is not None:
             self.checkpoint()
             self.state.close()
             self.opened = False
+            self.local.release(self.partition)
 
     def _restored(self, rows: int) -> None:
         if self.blocking:
