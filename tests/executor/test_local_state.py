@@ -159,9 +159,11 @@ def test_an_lmdb_store_left_open_by_another_boot_is_not_trusted(tmp_path: Path) 
     local.save(store, Checkpoint("lmdb", 0, Head(seq=3, offset=30, epoch=1), "h", 3, "h"))
     assert isinstance(store, LmdbStore)
     store.env.close()  # the process dies: no clean close, the open marker stays
+    local.release(0)
     reopened, checkpoint = local.open(0)
     assert checkpoint is not None and dict(reopened.items()) == {"a": 1, "b": 2}, "same boot: trusted"
     reopened.env.close()
+    local.release(0)
     (local.directory(0) / DIRECTORY / OPEN_MARKER).write_text("another-boot")
     fresh, checkpoint = local.open(0)
     assert checkpoint is None and len(fresh) == 0
