@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
@@ -56,29 +57,11 @@ ROCKSDB_CONF = {
 }
 
 
-COMPARISON_NOTE = """\
-Same input (a 2-partition file log of Parquet segments, one segment per partition per batch), same
-pipeline (`groupBy(key).count()`, updated rows appended to Parquet), same SparkSession (`local[*]`,
-`spark.sql.shuffle.partitions` = cores). A StreamApp batch covers one partition and includes the
-changelog segment, the outputs and the commit manifest; a Structured Streaming batch covers both
-partitions' new segments (`maxFilesPerTrigger=2`) with RocksDB state and changelog checkpointing.
-Batch times are per micro-batch; throughput is input records per wall second for the whole run."""
-
 WARMUP_NOTE = """\
 The owner first commits 600k records in 10k batches with no snapshot; then a warmup starts in another
 process (no Spark) and rebuilds the partition from the changelog, 5 manifests per step, while the owner
 processes 200k more records arriving in 10k appends (100k distinct keys, so each segment holds ~10k
 rows). Lag is in input records (owner's committed offset − applied offset)."""
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """Input of one side-by-side run: `records` over 2 partitions, one log segment per `per_segment`."""
-
-    name: str
-    records: int
-    per_segment: int
-    keys: int
 
 
 @dataclass(frozen=True)
@@ -108,45 +91,11 @@ def timed() -> Iterator[list[float]]:
     box.append(time.perf_counter() - began)
 
 
-def make_log(root: Path, scenario: Scenario) -> FileLog:
-    log = FileLog(root / "log")
-    generate(
-        log,
-        GenerateSpec(
-            partitions=2, count=scenario.records, keys=scenario.keys, seed=7, chunk=2 * scenario.per_segment
-        ),
-    )
-    return log
-
-
-def run_streamapp(root: Path, log: FileLog, scenario: Scenario) -> Run:
-    """Both partitions active on one executor; one micro-batch per log segment per partition."""
-    executor = Executor(
-        StateLayout(root / "sa-state"),
-        log,
-        FileSink(root / "sa-out"),
-        pipelines.load(COUNTS),
-        TaskConfig(max_batch_records=scenario.per_segment, snapshot_every=20),
-    )
-    executor.apply(Target(active={0: 1, 1: 1}))
-    executor.step()
-    batch_ms: list[float] = []
-    began = time.perf_counter()
-    busy = True
-    while busy:
-        busy = False
-        for partition in (0, 1):
-            start = time.perf_counter()
-            if executor.tasks[partition].step():
-                batch_ms.append(1000 * (time.perf_counter() - start))
-                busy = True
-    seconds = time.perf_counter() - began
-    return Run("StreamApp executor", scenario.name, scenario.records, len(batch_ms), seconds, batch_ms)
-
-
-def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scenario: Scenario) -> Run:
-    """The same count as a Structured Streaming query, `availableNow`, two segments (one per partition)
-    per trigger, RocksDB state with changelog checkpointing, updated rows appended to Parquet."""
+def run_structured_streaming(
+    spark: SparkSession, root: Path, log: FileLog, label: str, files_per_trigger: int
+) -> Run:
+    """The same count as a Structured Streaming query, `availableNow`, one segment per partition per
+    trigger, RocksDB state with changelog checkpointing, updated rows appended to Parquet."""
     for key, value in ROCKSDB_CONF.items():
         spark.conf.set(key, value)
     out = str(root / "ss-out")
@@ -154,7 +103,11 @@ def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scen
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.write.mode("append").parquet(out)
 
-    stream = spark.readStream.schema(SPARK_SCHEMA).option("maxFilesPerTrigger", 2).parquet(str(log.root))
+    stream = (
+        spark.readStream.schema(SPARK_SCHEMA)
+        .option("maxFilesPerTrigger", files_per_trigger)
+        .parquet(str(log.root))
+    )
     query = (
         stream.groupBy("key")
         .count()
@@ -170,7 +123,75 @@ def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scen
     progress = [p for p in handle.recentProgress if p["numInputRows"] > 0]
     batch_ms = [float(p["durationMs"]["triggerExecution"]) for p in progress]
     records = sum(int(p["numInputRows"]) for p in progress)
-    return Run("Structured Streaming + RocksDB", scenario.name, records, len(progress), seconds, batch_ms)
+    return Run("Structured Streaming + RocksDB", label, records, len(progress), seconds, batch_ms)
+
+
+SIDE_BY_SIDE_NOTE = """\
+One executor owns P partitions of a file log holding, per partition, R segments of exactly B records
+(keys unique to their partition, 2,000 per partition); every system consumes the same log with the same
+count (`groupBy(key).count()`, changed rows written out) and the same records per batch: a StreamApp
+round gives each partition one batch of B records (P·B records per round), and Structured Streaming
+reads P segments per trigger (`maxFilesPerTrigger` = P, so P·B records per trigger) with RocksDB state
+and changelog checkpointing. *one job per round* is this change: all due partitions' batches in one
+Spark job, split by partition at the fold, each with its own changelog segment, outputs and manifest;
+*one job per partition* is the data plane before it (kept for a single due partition). Latency is per
+round / trigger: every batch of the round has committed when it ends. Throughput is input records per
+wall second over the R rounds (takeover excluded)."""
+
+
+def partitioned_log(root: Path, partitions: int, per_batch: int, rounds: int, keys: int) -> FileLog:
+    """`rounds` segments of exactly `per_batch` records per partition, written round by round (so a file
+    source taking `partitions` files per trigger takes one round)."""
+    log = FileLog(root / "log")
+    rng = np.random.default_rng(11)
+    now = datetime.now(UTC)
+    for _ in range(rounds):
+        for partition in range(partitions):
+            picks = rng.integers(0, keys, per_batch)
+            names = [f"p{partition:02d}-k{n:06d}" for n in picks.tolist()]
+            stamps = pa.array([now] * per_batch, type=pa.timestamp("us", tz="UTC"))
+            log.append(partition, pa.table({"timestamp": stamps, "key": names, "value": names}))
+    return log
+
+
+def run_rounds(root: Path, log: FileLog, partitions: int, per_batch: int, shared: bool) -> Run:
+    """All partitions active on one executor; one timed `step` (a round of batches) at a time."""
+    executor = Executor(
+        StateLayout(root / f"sa-state-{shared}"),
+        log,
+        FileSink(root / f"sa-out-{shared}"),
+        pipelines.load(COUNTS),
+        TaskConfig(max_batch_records=per_batch, snapshot_every=20, shared_batches=shared),
+    )
+    executor.apply(Target(active=dict.fromkeys(range(partitions), 1)))
+    executor.step()  # takes every partition over; nothing is due yet
+    round_ms: list[float] = []
+    records = 0
+    began = time.perf_counter()
+    while True:
+        start = time.perf_counter()
+        done = executor.step()
+        if done == 0:
+            break
+        round_ms.append(1000 * (time.perf_counter() - start))
+        records += done
+    seconds = time.perf_counter() - began
+    system = "StreamApp, one job per round" if shared else "StreamApp, one job per partition"
+    return Run(system, f"{partitions} × {per_batch:,}", records, len(round_ms), seconds, round_ms)
+
+
+def side_by_side(spark: SparkSession, root: Path, rounds: int, sizes: list[int]) -> list[str]:
+    rows = []
+    for per_batch in sizes:
+        for partitions in (1, 8, 32):
+            case = root / f"side-{partitions}-{per_batch}"
+            log = partitioned_log(case, partitions, per_batch, rounds, 2_000)
+            rows.append(run_rounds(case, log, partitions, per_batch, shared=True).row())
+            if partitions > 1:
+                rows.append(run_rounds(case, log, partitions, per_batch, shared=False).row())
+            label = f"{partitions} × {per_batch:,}"
+            rows.append(run_structured_streaming(spark, case, log, label, partitions).row())
+    return rows
 
 
 def write_history(layout: StateLayout, keys: int, segments: int, snapshot: bool) -> None:
@@ -387,10 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
-    scenarios = [
-        Scenario("small batches", 100_000 // scale, 1_000, 20_000),
-        Scenario("large batches", 1_000_000 // scale, 100_000 // scale, 100_000),
-    ]
+    rounds = 3 if args.quick else 8
+    sizes = [1_000] if args.quick else [1_000, 10_000]
     restore_keys = 1_000_000 // scale
     command = " ".join(["python", "bench/dataplane.py", *(argv if argv is not None else sys.argv[1:])])
     spark = session()
@@ -409,19 +428,22 @@ def main(argv: list[str] | None = None) -> int:
     ]
     try:
         lines += [
-            "## Keyed running count: StreamApp executor vs Structured Streaming",
+            "## Tasks side by side: 1, 8 and 32 partitions per executor vs Structured Streaming",
             "",
-            COMPARISON_NOTE,
+            '*New in this version* (replaces the earlier "keyed running count" table, whose batches were',
+            "990 records (StreamApp, one partition) vs 2,000 (Structured Streaming, two): not like for like).",
             "",
-            "| scenario | system | records/batch | batches | p50 ms/batch | p95 ms/batch | records/s |",
+            SIDE_BY_SIDE_NOTE,
+            "",
+            f"R = {rounds} rounds per run; load average before: {os.getloadavg()[0]:.1f}.",
+            "",
+            "| P × B (partitions × records per partition per batch) | system | records/batch | batches "
+            "| p50 ms/batch | p95 ms/batch | records/s |",
             "|---|---|---:|---:|---:|---:|---:|",
+            *side_by_side(spark, root, rounds, sizes),
+            "",
+            f"Load average after: {os.getloadavg()[0]:.1f}.",
         ]
-        for scenario in scenarios:
-            case = root / scenario.name.replace(" ", "-")
-            log = make_log(case, scenario)
-            ours = run_streamapp(case, log, scenario)
-            theirs = run_structured_streaming(spark, case, log, scenario)
-            lines += [ours.row(), theirs.row()]
         lines += [
             "",
             f"## Restore of {restore_keys:,} keys (no Spark: Parquet snapshot + changelog segments → dict)",

@@ -22,6 +22,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -157,16 +158,18 @@ class Executor:
 
     def step_copies(self) -> int:
         """One unit for every task that is not due for a batch: restore, tail, take over."""
-        done = 0
+        return sum(_copy_unit(slot) for slot in self._claim_copies())
+
+    def _claim_copies(self) -> list[Slot]:
+        """Claim every task no other thread holds that is not due for a batch."""
+        claimed = []
         for _, slot in self._slots():
-            if not slot.claim():
-                continue
-            try:
-                if not slot.task.due:
-                    done += slot.task.step()
-            finally:
-                slot.release()
-        return done
+            if slot.claim():
+                if slot.task.due:
+                    slot.release()
+                else:
+                    claimed.append(slot)
+        return claimed
 
     def status(self) -> list[TaskStatus]:
         return [slot.task.status() for _, slot in self._slots()]
@@ -188,9 +191,8 @@ class Executor:
 
         def loop() -> None:
             try:
-                while not stopping.is_set():
-                    if self.step_copies() == 0:
-                        stopping.wait(idle_sleep)
+                with ThreadPoolExecutor(self.context.config.copy_workers, "copy") as pool:
+                    self._copy_rounds(pool, stopping, idle_sleep)
             except Exception as error:  # handed to the batch thread
                 self._lane_failure = error
 
@@ -207,6 +209,19 @@ class Executor:
         if failure is not None:
             raise failure
 
+    def _copy_rounds(self, pool: ThreadPoolExecutor, stopping: threading.Event, idle_sleep: float) -> None:
+        """Hand every claimable copy's next unit to the pool, whose workers take them side by side: a
+        long restore holds one worker, and the other tasks' tails and takeovers go on with the rest."""
+        running: set[Future[int]] = set()
+        while not stopping.is_set():
+            running |= {pool.submit(_copy_unit, slot) for slot in self._claim_copies()}
+            if not running:
+                stopping.wait(idle_sleep)
+                continue
+            finished, running = wait(running, timeout=idle_sleep, return_when=FIRST_COMPLETED)
+            if sum(future.result() for future in finished) == 0:
+                stopping.wait(idle_sleep)
+
     def run_until_idle(self) -> None:
         """Step until a step finds nothing to do: every active task has consumed the source's end."""
         while self.step() > 0:
@@ -215,3 +230,11 @@ class Executor:
     def _slots(self) -> list[tuple[int, Slot]]:
         with self._slots_changing:
             return sorted(self.slots.items())
+
+
+def _copy_unit(slot: Slot) -> int:
+    """One unit of a claimed task that is not due for a batch, releasing the claim after it."""
+    try:
+        return slot.task.step()
+    finally:
+        slot.release()

@@ -48,7 +48,8 @@ class TaskConfig:
     flight); `snapshot_every` is the number of batches between snapshots, which bounds restore time;
     `max_apply_per_step` bounds the manifests a copy applies per step so lag is reported during a long
     catch-up; `keep_snapshots` older snapshots stay for copies that are reading one. `shared_batches`
-    runs the due partitions' micro-batches as one Spark job (`batches.run_round`).
+    runs the due partitions' micro-batches as one Spark job (`batches.run_round`); `copy_workers`
+    threads restore and tail copies beside the batches (`Executor.run`), so a long restore holds one.
     """
 
     max_batch_records: int = 100_000
@@ -57,6 +58,7 @@ class TaskConfig:
     keep_snapshots: int = 2
     owner: str = ""
     shared_batches: bool = True
+    copy_workers: int = 2
 
 
 @dataclass(frozen=True)
