@@ -15,11 +15,19 @@ A round with a single due partition uses the per-partition job, which skips the 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 from streamapp.executor.manifest import Fenced
 from streamapp.executor.pipeline import keyed_updates, keyed_updates_by_partition
 from streamapp.executor.task import Task, TaskContext
+
+READERS = 8
+"""Threads that define the partitions' input DataFrames side by side: defining one is a few driver
+round trips (listing its files, resolving the plan), waited for, not computed, in Python."""
+RECORDS_PER_SLICE = 100_000
+"""Input records per scan task of a shared job: a round smaller than this runs as one task (task
+scheduling, not the records, is most of a small round's cost); larger rounds use up to every core."""
 
 
 def run_round(context: TaskContext, tasks: Sequence[Task]) -> int:
@@ -38,8 +46,14 @@ def run_round(context: TaskContext, tasks: Sequence[Task]) -> int:
     if len(planned) < 2 or not context.config.shared_batches:
         return done + sum(task.racing(partial(_alone, context, task, span)) for task, span in planned)
     spark = context.spark()
-    frames = {task.partition: context.source.read(spark, task.partition, *span) for task, span in planned}
-    updates = keyed_updates_by_partition(context.pipeline, frames)
+    with ThreadPoolExecutor(min(READERS, len(planned)), "read") as readers:
+        read = readers.map(
+            lambda planned: context.source.read(spark, planned[0].partition, *planned[1]), planned
+        )
+        frames = {task.partition: frame for (task, _), frame in zip(planned, read, strict=True)}
+    records = sum(end - start for _, (start, end) in planned)
+    slices = max(1, min(spark.sparkContext.defaultParallelism, -(-records // RECORDS_PER_SLICE)))
+    updates = keyed_updates_by_partition(context.pipeline, frames, slices)
     for task, span in planned:
         done += task.racing(partial(task.commit_batch, span, updates[task.partition]))
     return done
