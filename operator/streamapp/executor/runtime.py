@@ -148,28 +148,16 @@ class Executor:
 
     def step_batches(self) -> int:
         """One micro-batch for every due task that no other thread holds, in one Spark job."""
-        claimed = [slot for _, slot in self._slots() if slot.claim()]
+        claimed = self._claim(due=True)
         try:
-            due = [slot.task for slot in claimed if slot.task.due]
-            return run_round(self.context, due) if due else 0
+            return run_round(self.context, [slot.task for slot in claimed]) if claimed else 0
         finally:
             for slot in claimed:
                 slot.release()
 
     def step_copies(self) -> int:
         """One unit for every task that is not due for a batch: restore, tail, take over."""
-        return sum(_copy_unit(slot) for slot in self._claim_copies())
-
-    def _claim_copies(self) -> list[Slot]:
-        """Claim every task no other thread holds that is not due for a batch."""
-        claimed = []
-        for _, slot in self._slots():
-            if slot.claim():
-                if slot.task.due:
-                    slot.release()
-                else:
-                    claimed.append(slot)
-        return claimed
+        return sum(_copy_unit(slot) for slot in self._claim(due=False))
 
     def status(self) -> list[TaskStatus]:
         return [slot.task.status() for _, slot in self._slots()]
@@ -214,7 +202,7 @@ class Executor:
         long restore holds one worker, and the other tasks' tails and takeovers go on with the rest."""
         running: set[Future[int]] = set()
         while not stopping.is_set():
-            running |= {pool.submit(_copy_unit, slot) for slot in self._claim_copies()}
+            running |= {pool.submit(_copy_unit, slot) for slot in self._claim(due=False)}
             if not running:
                 stopping.wait(idle_sleep)
                 continue
@@ -226,6 +214,18 @@ class Executor:
         """Step until a step finds nothing to do: every active task has consumed the source's end."""
         while self.step() > 0:
             pass
+
+    def _claim(self, due: bool) -> list[Slot]:
+        """Claim every task no other thread holds whose next unit is (or, `due` False, is not) a batch;
+        the others are let go at once."""
+        claimed = []
+        for _, slot in self._slots():
+            if slot.claim():
+                if slot.task.due is due:
+                    claimed.append(slot)
+                else:
+                    slot.release()
+        return claimed
 
     def _slots(self) -> list[tuple[int, Slot]]:
         with self._slots_changing:
