@@ -11,6 +11,7 @@ as it would on another member); data lives in a temporary directory that is remo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import platform
@@ -191,6 +192,59 @@ def side_by_side(spark: SparkSession, root: Path, rounds: int, sizes: list[int])
                 rows.append(run_rounds(case, log, partitions, per_batch, shared=False).row())
             label = f"{partitions} × {per_batch:,}"
             rows.append(run_structured_streaming(spark, case, log, label, partitions).row())
+    return rows
+
+
+BESIDE_NOTE = """\
+One executor owns 8 partitions (8 × 1,000 records per round, one job per round as above) and runs R
+rounds three ways: alone; while a warmup of a ninth partition restores {keys} keys (a snapshot plus 10
+changelog segments) on the copy lane beside the batches (`Executor.run`, this change); and with the
+copy work on the batches' own thread, one after the other, as every task ran before this change (the
+warmup's restore is then part of a round). *rounds during the restore* counts the rounds that started
+before the warmup had applied its whole history."""
+
+
+def beside_a_restore(root: Path, rounds: int, keys: int) -> list[str]:
+    """Round latency of 8 active partitions alone, beside a warmup's restore, and with the restore on
+    the same thread (the data plane before the copy lane)."""
+    log = partitioned_log(root / "beside", 9, 1_000, 3 * rounds, 2_000)
+    active = {partition: 1 for partition in range(1, 9)}
+    rows = []
+    for label, warmup, lane in (
+        ("alone", False, True),
+        ("beside a warmup's restore (copy lane)", True, True),
+        ("restore on the batches' thread (before)", True, False),
+    ):
+        case = root / f"beside-{warmup}-{lane}"
+        layout = StateLayout(case / "state")
+        if warmup:
+            write_history(layout, keys, 10, snapshot=True)
+        executor = Executor(
+            layout, log, FileSink(case / "out"), pipelines.load(COUNTS), TaskConfig(max_batch_records=1_000)
+        )
+        executor.apply(Target(active=active))
+        executor.step()  # takes the 8 partitions over
+        round_ms: list[float] = []
+        overlapping = 0
+        with executor.copy_lane(0.01) if lane else contextlib.nullcontext():
+            began = time.perf_counter()
+            if warmup:
+                executor.apply(Target(active=active, warmup=frozenset({0})))
+            restored: float | None = None if warmup else 0.0
+            for _ in range(rounds):
+                overlapping += restored is None
+                start = time.perf_counter()
+                executor.step()
+                round_ms.append(1000 * (time.perf_counter() - start))
+                if restored is None and executor.status()[0].applied_offset == 2 * keys:
+                    restored = time.perf_counter() - began
+        p50 = statistics.median(round_ms)
+        p95 = sorted(round_ms)[int(0.95 * (len(round_ms) - 1))]
+        took = "—" if not warmup else ("not within the run" if restored is None else f"{restored:.2f} s")
+        worst = max(round_ms)
+        rows.append(
+            f"| {label} | {len(round_ms)} | {overlapping} | {p50:,.0f} | {p95:,.0f} | {worst:,.0f} | {took} |"
+        )
     return rows
 
 
@@ -441,6 +495,21 @@ def main(argv: list[str] | None = None) -> int:
             "| p50 ms/batch | p95 ms/batch | records/s |",
             "|---|---|---:|---:|---:|---:|---:|",
             *side_by_side(spark, root, rounds, sizes),
+            "",
+            f"Load average after: {os.getloadavg()[0]:.1f}.",
+        ]
+        lines += [
+            "",
+            "## Active batches beside a warmup's restore on the same executor",
+            "",
+            "*New in this version.*",
+            "",
+            BESIDE_NOTE.format(keys=f"{restore_keys:,}"),
+            "",
+            "| run | rounds | rounds during the restore | p50 ms/round | p95 ms/round | slowest round ms "
+            "| restore done after |",
+            "|---|---:|---:|---:|---:|---:|---|",
+            *beside_a_restore(root, rounds, restore_keys),
             "",
             f"Load average after: {os.getloadavg()[0]:.1f}.",
         ]
