@@ -137,7 +137,10 @@ and changelog checkpointing. *one job per round* is this change: all due partiti
 Spark job, split by partition at the fold, each with its own changelog segment, outputs and manifest;
 *one job per partition* is the data plane before it (kept for a single due partition). Latency is per
 round / trigger: every batch of the round has committed when it ends. Throughput is input records per
-wall second over the R rounds (takeover excluded)."""
+wall second over the R rounds (takeover excluded). Reading the table: one job per round costs less than
+one per partition, but each partition's batch is still its own branch of the job (its own file scan,
+since the transform must see one partition at a time), while Structured Streaming scans all P files at
+once; at small batches those per-branch costs are what remains between the two."""
 
 
 def partitioned_log(root: Path, partitions: int, per_batch: int, rounds: int, keys: int) -> FileLog:
@@ -201,7 +204,10 @@ rounds three ways: alone; while a warmup of a ninth partition restores {keys} ke
 changelog segments) on the copy lane beside the batches (`Executor.run`, this change); and with the
 copy work on the batches' own thread, one after the other, as every task ran before this change (the
 warmup's restore is then part of a round). *rounds during the restore* counts the rounds that started
-before the warmup had applied its whole history."""
+before the warmup had applied its whole history. The copy lane is a thread: it takes the restore out of the
+round's schedule, not out of the interpreter, so a restore step that holds the interpreter lock (one
+Arrow → Python conversion of a whole snapshot) still stalls the batch thread for as long as that step
+lasts; *slowest round* shows it."""
 
 
 def beside_a_restore(root: Path, rounds: int, keys: int) -> list[str]:
