@@ -1,6 +1,6 @@
 """Executor data-plane benchmark: StreamApp micro-batches vs Spark Structured Streaming (RocksDB state
 store with changelog checkpointing) on the same keyed-count pipeline and the same input, restore
-throughput for 1M keys, warmup catch-up while the owner processes, and the state-store candidates.
+throughput for 1M keys, and warmup catch-up while the owner processes.
 
     .venv/bin/python bench/dataplane.py [--write bench/results/dataplane.md] [--quick]
 
@@ -11,11 +11,11 @@ as it would on another member); data lives in a temporary directory that is remo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import platform
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
@@ -37,13 +38,12 @@ from streamapp.executor import pipeline as pipelines
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Head, Kind, Manifest
-from streamapp.executor.merge import fold, resolve
 from streamapp.executor.replica import rebuild
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink
 from streamapp.executor.source import SPARK_SCHEMA, FileLog
 from streamapp.executor.spark import session
-from streamapp.executor.state import KeyedState, rows_table
+from streamapp.executor.state import rows_table
 from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"
@@ -56,29 +56,16 @@ ROCKSDB_CONF = {
 }
 
 
-COMPARISON_NOTE = """\
-Same input (a 2-partition file log of Parquet segments, one segment per partition per batch), same
-pipeline (`groupBy(key).count()`, updated rows appended to Parquet), same SparkSession (`local[*]`,
-`spark.sql.shuffle.partitions` = cores). A StreamApp batch covers one partition and includes the
-changelog segment, the outputs and the commit manifest; a Structured Streaming batch covers both
-partitions' new segments (`maxFilesPerTrigger=2`) with RocksDB state and changelog checkpointing.
-Batch times are per micro-batch; throughput is input records per wall second for the whole run."""
+LOCAL_STORES_NOTE = (
+    "The local stores a task keeps its state in (memory, LMDB, and RocksDB as the rejected candidate) are "
+    "measured at 1M and 20M keys by `bench/localstores.py`: [localstores.md](localstores.md)."
+)
 
 WARMUP_NOTE = """\
 The owner first commits 600k records in 10k batches with no snapshot; then a warmup starts in another
 process (no Spark) and rebuilds the partition from the changelog, 5 manifests per step, while the owner
 processes 200k more records arriving in 10k appends (100k distinct keys, so each segment holds ~10k
 rows). Lag is in input records (owner's committed offset − applied offset)."""
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """Input of one side-by-side run: `records` over 2 partitions, one log segment per `per_segment`."""
-
-    name: str
-    records: int
-    per_segment: int
-    keys: int
 
 
 @dataclass(frozen=True)
@@ -108,45 +95,11 @@ def timed() -> Iterator[list[float]]:
     box.append(time.perf_counter() - began)
 
 
-def make_log(root: Path, scenario: Scenario) -> FileLog:
-    log = FileLog(root / "log")
-    generate(
-        log,
-        GenerateSpec(
-            partitions=2, count=scenario.records, keys=scenario.keys, seed=7, chunk=2 * scenario.per_segment
-        ),
-    )
-    return log
-
-
-def run_streamapp(root: Path, log: FileLog, scenario: Scenario) -> Run:
-    """Both partitions active on one executor; one micro-batch per log segment per partition."""
-    executor = Executor(
-        StateLayout(root / "sa-state"),
-        log,
-        FileSink(root / "sa-out"),
-        pipelines.load(COUNTS),
-        TaskConfig(max_batch_records=scenario.per_segment, snapshot_every=20),
-    )
-    executor.apply(Target(active={0: 1, 1: 1}))
-    executor.step()
-    batch_ms: list[float] = []
-    began = time.perf_counter()
-    busy = True
-    while busy:
-        busy = False
-        for partition in (0, 1):
-            start = time.perf_counter()
-            if executor.tasks[partition].step():
-                batch_ms.append(1000 * (time.perf_counter() - start))
-                busy = True
-    seconds = time.perf_counter() - began
-    return Run("StreamApp executor", scenario.name, scenario.records, len(batch_ms), seconds, batch_ms)
-
-
-def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scenario: Scenario) -> Run:
-    """The same count as a Structured Streaming query, `availableNow`, two segments (one per partition)
-    per trigger, RocksDB state with changelog checkpointing, updated rows appended to Parquet."""
+def run_structured_streaming(
+    spark: SparkSession, root: Path, log: FileLog, label: str, files_per_trigger: int
+) -> Run:
+    """The same count as a Structured Streaming query, `availableNow`, one segment per partition per
+    trigger, RocksDB state with changelog checkpointing, updated rows appended to Parquet."""
     for key, value in ROCKSDB_CONF.items():
         spark.conf.set(key, value)
     out = str(root / "ss-out")
@@ -154,7 +107,11 @@ def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scen
     def write(batch: DataFrame, batch_id: int) -> None:
         batch.write.mode("append").parquet(out)
 
-    stream = spark.readStream.schema(SPARK_SCHEMA).option("maxFilesPerTrigger", 2).parquet(str(log.root))
+    stream = (
+        spark.readStream.schema(SPARK_SCHEMA)
+        .option("maxFilesPerTrigger", files_per_trigger)
+        .parquet(str(log.root))
+    )
     query = (
         stream.groupBy("key")
         .count()
@@ -170,7 +127,134 @@ def run_structured_streaming(spark: SparkSession, root: Path, log: FileLog, scen
     progress = [p for p in handle.recentProgress if p["numInputRows"] > 0]
     batch_ms = [float(p["durationMs"]["triggerExecution"]) for p in progress]
     records = sum(int(p["numInputRows"]) for p in progress)
-    return Run("Structured Streaming + RocksDB", scenario.name, records, len(progress), seconds, batch_ms)
+    return Run("Structured Streaming + RocksDB", label, records, len(progress), seconds, batch_ms)
+
+
+SIDE_BY_SIDE_NOTE = """\
+One executor owns P partitions of a file log holding, per partition, R segments of exactly B records
+(keys unique to their partition, 2,000 per partition); every system consumes the same log with the same
+count (`groupBy(key).count()`, changed rows written out) and the same records per batch: a StreamApp
+round gives each partition one batch of B records (P·B records per round), and Structured Streaming
+reads P segments per trigger (`maxFilesPerTrigger` = P, so P·B records per trigger) with RocksDB state
+and changelog checkpointing. *one job per round* is this change: all due partitions' batches in one
+Spark job, split by partition at the fold, each with its own changelog segment, outputs and manifest;
+*one job per partition* is the data plane before it (kept for a single due partition). Latency is per
+round / trigger: every batch of the round has committed when it ends. Throughput is input records per
+wall second over the R rounds (takeover excluded). Reading the table: one job per round costs less than
+one per partition, but each partition's batch is still its own branch of the job (its own file scan,
+since the transform must see one partition at a time), while Structured Streaming scans all P files at
+once; at small batches those per-branch costs are what remains between the two."""
+
+
+def partitioned_log(root: Path, partitions: int, per_batch: int, rounds: int, keys: int) -> FileLog:
+    """`rounds` segments of exactly `per_batch` records per partition, written round by round (so a file
+    source taking `partitions` files per trigger takes one round)."""
+    log = FileLog(root / "log")
+    rng = np.random.default_rng(11)
+    now = datetime.now(UTC)
+    for _ in range(rounds):
+        for partition in range(partitions):
+            picks = rng.integers(0, keys, per_batch)
+            names = [f"p{partition:02d}-k{n:06d}" for n in picks.tolist()]
+            stamps = pa.array([now] * per_batch, type=pa.timestamp("us", tz="UTC"))
+            log.append(partition, pa.table({"timestamp": stamps, "key": names, "value": names}))
+    return log
+
+
+def run_rounds(root: Path, log: FileLog, partitions: int, per_batch: int, shared: bool) -> Run:
+    """All partitions active on one executor; one timed `step` (a round of batches) at a time."""
+    executor = Executor(
+        StateLayout(root / f"sa-state-{shared}"),
+        log,
+        FileSink(root / f"sa-out-{shared}"),
+        pipelines.load(COUNTS),
+        TaskConfig(max_batch_records=per_batch, snapshot_every=20, shared_batches=shared),
+    )
+    executor.apply(Target(active=dict.fromkeys(range(partitions), 1)))
+    executor.step()  # takes every partition over; nothing is due yet
+    round_ms: list[float] = []
+    records = 0
+    began = time.perf_counter()
+    while True:
+        start = time.perf_counter()
+        done = executor.step()
+        if done == 0:
+            break
+        round_ms.append(1000 * (time.perf_counter() - start))
+        records += done
+    seconds = time.perf_counter() - began
+    system = "StreamApp, one job per round" if shared else "StreamApp, one job per partition"
+    return Run(system, f"{partitions} × {per_batch:,}", records, len(round_ms), seconds, round_ms)
+
+
+def side_by_side(spark: SparkSession, root: Path, rounds: int, sizes: list[int]) -> list[str]:
+    rows = []
+    for per_batch in sizes:
+        for partitions in (1, 8, 32):
+            case = root / f"side-{partitions}-{per_batch}"
+            log = partitioned_log(case, partitions, per_batch, rounds, 2_000)
+            rows.append(run_rounds(case, log, partitions, per_batch, shared=True).row())
+            if partitions > 1:
+                rows.append(run_rounds(case, log, partitions, per_batch, shared=False).row())
+            label = f"{partitions} × {per_batch:,}"
+            rows.append(run_structured_streaming(spark, case, log, label, partitions).row())
+    return rows
+
+
+BESIDE_NOTE = """\
+One executor owns 8 partitions (8 × 1,000 records per round, one job per round as above) and runs R
+rounds three ways: alone; while a warmup of a ninth partition restores {keys} keys (a snapshot plus 10
+changelog segments) on the copy lane beside the batches (`Executor.run`, this change); and with the
+copy work on the batches' own thread, one after the other, as every task ran before this change (the
+warmup's restore is then part of a round). *rounds during the restore* counts the rounds that started
+before the warmup had applied its whole history. The copy lane is a thread: it takes the restore out of the
+round's schedule, not out of the interpreter, so a restore step that holds the interpreter lock (one
+Arrow → Python conversion of a whole snapshot) still stalls the batch thread for as long as that step
+lasts; *slowest round* shows it."""
+
+
+def beside_a_restore(root: Path, rounds: int, keys: int) -> list[str]:
+    """Round latency of 8 active partitions alone, beside a warmup's restore, and with the restore on
+    the same thread (the data plane before the copy lane)."""
+    log = partitioned_log(root / "beside", 9, 1_000, 3 * rounds, 2_000)
+    active = {partition: 1 for partition in range(1, 9)}
+    rows = []
+    for label, warmup, lane in (
+        ("alone", False, True),
+        ("beside a warmup's restore (copy lane)", True, True),
+        ("restore on the batches' thread (before)", True, False),
+    ):
+        case = root / f"beside-{warmup}-{lane}"
+        layout = StateLayout(case / "state")
+        if warmup:
+            write_history(layout, keys, 10, snapshot=True)
+        executor = Executor(
+            layout, log, FileSink(case / "out"), pipelines.load(COUNTS), TaskConfig(max_batch_records=1_000)
+        )
+        executor.apply(Target(active=active))
+        executor.step()  # takes the 8 partitions over
+        round_ms: list[float] = []
+        overlapping = 0
+        with executor.copy_lane(0.01) if lane else contextlib.nullcontext():
+            began = time.perf_counter()
+            if warmup:
+                executor.apply(Target(active=active, warmup=frozenset({0})))
+            restored: float | None = None if warmup else 0.0
+            for _ in range(rounds):
+                overlapping += restored is None
+                start = time.perf_counter()
+                executor.step()
+                round_ms.append(1000 * (time.perf_counter() - start))
+                if restored is None and executor.status()[0].applied_offset == 2 * keys:
+                    restored = time.perf_counter() - began
+        p50 = statistics.median(round_ms)
+        p95 = sorted(round_ms)[int(0.95 * (len(round_ms) - 1))]
+        took = "—" if not warmup else ("not within the run" if restored is None else f"{restored:.2f} s")
+        worst = max(round_ms)
+        rows.append(
+            f"| {label} | {len(round_ms)} | {overlapping} | {p50:,.0f} | {p95:,.0f} | {worst:,.0f} | {took} |"
+        )
+    return rows
 
 
 def write_history(layout: StateLayout, keys: int, segments: int, snapshot: bool) -> None:
@@ -294,64 +378,6 @@ def warmup_catch_up(root: Path, history: int, live: int, keys: int) -> tuple[lis
     return summary, lags
 
 
-def state_store_candidates(spark: SparkSession, root: Path, keys: int, batch: int) -> list[str]:
-    """Fold one batch of updates into a `keys`-key state, and restore it, for each candidate store."""
-    names = [f"k{i:08d}" for i in range(keys)]
-    updates = [names[(i * 7_919) % keys] for i in range(batch)]
-    rows = []
-
-    state = KeyedState(dict.fromkeys(names, 1))
-    with timed() as fold_took:
-        changed = fold(state.values, updates, [1] * batch, resolve("sum"))
-        state.upsert(changed.keys(), changed.values())
-    layout = StateLayout(root / "candidates")
-    with timed() as snap_took:
-        changelog.write_snapshot(layout, 0, Head(seq=0, offset=keys, epoch=1), state.to_table("long"))
-    path = layout.snapshot(0, 0)
-    before = resident_mib()
-    with timed() as load_took:
-        loaded = KeyedState()
-        loaded.apply_table(changelog.read_table(path))
-    memory = resident_mib() - before
-    rows.append(
-        f"| dict + Parquet snapshot | {1000 * fold_took[0]:,.0f} | {snap_took[0]:.2f} | {load_took[0]:.2f} "
-        f"| {keys / load_took[0]:,.0f} | {memory:,.0f} MiB |"
-    )
-
-    db = sqlite3.connect(root / "candidates.sqlite")
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE state (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID")
-    with timed() as bulk_took:
-        db.executemany("INSERT INTO state VALUES (?, ?)", ((n, 1) for n in names))
-        db.commit()
-    with timed() as upsert_took:
-        db.executemany(
-            "INSERT INTO state VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = value + excluded.value",
-            ((k, 1) for k in updates),
-        )
-        db.commit()
-    db.close()
-    rows.append(
-        f"| sqlite (WAL, upsert) | {1000 * upsert_took[0]:,.0f} | (the db file) | {bulk_took[0]:.2f} "
-        f"| {keys / bulk_took[0]:,.0f} | on disk |"
-    )
-
-    with timed() as spark_load:
-        spark_state = spark.read.parquet(str(path)).select("key", "value").cache()
-        spark_state.count()
-    update_frame = spark.createDataFrame(pa.table({"key": updates, "value": [1] * batch}).to_pandas())
-    with timed() as spark_took:
-        merged = spark_state.join(update_frame.groupBy("key").sum("value"), "key", "full_outer")
-        merged.write.mode("overwrite").parquet(str(root / "spark-state"))
-    spark_state.unpersist()
-    rows.append(
-        f"| Spark-side (DataFrame join, rewrite) | {1000 * spark_took[0]:,.0f} | (every batch) "
-        f"| {spark_load[0]:.2f} | {keys / spark_load[0]:,.0f} | in the JVM |"
-    )
-    return rows
-
-
 def resident_mib() -> float:
     """This process's resident memory."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
@@ -387,10 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     args = parser.parse_args(argv)
     scale = 10 if args.quick else 1
-    scenarios = [
-        Scenario("small batches", 100_000 // scale, 1_000, 20_000),
-        Scenario("large batches", 1_000_000 // scale, 100_000 // scale, 100_000),
-    ]
+    rounds = 3 if args.quick else 8
+    sizes = [1_000] if args.quick else [1_000, 10_000]
     restore_keys = 1_000_000 // scale
     command = " ".join(["python", "bench/dataplane.py", *(argv if argv is not None else sys.argv[1:])])
     spark = session()
@@ -409,19 +433,37 @@ def main(argv: list[str] | None = None) -> int:
     ]
     try:
         lines += [
-            "## Keyed running count: StreamApp executor vs Structured Streaming",
+            "## Tasks side by side: 1, 8 and 32 partitions per executor vs Structured Streaming",
             "",
-            COMPARISON_NOTE,
+            '*New in this version* (replaces the earlier "keyed running count" table, whose batches were',
+            "990 records (StreamApp, one partition) vs 2,000 (Structured Streaming, two): not like for like).",
             "",
-            "| scenario | system | records/batch | batches | p50 ms/batch | p95 ms/batch | records/s |",
+            SIDE_BY_SIDE_NOTE,
+            "",
+            f"R = {rounds} rounds per run; load average before: {os.getloadavg()[0]:.1f}.",
+            "",
+            "| P × B (partitions × records per partition per batch) | system | records/batch | batches "
+            "| p50 ms/batch | p95 ms/batch | records/s |",
             "|---|---|---:|---:|---:|---:|---:|",
+            *side_by_side(spark, root, rounds, sizes),
+            "",
+            f"Load average after: {os.getloadavg()[0]:.1f}.",
         ]
-        for scenario in scenarios:
-            case = root / scenario.name.replace(" ", "-")
-            log = make_log(case, scenario)
-            ours = run_streamapp(case, log, scenario)
-            theirs = run_structured_streaming(spark, case, log, scenario)
-            lines += [ours.row(), theirs.row()]
+        lines += [
+            "",
+            "## Active batches beside a warmup's restore on the same executor",
+            "",
+            "*New in this version.*",
+            "",
+            BESIDE_NOTE.format(keys=f"{restore_keys:,}"),
+            "",
+            "| run | rounds | rounds during the restore | p50 ms/round | p95 ms/round | slowest round ms "
+            "| restore done after |",
+            "|---|---:|---:|---:|---:|---:|---|",
+            *beside_a_restore(root, rounds, restore_keys),
+            "",
+            f"Load average after: {os.getloadavg()[0]:.1f}.",
+        ]
         lines += [
             "",
             f"## Restore of {restore_keys:,} keys (no Spark: Parquet snapshot + changelog segments → dict)",
@@ -439,14 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         summary, lags = warmup_catch_up(root, 600_000 // scale, 200_000 // scale, 100_000 // scale)
         lines += [*summary, "", "| warmup t (s) | applied offset | lag |", "|---:|---:|---:|", *lags]
-        lines += [
-            "",
-            f"## State store candidates ({restore_keys:,} keys, a batch of 10,000 updates)",
-            "",
-            "| store | fold one batch (ms) | snapshot (s) | restore (s) | restore keys/s | memory |",
-            "|---|---:|---:|---:|---:|---:|",
-            *state_store_candidates(spark, root, restore_keys, 10_000),
-        ]
+        lines += ["", LOCAL_STORES_NOTE]
     finally:
         shutil.rmtree(root, ignore_errors=True)
     text = "\n".join(lines) + "\n"

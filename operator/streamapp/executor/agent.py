@@ -135,7 +135,7 @@ class RuntimeDataPlane:
         )
         self.step_seconds = Histogram(
             "streamapp_executor_step_seconds",
-            "One step: a batch per active task, a tail per copy",
+            "One round of batches: one micro-batch per due active task, in one Spark job",
             registry=registry,
         )
 
@@ -251,14 +251,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _work(plane: RuntimeDataPlane, stop: threading.Event, failures: list[BaseException]) -> None:
-    """Process until stopped; a failing step stops the whole member, so the pod restarts visibly
-    instead of lingering ready while its tasks are not processed."""
+    """Process until stopped, restores and copies on a lane of their own beside the batches; a failing
+    step stops the whole member, so the pod restarts visibly instead of lingering ready while its tasks
+    are not processed."""
     try:
-        while not stop.is_set():
-            with plane.step_seconds.time():
-                done = plane.executor.step()
-            if done == 0:
-                stop.wait(IDLE_SECONDS)
+        with plane.executor.copy_lane(IDLE_SECONDS):
+            while not stop.is_set():
+                with plane.step_seconds.time():
+                    done = plane.executor.step()
+                if done == 0:
+                    stop.wait(IDLE_SECONDS)
     except Exception as error:
         log.exception("task processing failed; stopping this member")
         failures.append(error)

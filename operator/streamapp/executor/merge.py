@@ -43,23 +43,26 @@ def resolve(spec: str | UserMerge) -> Merge:
     raise ValueError(f"unknown merge {spec!r}: use one of {', '.join(BUILTINS)} or module:function")
 
 
-def combine(updates: DataFrame, merge: Merge) -> DataFrame:
+def combine(updates: DataFrame, merge: Merge, groups: tuple[str, ...] = ()) -> DataFrame:
     """Pre-aggregate one batch to one `(key, value)` row per key (Spark side), or keep rows for user folds.
 
-    `count` ignores values; `last` needs the `offset` column to know which update came last.
+    `count` ignores values; `last` needs the `offset` column to know which update came last. `groups`
+    are columns that split the batch before the key (the partition, when one Spark job serves several
+    partitions' batches); they are kept in front of `key`.
     """
     columns = set(updates.columns)
+    keys = [*groups, "key"]
     if merge.name == "count":
-        return updates.groupBy("key").agg(F.count(F.lit(1)).alias("value"))
+        return updates.groupBy(*keys).agg(F.count(F.lit(1)).alias("value"))
     if merge.user is not None:
-        ordered = updates.orderBy("offset") if "offset" in columns else updates
-        return ordered.select("key", "value")
+        ordered = updates.orderBy(*groups, "offset") if "offset" in columns else updates
+        return ordered.select(*keys, "value")
     if merge.name == "last":
         if "offset" not in columns:
             raise ValueError("merge 'last' needs the transform to keep the input 'offset' column")
-        return updates.groupBy("key").agg(F.max_by("value", "offset").alias("value"))
+        return updates.groupBy(*keys).agg(F.max_by("value", "offset").alias("value"))
     aggregate = {"sum": F.sum, "min": F.min, "max": F.max}[merge.name]
-    return updates.groupBy("key").agg(aggregate("value").alias("value"))
+    return updates.groupBy(*keys).agg(aggregate("value").alias("value"))
 
 
 def _fold_builtin(name: str, old: Any, new: Any) -> Any:

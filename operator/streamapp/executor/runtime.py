@@ -10,9 +10,10 @@ while not new_spec_arrived():
     report(executor.status())            # role, applied seq/offset, lag, epoch, fencing per task
 ```
 
-`apply` only changes roles, so it returns at once and a revoked task has already committed its last batch
-(batches run inside `step`, never across an `apply`). All slow work — restoring state, fencing,
-processing, tailing — happens in `step`, where status can be reported between units of work.
+`apply` only changes roles, so it returns at once — after at most the batch in flight of a task it
+revokes, which has then committed its last batch. All slow work — restoring state, fencing, processing,
+tailing — happens in `step`; with `run`, restores and copies work on a thread of their own, side by side
+with the active tasks' batches, and status can be reported at any moment.
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
 from streamapp.api.member import StreamAppMemberSpec
+from streamapp.executor.batches import run_round
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import LocalState
 from streamapp.executor.pipeline import Pipeline
 from streamapp.executor.sink import Sink
+from streamapp.executor.slot import Slot
 from streamapp.executor.source import Source
 from streamapp.executor.spark import session
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskStatus
@@ -84,13 +88,17 @@ def released_partitions(before: Mapping[int, Role], target: Target) -> frozenset
 class Executor:
     """All tasks of one executor process, sharing one SparkSession (started on first use).
 
-    Safe to drive from two threads — say, a watch thread calling `apply` while a worker thread loops
-    over `step`: a lock is held for each task's unit of work, so `apply` waits for at most the batch in
-    flight and a revoked task has committed its last batch by the time `apply` returns. The lock is
-    handed over fairly: a Python lock is not, and a worker that releases it only to take it again at
-    once would starve `apply` and `status` for as long as there is input — no acknowledgement, no
-    report, until the operator's revocation deadline replaces the pod. So the worker lets every
-    waiting caller in before its next unit of work.
+    Work comes in two lanes. The *batch lane* gives every due task (owning active, not fenced) one
+    micro-batch per round, all in one Spark job (`batches.run_round`). The *copy lane* does everything
+    else, one bounded unit per task: restores, standbys and warmups tailing, takeovers and fenced tasks.
+    `step` runs one round of both on the calling thread (deterministic: tools and tests use it);
+    `run` — what a member pod does — runs the copy lane on a thread of its own so a restore never holds
+    up an active batch.
+
+    `apply` and `status` can be called from any thread meanwhile. `status` waits for nothing; `apply`
+    waits only for a batch in flight of a task it revokes (per-task guards: `slot`), so a revoked task
+    has committed its last batch by the time `apply` returns and a restore never delays an
+    acknowledgement.
     """
 
     def __init__(
@@ -104,26 +112,15 @@ class Executor:
         local: LocalState | None = None,
     ) -> None:
         self.context = TaskContext(layout, source, sink, pipeline, spark, config or TaskConfig(), local)
-        self.tasks: dict[int, Task] = {}
-        self._lock = threading.RLock()
-        self._turns = threading.Condition()
-        self._waiting = 0
+        self.slots: dict[int, Slot] = {}
+        self._slots_changing = threading.Lock()  # guards the dict only, never held across work
+        self._copy_lane: threading.Thread | None = None
+        self._lane_failure: Exception | None = None
 
-    @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        """The lock, for a caller the worker must let in before its next unit of work."""
-        with self._turns:
-            self._waiting += 1
-        try:
-            self._lock.acquire()
-        finally:
-            with self._turns:
-                self._waiting -= 1
-                self._turns.notify_all()
-        try:
-            yield
-        finally:
-            self._lock.release()
+    @property
+    def tasks(self) -> dict[int, Task]:
+        """The current tasks by partition (a copy)."""
+        return {partition: slot.task for partition, slot in self._slots()}
 
     def apply(self, target: Target) -> frozenset[int]:
         """Make the task set match `target`; returns the partitions released (safe to acknowledge).
@@ -132,42 +129,120 @@ class Executor:
         local state of tasks gone for long is deleted (`LocalState.prune`).
         """
         wanted = target.roles()
-        with self._exclusive():
-            released = released_partitions({p: t.role for p, t in self.tasks.items()}, target)
-            for partition in [p for p in self.tasks if p not in wanted]:
-                self.tasks.pop(partition).close()
-            if self.context.local is not None:
-                self.context.local.prune(set(wanted), self.context.config.local_retention_seconds)
-            for partition, (role, epoch) in sorted(wanted.items()):
-                if partition not in self.tasks:
-                    self.tasks[partition] = Task(partition, self.context)
-                self.tasks[partition].assign(role, epoch)
+        with self._slots_changing:
+            released = released_partitions({p: slot.role for p, slot in self.slots.items()}, target)
+            gone = [self.slots.pop(p) for p in sorted(self.slots) if p not in wanted]
+            for partition in wanted:
+                if partition not in self.slots:
+                    self.slots[partition] = Slot(Task(partition, self.context))
+            assigned = [(self.slots[p], role, epoch) for p, (role, epoch) in sorted(wanted.items())]
+        for slot in gone:
+            slot.retire()
+        if self.context.local is not None:
+            self.context.local.prune(set(wanted), self.context.config.local_retention_seconds)
+        for slot, role, epoch in assigned:
+            slot.assign(role, epoch)
         return released
 
     def step(self) -> int:
-        """One unit of work for every task, in partition order; returns the total work done."""
-        done = 0
-        with self._lock:
-            partitions = sorted(self.tasks)
-        for partition in partitions:
-            with self._turns:
-                self._turns.wait_for(lambda: self._waiting == 0)
-            with self._lock:
-                task = self.tasks.get(partition)
-                done += task.step() if task is not None else 0
+        """One round: a batch for every due task, then (unless `run` has the copy lane on its own
+        thread) one unit for every other task; returns the total work done."""
+        if self._lane_failure is not None:
+            raise self._lane_failure
+        done = self.step_batches()
+        if self._copy_lane is None:
+            done += self.step_copies()
         return done
 
+    def step_batches(self) -> int:
+        """One micro-batch for every due task that no other thread holds, in one Spark job."""
+        claimed = self._claim(due=True)
+        try:
+            return run_round(self.context, [slot.task for slot in claimed]) if claimed else 0
+        finally:
+            for slot in claimed:
+                slot.release()
+
+    def step_copies(self) -> int:
+        """One unit for every task that is not due for a batch: restore, tail, take over."""
+        return sum(_copy_unit(slot) for slot in self._claim(due=False))
+
     def status(self) -> list[TaskStatus]:
-        with self._exclusive():
-            return [self.tasks[p].status() for p in sorted(self.tasks)]
+        return [slot.task.status() for _, slot in self._slots()]
 
     def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
-        """Step until `stop()` is true, sleeping briefly when a step found nothing to do."""
-        while not stop():
-            if self.step() == 0:
-                time.sleep(idle_sleep)
+        """Run batches on this thread and the copy lane on another until `stop()` is true; a failure on
+        the copy lane stops both and is raised here."""
+        with self.copy_lane(idle_sleep):
+            while not stop():
+                if self.step() == 0:
+                    time.sleep(idle_sleep)
+
+    @contextlib.contextmanager
+    def copy_lane(self, idle_sleep: float = 0.2) -> Iterator[None]:
+        """The copy lane on a thread of its own for the duration; `step` then runs only batches. What
+        fails on the lane is raised by the next `step` (or on exit), so a member stops visibly instead
+        of processing on while its copies and takeovers stand still."""
+        stopping = threading.Event()
+
+        def loop() -> None:
+            try:
+                with ThreadPoolExecutor(self.context.config.copy_workers, "copy") as pool:
+                    self._copy_rounds(pool, stopping, idle_sleep)
+            except Exception as error:  # handed to the batch thread
+                self._lane_failure = error
+
+        self._lane_failure = None
+        self._copy_lane = threading.Thread(target=loop, name="copy-lane", daemon=True)
+        self._copy_lane.start()
+        try:
+            yield
+        finally:
+            stopping.set()
+            self._copy_lane.join()
+            self._copy_lane = None
+        failure, self._lane_failure = self._lane_failure, None
+        if failure is not None:
+            raise failure
+
+    def _copy_rounds(self, pool: ThreadPoolExecutor, stopping: threading.Event, idle_sleep: float) -> None:
+        """Hand every claimable copy's next unit to the pool, whose workers take them side by side: a
+        long restore holds one worker, and the other tasks' tails and takeovers go on with the rest."""
+        running: set[Future[int]] = set()
+        while not stopping.is_set():
+            running |= {pool.submit(_copy_unit, slot) for slot in self._claim(due=False)}
+            if not running:
+                stopping.wait(idle_sleep)
+                continue
+            finished, running = wait(running, timeout=idle_sleep, return_when=FIRST_COMPLETED)
+            if sum(future.result() for future in finished) == 0:
+                stopping.wait(idle_sleep)
 
     def run_until_idle(self) -> None:
         """Step until a step finds nothing to do: every active task has consumed the source's end."""
         while self.step() > 0:
             pass
+
+    def _claim(self, due: bool) -> list[Slot]:
+        """Claim every task no other thread holds whose next unit is (or, `due` False, is not) a batch;
+        the others are let go at once."""
+        claimed = []
+        for _, slot in self._slots():
+            if slot.claim():
+                if slot.task.due is due:
+                    claimed.append(slot)
+                else:
+                    slot.release()
+        return claimed
+
+    def _slots(self) -> list[tuple[int, Slot]]:
+        with self._slots_changing:
+            return sorted(self.slots.items())
+
+
+def _copy_unit(slot: Slot) -> int:
+    """One unit of a claimed task that is not due for a batch, releasing the claim after it."""
+    try:
+        return slot.task.step()
+    finally:
+        slot.release()

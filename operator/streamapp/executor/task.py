@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from streamapp.executor import changelog, faults
@@ -50,7 +51,9 @@ class TaskConfig:
     `max_apply_per_step` bounds the manifests a copy applies per step so lag is reported during a long
     catch-up; `keep_snapshots` older snapshots stay for copies that are reading one;
     `local_retention_seconds` is how long a task's local state stays on this member after the task
-    left it (Kafka Streams' `state.cleanup.delay.ms`), in case it comes back.
+    left it (Kafka Streams' `state.cleanup.delay.ms`), in case it comes back. `shared_batches`
+    runs the due partitions' micro-batches as one Spark job (`batches.run_round`); `copy_workers`
+    threads restore and tail copies beside the batches (`Executor.run`), so a long restore holds one.
     """
 
     max_batch_records: int = 100_000
@@ -59,6 +62,8 @@ class TaskConfig:
     keep_snapshots: int = 2
     owner: str = ""
     local_retention_seconds: float = 600.0
+    shared_batches: bool = True
+    copy_workers: int = 2
 
 
 @dataclass(frozen=True)
@@ -149,14 +154,24 @@ class Task:
         """
         done = self.restore()
         if self.role is Role.ACTIVE and self.fenced_by is None:
-            try:
-                return done + (self.process_batch() if self.owning else self.take_over())
-            except Conflict:
-                return done + self.replica.catch_up()
-            except Fenced as fenced:
-                self.fenced_by = fenced.theirs
-                self.owning = False
+            return done + self.racing(self.process_batch if self.owning else self.take_over)
         return done + self.tail()
+
+    def racing(self, work: Callable[[], int]) -> int:
+        """Run work that publishes manifests; a lost race is settled: after an equal epoch's win the
+        task applies the winner's commit, after a higher epoch's it is fenced and tails from then on."""
+        try:
+            return work()
+        except (Conflict, Fenced) as race:
+            return self.lost(race)
+
+    def lost(self, race: Conflict | Fenced) -> int:
+        """Settle a lost manifest race (see `racing`); returns the manifests applied."""
+        if isinstance(race, Conflict):
+            return self.replica.catch_up()
+        self.fenced_by = race.theirs
+        self.owning = False
+        return self.tail()
 
     def restore(self) -> int:
         """The first time the task runs: resume from the member's local state when its checkpoint is
@@ -219,28 +234,43 @@ class Task:
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         return applied + 1
 
-    def process_batch(self) -> int:
-        """Run one micro-batch over `[committed, end)` and commit it; returns records consumed.
+    @property
+    def due(self) -> bool:
+        """Whether the next unit of work is a micro-batch (an owning, unfenced active task)."""
+        return self.role is Role.ACTIVE and self.owning and self.fenced_by is None
 
-        Catching up first lets a zombie notice a fence before spending a batch's work; the manifest race
-        in `_commit` is what guarantees it.
+    def process_batch(self) -> int:
+        """Run one micro-batch over `[committed, end)` as its own Spark job and commit it; returns
+        records consumed. (The executor runs all due partitions' batches together: `batches`.)"""
+        span = self.next_batch()
+        if span is None:
+            return 0
+        batch = self.ctx.source.read(self.ctx.spark(), self.partition, *span)
+        return self.commit_batch(span, keyed_updates(self.ctx.pipeline, batch))
+
+    def next_batch(self) -> tuple[int, int] | None:
+        """The input range `[committed, end)` of the next micro-batch, or None when there is no input.
+
+        Catching up first lets a zombie notice a fence before spending a batch's work (raises Fenced);
+        the manifest race in `_commit` is what guarantees it.
         """
         if self.replica.catch_up() and self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
         start = self.head.offset
         end = min(self.ctx.source.end_offset(self.partition), start + self.ctx.config.max_batch_records)
         self.backlog = max(0, end - start)
-        if end <= start:
-            return 0
-        pipeline = self.ctx.pipeline
-        batch = self.ctx.source.read(self.ctx.spark(), self.partition, start, end)
-        updates = keyed_updates(pipeline, batch)
+        return (start, end) if end > start else None
+
+    def commit_batch(self, span: tuple[int, int], updates: pa.Table) -> int:
+        """Fold the batch's combined updates into new values, commit them, then let them into the store;
+        returns records consumed. Raises Conflict or Fenced when the manifest race is lost."""
+        start, end = span
         faults.reached("batch.transformed")
         changed = fold(
             self.replica.state,
             updates.column("key").to_pylist(),
             updates.column("value").to_pylist(),
-            pipeline.merge,
+            self.ctx.pipeline.merge,
         )
         if self.expiry is not None:
             changed = self.expiry.expire(self.replica.state, self.expiry.admit(changed))

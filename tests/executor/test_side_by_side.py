@@ -1,0 +1,142 @@
+"""Tasks side by side on one executor: an active task keeps committing while a warmup restores, and one
+Spark job for several partitions' batches commits exactly what one job per partition does."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from dataplane_checks import check_partition, executor_for
+from pyspark.sql import DataFrame, SparkSession
+
+from streamapp.executor import faults
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Kind
+from streamapp.executor.merge import resolve
+from streamapp.executor.pipeline import Pipeline
+from streamapp.executor.replica import rebuild
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink, accepted_manifests, committed_outputs
+from streamapp.executor.source import FileLog
+from streamapp.executor.task import Role, TaskConfig
+
+pytestmark = pytest.mark.spark
+
+
+def eventually(condition: Callable[[], bool], what: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)
+
+
+def returns_within(call: Callable[[], object], seconds: float = 30.0) -> None:
+    """Run `call` on another thread and assert it returns in time (a blocked call fails, not hangs)."""
+    done = threading.Event()
+    threading.Thread(target=lambda: (call(), done.set()), daemon=True).start()
+    assert done.wait(seconds), f"{call} did not return within {seconds} s"
+
+
+def test_an_active_task_keeps_committing_while_a_warmup_restores(spark: SparkSession, tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "log")
+    more = GenerateSpec(partitions=2, count=2_000, keys=200, seed=31)
+    generate(log, GenerateSpec(partitions=2, count=6_000, keys=200, seed=31))
+    old = executor_for(tmp_path, log, "old", max_batch_records=500, snapshot_every=10**6)
+    old.apply(Target(active={1: 1}))
+    old.run_until_idle()
+    history = old.status()[0].applied_offset
+
+    restoring, finish = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        restoring.set()
+        finish.wait(180)
+
+    target = Target(active={0: 1}, warmup=frozenset({1}))
+    b = executor_for(tmp_path, log, "b", max_batch_records=500, max_apply_per_step=2)
+    b.apply(target)
+    stop = threading.Event()
+    worker = threading.Thread(target=b.run, args=(stop.is_set, 0.05), daemon=True)
+    layout = StateLayout(tmp_path / "state")
+    with faults.on("restore.segment-applied", hold):
+        worker.start()
+        try:
+            assert restoring.wait(120), "the warmup never started restoring"
+            eventually(lambda: b.status()[0].applied_offset == log.end_offset(0), "the active caught up")
+            generate(log, more)
+            eventually(lambda: b.status()[0].applied_offset == log.end_offset(0), "it processed more")
+            returns_within(b.status)
+            returns_within(lambda: b.apply(target))
+            warm = b.status()[1]
+            assert warm.role is Role.WARMUP and warm.applied_offset < history, "still restoring"
+            assert not finish.is_set()
+            batches = [m for m in accepted_manifests(layout, 0) if m.kind is Kind.BATCH]
+            assert batches[-1].end == log.end_offset(0), "the active committed batch after batch meanwhile"
+            assert len(batches) >= log.end_offset(0) // 500
+        finally:
+            finish.set()
+        eventually(lambda: b.status()[1].lag == 0, "the warmup caught up")
+    stop.set()
+    worker.join(60)
+    assert not worker.is_alive()
+    check_partition(layout, tmp_path / "outputs", log, 0)
+    assert b.tasks[1].replica.state.values == rebuild(layout, 1).state.values
+
+
+def latest_value(batch: DataFrame) -> DataFrame:
+    """The last value per key (an order-dependent merge: the shared job must keep each partition's order)."""
+    return batch.select("key", "value", "offset")
+
+
+PIPELINES = {
+    "count": "streamapp.executor.samples.counts:counts",
+    "windowed sum": "streamapp.executor.samples.windowed:windowed",
+    "last": Pipeline(name="last", transform=latest_value, merge=resolve("last"), value_type="string"),
+    "user merge": Pipeline(
+        name="concat",
+        transform=latest_value,
+        merge=resolve(lambda old, new: (old or "")[-20:] + new),
+        value_type="string",
+    ),
+}
+
+
+def committed(
+    root: Path, partition: int
+) -> tuple[list[tuple[int, int, int]], list[pa.Table], dict[str, object]]:
+    layout = StateLayout(root / "state")
+    spans = [(m.seq, m.start, m.end) for m in accepted_manifests(layout, partition)]
+    outputs = [table.sort_by("key") for _, table in committed_outputs(layout, root / "outputs", partition)]
+    return spans, outputs, rebuild(layout, partition).state.values
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_one_job_for_all_partitions_commits_what_one_job_each_does(
+    spark: SparkSession, tmp_path: Path, name: str
+) -> None:
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=3, count=6_000, keys=300, seed=32))
+    roots = {shared: tmp_path / ("shared" if shared else "alone") for shared in (True, False)}
+    for shared, root in roots.items():
+        chosen = PIPELINES[name]
+        executor = Executor(
+            StateLayout(root / "state"),
+            log,
+            FileSink(root / "outputs"),
+            chosen if isinstance(chosen, Pipeline) else pipelines.load(chosen),
+            TaskConfig(owner="m", max_batch_records=700, snapshot_every=3, shared_batches=shared),
+        )
+        executor.apply(Target(active={0: 1, 1: 1, 2: 1}))
+        executor.run_until_idle()
+    for partition in range(3):
+        spans, outputs, state = committed(roots[True], partition)
+        assert len(spans) > 3 and spans[-1][2] == log.end_offset(partition)
+        assert (spans, outputs, state) == committed(roots[False], partition)
+        if name == "count":
+            check_partition(StateLayout(roots[True] / "state"), roots[True] / "outputs", log, partition)
