@@ -117,7 +117,8 @@ def as_store(root: Path | BlobStore) -> BlobStore:
 
 
 def join(folder: str, name: str) -> str:
-    return f"{folder}/{name}" if folder else name
+    """`folder/name`, where either may be empty (the root)."""
+    return f"{folder}/{name}" if folder and name else folder or name
 
 
 def remove_unnamed(store: BlobStore, folder: str, decided: Mapping[str, Collection[str]]) -> int:
