@@ -30,6 +30,7 @@ from kubernetes import client, config
 from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
+from streamapp.executor import blobstore
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.membership import MembershipClient
@@ -62,7 +63,7 @@ class PodSettings:
     merge: str | None
     log_path: Path
     sink_path: Path | None
-    state_path: Path
+    state_uri: str
     spark: SparkSettings
 
     @staticmethod
@@ -73,9 +74,12 @@ class PodSettings:
         source = pipeline.get("source") or {}
         if source.get("type", "file") != "file" or not source.get("path"):
             raise SetupError("STREAMAPP_PIPELINE: only a file source with a path is supported so far")
-        store = urlparse(str((pipeline.get("stateStore") or {}).get("uri", "")))
-        if store.scheme not in ("", "file") or not store.path:
-            raise SetupError("STREAMAPP_PIPELINE: stateStore.uri must be a file:// path")
+        state_uri = str((pipeline.get("stateStore") or {}).get("uri", ""))
+        store = urlparse(state_uri)
+        if not (store.scheme == "s3" and store.netloc) and not (store.scheme in ("", "file") and store.path):
+            raise SetupError(
+                "STREAMAPP_PIPELINE: stateStore.uri must be s3://bucket/prefix or a file:// path"
+            )
         sink = (pipeline.get("sink") or {}).get("path")
         return PodSettings(
             app=_required(env, "STREAMAPP_APP"),
@@ -87,7 +91,7 @@ class PodSettings:
             merge=pipeline.get("merge"),
             log_path=Path(source["path"]),
             sink_path=Path(sink) if sink else None,
-            state_path=Path(store.path),
+            state_uri=state_uri,
             spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
         )
 
@@ -177,10 +181,11 @@ def run(args: argparse.Namespace) -> int:
     except (SetupError, ValueError) as error:
         log.error("cannot start: %s", error)
         return 2
+    state = blobstore.open_uri(settings.state_uri)
     executor = Executor(
-        StateLayout(settings.state_path),
+        StateLayout(state),
         FileLog(settings.log_path),
-        FileSink(settings.sink_path or settings.state_path / "outputs"),
+        FileSink(settings.sink_path or state.child("outputs")),
         pipelines.load(settings.transform, merge=settings.merge),
         TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
         spark=lambda: session(settings.spark),
