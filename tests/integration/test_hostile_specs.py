@@ -113,7 +113,7 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
     ),
     (
         "s3-store",
-        at("spec.pipeline.stateStore.uri", "s3://bucket/app"),
+        at("spec.pipeline.stateStore.uri", "gs://bucket/app"),
         "spec.pipeline.stateStore.uri",
         "s3://",
     ),
