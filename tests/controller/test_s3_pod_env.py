@@ -44,11 +44,10 @@ def test_endpoint_region_and_secret_references_become_pod_env() -> None:
         }
     )
     assert env["AWS_ENDPOINT_URL_S3"] == "http://s3.local:9000" and env["AWS_REGION"] == "eu-west-1"
-    assert env["AWS_ACCESS_KEY_ID"] == {
-        "secretKeyRef": {"name": "counts-s3", "key": "AWS_ACCESS_KEY_ID", "optional": False}
+    assert env["AWS_ACCESS_KEY_ID"] == {"secretKeyRef": {"name": "counts-s3", "key": "AWS_ACCESS_KEY_ID"}}
+    assert env["AWS_SECRET_ACCESS_KEY"] == {
+        "secretKeyRef": {"name": "counts-s3", "key": "AWS_SECRET_ACCESS_KEY"}
     }
-    assert env["AWS_SECRET_ACCESS_KEY"]["secretKeyRef"]["name"] == "counts-s3"
-    assert env["AWS_SESSION_TOKEN"]["secretKeyRef"]["optional"] is True
     assert "s3://bucket/apps/counts" in env["STREAMAPP_PIPELINE"]
 
 

@@ -43,9 +43,9 @@ QUANTITY_PATTERN = "^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
 STATE_STORE_PATTERN = "^(file:///[^/]|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$)"
 S3_ENDPOINT_PATTERN = "^https?://[^/]+/?$"
 DNS_1123_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
-# Keys the executor reads from `stateStore.credentialsSecret` (the standard AWS variable names).
+# Keys the executor reads from `stateStore.credentialsSecret` (the standard AWS variable names). Static
+# keys only: short-lived credentials come from the pods' identity (no Secret) instead.
 S3_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-S3_SECRET_OPTIONAL_KEYS = ("AWS_SESSION_TOKEN",)
 IMAGE_PATTERN = "^[!-~]+$"
 
 # Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
@@ -138,9 +138,9 @@ class StateStore(Model):
     credentials_secret: str | None = field(
         default=None,
         metadata=prop(
-            f"Name of a Secret in the app's namespace holding {' and '.join(S3_SECRET_KEYS)} (and "
-            f"optionally {S3_SECRET_OPTIONAL_KEYS[0]}), given to the executor pods as env. Without it "
-            "the pods use the default AWS credential chain (IRSA / pod identity / instance profile).",
+            f"Name of a Secret in the app's namespace holding {' and '.join(S3_SECRET_KEYS)}, given to "
+            "the executor pods as env. Without it the pods use the default AWS credential chain (IRSA / "
+            "pod identity / instance profile).",
             max_length=253,
             pattern=DNS_1123_SUBDOMAIN,
             pattern_message="stateStore.credentialsSecret must be a Secret name",

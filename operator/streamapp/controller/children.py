@@ -27,7 +27,7 @@ from streamapp.api.names import (
 )
 from streamapp.api.rbac import executor_role_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
-from streamapp.api.streamapp import S3_SECRET_KEYS, S3_SECRET_OPTIONAL_KEYS, StateStore, StreamApp
+from streamapp.api.streamapp import S3_SECRET_KEYS, StateStore, StreamApp
 from streamapp.rebalance import MemberTarget
 
 STATE_MOUNT = "/var/lib/streamapp"
@@ -273,14 +273,8 @@ def s3_env(store: StateStore) -> list[dict[str, Any]]:
     plain = {"AWS_ENDPOINT_URL_S3": store.endpoint, "AWS_REGION": store.region}
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items() if v]
     if store.credentials_secret:
-        keys = [(key, False) for key in S3_SECRET_KEYS] + [(key, True) for key in S3_SECRET_OPTIONAL_KEYS]
         env += [
-            {
-                "name": key,
-                "valueFrom": {
-                    "secretKeyRef": {"name": store.credentials_secret, "key": key, "optional": optional}
-                },
-            }
-            for key, optional in keys
+            {"name": key, "valueFrom": {"secretKeyRef": {"name": store.credentials_secret, "key": key}}}
+            for key in S3_SECRET_KEYS
         ]
     return env
