@@ -77,6 +77,7 @@ cluster-up: $(STAMP) k8s-binaries
 
 cluster-down: $(STAMP)
 	$(PY) e2e/cluster.py down
+	PYTHONPATH=e2e $(PY) -m s3server down
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis

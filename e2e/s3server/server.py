@@ -54,6 +54,7 @@ def _answers(port: int) -> bool:
 def start(state_dir: Path) -> S3Server:
     """Start a server on a free loopback port (installing it first if needed) and wait until it answers."""
     install.ensure_installed()
+    stop(state_dir)  # one left by a session that died
     state_dir.mkdir(parents=True, exist_ok=True)
     port = processes.free_port()
     argv = [str(install.server_binary()), "-H", "127.0.0.1", "-p", str(port)]
