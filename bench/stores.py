@@ -3,10 +3,7 @@ same input, same batch sizes, same SparkSession, run back to back.
 
     .venv/bin/python bench/stores.py [--write bench/results/stores.md] [--quick]
 
-Records per store: micro-batch latency of the keyed running count (a batch = read input, Spark fold,
-changelog segment, output file, commit manifest) and the restore rate of a partition (newest snapshot +
-changelog segments). Prints Markdown. The S3 server is moto's (`e2e/s3server`), in memory on 127.0.0.1:
-its figures show the cost of the S3 API path (HTTP, signing, no fsync), not of AWS S3 over a network.
+Prints Markdown (see NOTE).
 """
 
 from __future__ import annotations
@@ -36,6 +33,13 @@ from streamapp.executor.sink import FileSink
 from streamapp.executor.source import FileLog
 from streamapp.executor.spark import session
 from streamapp.executor.task import TaskConfig
+
+NOTE = """\
+Per store: micro-batch latency of the keyed running count (a batch = read the input, Spark fold,
+changelog segment, output file, commit manifest; one executor, both partitions active) and the restore
+rate of one partition (newest snapshot + 10 changelog segments). The S3 server is moto's
+(`e2e/s3server`), in memory on 127.0.0.1: its figures show the cost of the S3 API path (HTTP, request
+signing, no fsync), not of AWS S3 over a network, where each request adds a round trip."""
 
 
 def batch_row(store: BlobStore, label: str, log: FileLog, per_batch: int) -> str:
@@ -96,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"Machine: {machine()}.",
             "",
-            __doc__.split("\n\n")[2].replace("\n", " "),
+            NOTE,
             "",
         ]
         stores: list[tuple[str, BlobStore]] = [("filesystem", FileStore(root / "fs"))]
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.update(s3.env())  # the standard AWS variables, as an executor pod gets them
         s3_client = s3store.client_from_env()
         s3_client.create_bucket(Bucket=bucket)
-        stores.append((f"S3 ({s3.endpoint})", s3store.S3Store(s3_client, bucket, "bench")))
+        stores.append(("S3 (test server, loopback)", s3store.S3Store(s3_client, bucket, "bench")))
         lines += [
             f"## Micro-batch latency ({records:,} records over 2 partitions, 5,000 keys)",
             "",
@@ -124,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             "|---|---:|---:|---:|",
         ]
         lines += [restore_row(store, label, restore_keys) for label, store in stores]
+        lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}."]
     finally:
         server.stop(root / "s3server")
     text = "\n".join(lines) + "\n"
