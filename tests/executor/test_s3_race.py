@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import threading
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from streamapp.executor import blobstore, s3store
 
@@ -15,7 +17,11 @@ ROUNDS = 20
 
 
 def test_exactly_one_of_many_racing_writers_creates_each_key(s3_uri: str) -> None:
-    store = s3store.S3Store.from_uri(s3_uri)
+    # One connection per writer, so all of them are in flight at once (the SDK's default pool is 10).
+    client = boto3.session.Session().client(
+        "s3", config=Config(max_pool_connections=WRITERS, s3={"addressing_style": "path"})
+    )
+    store = s3store.S3Store.from_uri(s3_uri, client=client)
     for round_ in range(ROUNDS):
         key = f"commits/p=0/{round_:012d}.json"
         start = threading.Barrier(WRITERS)
