@@ -3,13 +3,14 @@ same input, same batch sizes, same SparkSession, run back to back.
 
     .venv/bin/python bench/stores.py [--write bench/results/stores.md] [--quick]
 
-Prints Markdown (see NOTE).
+Prints Markdown (see NOTE); data lives in a temporary directory that is removed afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}."]
     finally:
         server.stop(root / "s3server")
+        shutil.rmtree(root, ignore_errors=True)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.write:
