@@ -36,10 +36,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
 
-## bench: run the benchmarks (data plane, local stores, then engine and simulator) and rewrite bench/RESULTS.md
+## bench: run the benchmarks (data plane, local stores, shared stores, then engine and simulator) and rewrite bench/RESULTS.md
 bench: $(STAMP)
 	$(PY) bench/dataplane.py --write bench/results/dataplane.md
 	$(PY) bench/localstores.py --write bench/results/localstores.md
+	$(PY) bench/stores.py --write bench/results/stores.md
 	$(PY) bench/run.py --write bench/RESULTS.md
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
@@ -78,6 +79,7 @@ cluster-up: $(STAMP) k8s-binaries
 
 cluster-down: $(STAMP)
 	$(PY) e2e/cluster.py down
+	PYTHONPATH=e2e $(PY) -m s3server down
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis

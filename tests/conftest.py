@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,3 +24,28 @@ def spark() -> Iterator[SparkSession]:
     started = session()
     yield started
     started.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The real S3 test server (e2e/s3server), started once per session when a test asks for it."""
+    from s3server import server
+
+    state_dir = tmp_path_factory.mktemp("s3server")
+    started = server.start(state_dir)
+    try:
+        yield started
+    finally:
+        server.stop(state_dir)
+
+
+@pytest.fixture
+def s3_uri(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """`s3://<fresh bucket>/app` on the test server, with the AWS variables set for in-process clients."""
+    from streamapp.executor import s3store
+
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    bucket = f"t-{uuid.uuid4().hex[:20]}"
+    s3store.client_from_env().create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/app"

@@ -43,7 +43,17 @@ def named(name: str) -> dict[str, Any]:
         (pipeline(source={"type": "kafka", "path": "/in"}), "spec.pipeline.source.type"),
         (pipeline(sink={"type": "kafka", "path": "/out"}), "spec.pipeline.sink.type"),
         (pipeline(source={"type": "file", "path": "in"}), "spec.pipeline.source.path"),
-        (pipeline(stateStore={"uri": "s3://bucket/state"}), "spec.pipeline.stateStore.uri"),
+        (pipeline(stateStore={"uri": "gs://bucket/state"}), "spec.pipeline.stateStore.uri"),
+        (pipeline(stateStore={"uri": "s3://B/state"}), "spec.pipeline.stateStore.uri"),
+        (pipeline(stateStore={"uri": "file:///s", "region": "eu-west-1"}), "spec.pipeline.stateStore"),
+        (
+            pipeline(stateStore={"uri": "s3://bkt/s", "endpoint": "minio:9000"}),
+            "spec.pipeline.stateStore.endpoint",
+        ),
+        (
+            pipeline(stateStore={"uri": "s3://bkt/s", "credentialsSecret": "A_B"}),
+            "spec.pipeline.stateStore.credentialsSecret",
+        ),
         (pipeline(stateStore={"uri": "state"}), "spec.pipeline.stateStore.uri"),
         (pipeline(stateStore={"uri": "file://state"}), "spec.pipeline.stateStore.uri"),
         (pipeline(mrege="sum"), "spec.pipeline"),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from streamapp.executor import pipeline as pipelines
+from streamapp.executor.blobstore import BlobStore, FileStore
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import LocalState
 from streamapp.executor.manifest import Kind
@@ -23,7 +25,19 @@ def reference_counts(log: FileLog, partition: int, end: int | None = None) -> Co
     return Counter(log.read_arrow(partition, 0, end).column("key").to_pylist())
 
 
-def check_partition(state: StateLayout, sink_root: Path, log: FileLog, partition: int) -> int:
+@dataclass(frozen=True)
+class Stores:
+    """Where a test's executors keep state and write outputs: two directories, or two S3 prefixes."""
+
+    state: BlobStore
+    outputs: BlobStore
+
+    @staticmethod
+    def under(root: Path) -> Stores:
+        return Stores(FileStore(root / "state"), FileStore(root / "outputs"))
+
+
+def check_partition(state: StateLayout, sink_root: Path | BlobStore, log: FileLog, partition: int) -> int:
     """Assert the committed state and outputs of a count pipeline equal the reference; returns batches.
 
     Accepted batches must tile the input `[0, end)` with no gap and no overlap (nothing lost, nothing
@@ -58,23 +72,26 @@ def check_partition(state: StateLayout, sink_root: Path, log: FileLog, partition
     return batches
 
 
-def files_in(directory: Path) -> int:
-    return sum(1 for p in directory.rglob("*.parquet") if not p.name.startswith(".tmp-"))
+def files_in(directory: Path | BlobStore) -> int:
+    """Published Parquet files of a sink (its `p=<P>/` folders)."""
+    store = FileStore(directory) if isinstance(directory, Path) else directory
+    return sum(1 for part in store.names("") for name in store.names(part) if name.endswith(".parquet"))
 
 
 def executor_for(
-    root: Path,
+    root: Path | Stores,
     log: FileLog,
     member: str,
     pipeline: str = COUNTS,
     local: LocalState | None = None,
     **config: int,
 ) -> Executor:
-    """An executor on the shared state path `root/state` writing outputs to `root/outputs`."""
+    """An executor on the shared state store `root/state` writing outputs to `root/outputs`."""
+    stores = root if isinstance(root, Stores) else Stores.under(root)
     return Executor(
-        StateLayout(root / "state"),
+        StateLayout(stores.state),
         log,
-        FileSink(root / "outputs"),
+        FileSink(stores.outputs),
         pipelines.load(pipeline),
         TaskConfig(owner=member, **config),
         local=local,

@@ -29,9 +29,15 @@ ENV = {
 def test_settings_from_the_pod_environment() -> None:
     settings = PodSettings.from_env(ENV)
     assert (settings.app, settings.member, settings.pod_uid) == ("counts", 2, "uid-2")
-    assert settings.state_path == Path("/data/state") and settings.log_path == Path("/data/in")
+    assert settings.state_uri == "file:///data/state" and settings.log_path == Path("/data/in")
     assert settings.spark.master == "local[2]" and settings.spark.conf == {"spark.ui.enabled": "false"}
     assert settings.sink_path is None
+
+
+def test_an_s3_state_store_is_taken_as_its_uri() -> None:
+    pipeline = {**json.loads(ENV["STREAMAPP_PIPELINE"]), "stateStore": {"uri": "s3://bucket/apps/counts"}}
+    settings = PodSettings.from_env({**ENV, "STREAMAPP_PIPELINE": json.dumps(pipeline)})
+    assert settings.state_uri == "s3://bucket/apps/counts"
 
 
 @pytest.mark.parametrize(
@@ -46,7 +52,7 @@ def test_settings_from_the_pod_environment() -> None:
         (
             {
                 "STREAMAPP_PIPELINE": json.dumps(
-                    {"source": {"type": "file", "path": "/in"}, "stateStore": {"uri": "s3://bucket/state"}}
+                    {"source": {"type": "file", "path": "/in"}, "stateStore": {"uri": "gs://bucket/state"}}
                 )
             },
             "file://",

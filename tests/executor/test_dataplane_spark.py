@@ -57,8 +57,8 @@ def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
     assert lagging.head.seq == 1
     owner.run_until_idle()
 
-    snapshots = sorted(changelog.file_seq(p) for p in layout.snapshots(0).iterdir())
-    segments = sorted(changelog.file_seq(p) for p in layout.changelog(0).iterdir())
+    snapshots = sorted(changelog.file_seq(p) for p in layout.store.names(layout.snapshots(0)))
+    segments = sorted(changelog.file_seq(p) for p in layout.store.names(layout.changelog(0)))
     assert snapshots == [9, 12]
     assert segments == [10, 11, 12], "segments the oldest kept snapshot contains are deleted"
     lagging.catch_up()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dataplane_checks import COUNTS, check_partition, executor_for, files_in
+from dataplane_checks import COUNTS, Stores, check_partition, executor_for, files_in
 from pyspark.sql import SparkSession
 
 from streamapp.executor import manifest as manifests
@@ -43,14 +43,16 @@ class FenceDuringWrite:
         self.inner.settle(partition, decided)
 
 
-def test_a_zombie_that_notices_the_fence_before_its_batch_stops(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_zombie_that_notices_the_fence_before_its_batch_stops(
+    spark: SparkSession, tmp_path: Path, stores: Stores
+) -> None:
     log = FileLog(tmp_path / "log")
     generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=2))
-    old = executor_for(tmp_path, log, "old", max_batch_records=2_000)
+    old = executor_for(stores, log, "old", max_batch_records=2_000)
     old.apply(Target(active={0: 1}))
     old.step()
     old.step()
-    new = executor_for(tmp_path, log, "new", max_batch_records=2_000)
+    new = executor_for(stores, log, "new", max_batch_records=2_000)
     new.apply(Target(active={0: 2}))
     new.step()
 
@@ -58,19 +60,21 @@ def test_a_zombie_that_notices_the_fence_before_its_batch_stops(spark: SparkSess
     assert old.status()[0].fenced_by == 2
     new.run_until_idle()
     old.run_until_idle()
-    layout = StateLayout(tmp_path / "state")
-    check_partition(layout, tmp_path / "outputs", log, 0)
+    layout = StateLayout(stores.state)
+    check_partition(layout, stores.outputs, log, 0)
     epochs = [m.epoch for m in accepted_manifests(layout, 0)]
     assert epochs == sorted(epochs) and epochs[-1] == 2
     assert old.status()[0].applied_offset == log.end_offset(0)
 
 
-def test_a_zombie_mid_batch_loses_the_manifest_race_to_the_fence(spark: SparkSession, tmp_path: Path) -> None:
+def test_a_zombie_mid_batch_loses_the_manifest_race_to_the_fence(
+    spark: SparkSession, tmp_path: Path, stores: Stores
+) -> None:
     log = FileLog(tmp_path / "log")
     generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=3))
-    racing = FenceDuringWrite(FileSink(tmp_path / "outputs"))
+    racing = FenceDuringWrite(FileSink(stores.outputs))
     old = Executor(
-        StateLayout(tmp_path / "state"),
+        StateLayout(stores.state),
         log,
         racing,
         pipelines.load(COUNTS),
@@ -79,62 +83,63 @@ def test_a_zombie_mid_batch_loses_the_manifest_race_to_the_fence(spark: SparkSes
     old.apply(Target(active={0: 1}))
     old.step()
     old.step()
-    new = executor_for(tmp_path, log, "new", max_batch_records=2_000)
+    new = executor_for(stores, log, "new", max_batch_records=2_000)
     new.apply(Target(active={0: 2}))
     racing.new_owner = new
 
     old.step()
     assert old.status()[0].fenced_by == 2
     new.run_until_idle()
-    layout = StateLayout(tmp_path / "state")
-    check_partition(layout, tmp_path / "outputs", log, 0)
+    layout = StateLayout(stores.state)
+    check_partition(layout, stores.outputs, log, 0)
     committed = [m for m in accepted_manifests(layout, 0) if m.kind is Kind.BATCH]
-    assert files_in(tmp_path / "outputs") == len(committed), "the zombie's output was removed"
+    assert files_in(stores.outputs) == len(committed), "the zombie's output was removed"
 
 
 def test_a_stale_epoch_manifest_after_the_fence_counts_for_nothing(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, stores: Stores
 ) -> None:
     log = FileLog(tmp_path / "log")
     generate(log, GenerateSpec(partitions=1, count=6_000, keys=100, seed=4))
-    new = executor_for(tmp_path, log, "new", max_batch_records=2_000)
+    new = executor_for(stores, log, "new", max_batch_records=2_000)
     new.apply(Target(active={0: 2}))
     new.step()
     new.step()
-    layout = StateLayout(tmp_path / "state")
+    layout = StateLayout(stores.state)
     head = new.tasks[0].head
-    bogus = layout.changelog(0) / "bogus.parquet"
-    bogus.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"key": ["k00000001"], "value": [10**9]}), bogus)
+    bogus = f"{layout.changelog(0)}/bogus.parquet"
+    buffer = pa.BufferOutputStream()
+    pq.write_table(pa.table({"key": ["k00000001"], "value": [10**9]}), buffer)
+    layout.store.put(bogus, buffer.getvalue().to_pybytes())
     stale = Manifest(
         seq=head.next_seq,
         epoch=1,
         kind=Kind.BATCH,
         start=head.offset,
         end=head.offset + 500,
-        segments=(layout.relative(bogus),),
+        segments=(bogus,),
     )
     manifests.create(layout, 0, stale)
 
     new.run_until_idle()
-    check_partition(layout, tmp_path / "outputs", log, 0)
+    check_partition(layout, stores.outputs, log, 0)
     assert new.status()[0].fenced_by is None
 
 
 def test_two_incarnations_with_the_same_epoch_never_commit_a_batch_twice(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, stores: Stores
 ) -> None:
     log = FileLog(tmp_path / "log")
     generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=6))
-    racing = FenceDuringWrite(FileSink(tmp_path / "outputs"))
+    racing = FenceDuringWrite(FileSink(stores.outputs))
     first = Executor(
-        StateLayout(tmp_path / "state"),
+        StateLayout(stores.state),
         log,
         racing,
         pipelines.load(COUNTS),
         TaskConfig(owner="first", max_batch_records=1_500),
     )
-    second = executor_for(tmp_path, log, "second", max_batch_records=1_500)
+    second = executor_for(stores, log, "second", max_batch_records=1_500)
     first.apply(Target(active={0: 1}))
     second.apply(Target(active={0: 1}))
     first.step()
@@ -145,9 +150,9 @@ def test_two_incarnations_with_the_same_epoch_never_commit_a_batch_twice(
     while first.step() + second.step() > 0:
         pass
 
-    layout = StateLayout(tmp_path / "state")
-    check_partition(layout, tmp_path / "outputs", log, 0)
+    layout = StateLayout(stores.state)
+    check_partition(layout, stores.outputs, log, 0)
     batches = [m for m in accepted_manifests(layout, 0) if m.kind is Kind.BATCH]
     assert {m.owner for m in batches} == {"first", "second"}
-    assert files_in(tmp_path / "outputs") == len(batches), "the output of the batch that lost was removed"
+    assert files_in(stores.outputs) == len(batches), "the output of the batch that lost was removed"
     assert first.status()[0].fenced_by is None and second.status()[0].fenced_by is None

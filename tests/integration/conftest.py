@@ -16,6 +16,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -134,3 +135,17 @@ def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None)
     started = Operators(kubeconfig_path, namespace, tmp_path)
     yield started
     started.stop_all()
+
+
+@pytest.fixture(scope="session")
+def s3_server(local_cluster: LocalCluster | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The real S3 test server, recorded in the cluster directory so `make cluster-down` stops it too
+    if this session dies before stopping it."""
+    from s3server import server
+
+    state_dir = local_cluster.layout.root if local_cluster is not None else tmp_path_factory.mktemp("s3")
+    started = server.start(state_dir)
+    try:
+        yield started
+    finally:
+        server.stop(state_dir)

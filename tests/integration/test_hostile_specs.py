@@ -112,10 +112,22 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
         "Required",
     ),
     (
-        "s3-store",
-        at("spec.pipeline.stateStore.uri", "s3://bucket/app"),
+        "gs-store",
+        at("spec.pipeline.stateStore.uri", "gs://bucket/app"),
         "spec.pipeline.stateStore.uri",
         "s3://",
+    ),
+    (
+        "s3-options-on-a-file-store",
+        at("spec.pipeline.stateStore.region", "eu-west-1"),
+        "spec.pipeline.stateStore",
+        "s3:// stores only",
+    ),
+    (
+        "s3-inline-endpoint-path",
+        at("spec.pipeline.stateStore", {"uri": "s3://bucket/app", "endpoint": "http://s3.local:9000/x"}),
+        "spec.pipeline.stateStore.endpoint",
+        "http(s)://host[:port]",
     ),
     (
         "relative-store",

@@ -40,7 +40,12 @@ DNS_LABEL_MAX = 63
 MAX_APP_NAME_LENGTH = DNS_LABEL_MAX - len("-state-") - len(str(MAX_REPLICAS - 1))
 DNS_1035_LABEL = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
 QUANTITY_PATTERN = "^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
-STATE_STORE_PATTERN = "^file:///[^/]"
+STATE_STORE_PATTERN = "^(file:///[^/]|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$)"
+S3_ENDPOINT_PATTERN = "^https?://[^/]+/?$"
+DNS_1123_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+# Keys the executor reads from `stateStore.credentialsSecret` (the standard AWS variable names). Static
+# keys only: short-lived credentials come from the pods' identity (no Secret) instead.
+S3_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 IMAGE_PATTERN = "^[!-~]+$"
 
 # Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
@@ -94,18 +99,54 @@ class Endpoint(Model):
 class StateStore(Model):
     """Durable storage shared by all executors: commit manifests, changelog segments and snapshots.
 
-    Every copy of a task rebuilds its state from here, so it must outlive any pod.
+    Every copy of a task rebuilds its state from here, so it must outlive any pod. Credentials are never
+    inline: an S3 store reads them from a Secret the pods get as env, or from the pods' identity.
     """
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            "self.uri.startsWith('s3://') || (!has(self.endpoint) && !has(self.region) && "
+            "!has(self.credentialsSecret))",
+            "endpoint, region and credentialsSecret apply to s3:// stores only",
+            lambda store: (
+                store.uri.startswith("s3://")
+                or (store.endpoint is None and store.region is None and store.credentials_secret is None)
+            ),
+        ),
+    )
 
     uri: str = field(
         metadata=prop(
-            "Location of the store as a file URI with an absolute path, e.g. file:///data/state (a volume "
-            "every member mounts); other stores (s3://, ...) are not implemented yet.",
+            "Location of the store: file:///<absolute path> (a volume every member mounts, e.g. "
+            "file:///data/state) or s3://<bucket>/<prefix> (an S3-API object store).",
             max_length=2048,
             pattern=STATE_STORE_PATTERN,
-            pattern_message="stateStore.uri must be file:///<absolute path>: only file stores are "
-            "implemented so far (s3:// and others are not yet)",
+            pattern_message="stateStore.uri must be file:///<absolute path> or s3://<bucket>/<prefix>",
         )
+    )
+    endpoint: str | None = field(
+        default=None,
+        metadata=prop(
+            "S3 API endpoint of a non-AWS server, e.g. http://minio.storage:9000; omit for AWS S3.",
+            max_length=2048,
+            pattern=S3_ENDPOINT_PATTERN,
+            pattern_message="stateStore.endpoint must be http(s)://host[:port]",
+        ),
+    )
+    region: str | None = field(
+        default=None,
+        metadata=prop("Region of the bucket (AWS_REGION of the pods), e.g. eu-west-1.", max_length=64),
+    )
+    credentials_secret: str | None = field(
+        default=None,
+        metadata=prop(
+            f"Name of a Secret in the app's namespace holding {' and '.join(S3_SECRET_KEYS)}, given to "
+            "the executor pods as env. Without it the pods use the default AWS credential chain (IRSA / "
+            "pod identity / instance profile).",
+            max_length=253,
+            pattern=DNS_1123_SUBDOMAIN,
+            pattern_message="stateStore.credentialsSecret must be a Secret name",
+        ),
     )
     options: dict[str, Any] | None = field(
         default=None, metadata=prop("Store-specific options, passed to the executor as they are.")

@@ -27,7 +27,7 @@ from streamapp.api.names import (
 )
 from streamapp.api.rbac import executor_role_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
-from streamapp.api.streamapp import StreamApp
+from streamapp.api.streamapp import S3_SECRET_KEYS, StateStore, StreamApp
 from streamapp.rebalance import MemberTarget
 
 STATE_MOUNT = "/var/lib/streamapp"
@@ -257,4 +257,24 @@ def _env(app: StreamApp, member: int) -> list[dict[str, Any]]:
         ("STREAMAPP_HTTP_ADDRESS", "status.podIP"),
     ):
         env.append({"name": var, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+    return env + s3_env(spec.pipeline.state_store)
+
+
+def s3_env(store: StateStore) -> list[dict[str, Any]]:
+    """The standard AWS variables an S3 state store needs in the pods (none for a file store).
+
+    Credentials come from the named Secret through `secretKeyRef`, resolved by the kubelet: the
+    executors' RBAC stays as it is (they never read Secrets through the API) and no secret value ever
+    appears in the StreamApp or the pod spec. Without a Secret the SDK's default chain applies (pod
+    identity, IRSA web identity, instance profile).
+    """
+    if not store.uri.startswith("s3://"):
+        return []
+    plain = {"AWS_ENDPOINT_URL_S3": store.endpoint, "AWS_REGION": store.region}
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items() if v]
+    if store.credentials_secret:
+        env += [
+            {"name": key, "valueFrom": {"secretKeyRef": {"name": store.credentials_secret, "key": key}}}
+            for key in S3_SECRET_KEYS
+        ]
     return env

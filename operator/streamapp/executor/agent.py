@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.api.streamapp import LocalStoreKind
+from streamapp.executor import blobstore
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import STORE_KINDS, LocalState, LocalStateError
@@ -66,7 +67,7 @@ class PodSettings:
     lateness: float | None
     log_path: Path
     sink_path: Path | None
-    state_path: Path
+    state_uri: str
     local_path: Path | None
     local_store: LocalStoreKind
     spark: SparkSettings
@@ -79,9 +80,12 @@ class PodSettings:
         source = pipeline.get("source") or {}
         if source.get("type", "file") != "file" or not source.get("path"):
             raise SetupError("STREAMAPP_PIPELINE: only a file source with a path is supported so far")
-        store = urlparse(str((pipeline.get("stateStore") or {}).get("uri", "")))
-        if store.scheme not in ("", "file") or not store.path:
-            raise SetupError("STREAMAPP_PIPELINE: stateStore.uri must be a file:// path")
+        state_uri = str((pipeline.get("stateStore") or {}).get("uri", ""))
+        store = urlparse(state_uri)
+        if not (store.scheme == "s3" and store.netloc) and not (store.scheme in ("", "file") and store.path):
+            raise SetupError(
+                "STREAMAPP_PIPELINE: stateStore.uri must be s3://bucket/prefix or a file:// path"
+            )
         sink = (pipeline.get("sink") or {}).get("path")
         local_store = pipeline.get("localStore", "memory")
         if local_store not in STORE_KINDS:
@@ -102,7 +106,7 @@ class PodSettings:
             ),
             log_path=Path(source["path"]),
             sink_path=Path(sink) if sink else None,
-            state_path=Path(store.path),
+            state_uri=state_uri,
             local_path=Path(local) if local else None,
             local_store=local_store,
             spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
@@ -212,10 +216,11 @@ def run(args: argparse.Namespace) -> int:
     except (SetupError, ValueError, ImportError, AttributeError, LocalStateError) as error:
         log.error("cannot start: %s", error)
         return 2
+    state = blobstore.open_uri(settings.state_uri)
     executor = Executor(
-        StateLayout(settings.state_path),
+        StateLayout(state),
         FileLog(settings.log_path),
-        FileSink(settings.sink_path or settings.state_path / "outputs"),
+        FileSink(settings.sink_path or state.child("outputs")),
         pipeline,
         TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
         spark=lambda: session(settings.spark),

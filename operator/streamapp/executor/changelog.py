@@ -5,7 +5,7 @@ an idempotent upsert and a copy can apply segments in order starting from any sn
 Segment files are written before their manifest and are only read through a manifest that names them.
 
 A snapshot holds the whole state after commit `seq` and carries the history head (`seq`, input offset,
-epoch) in its Parquet metadata. It is published by an atomic rename, so a snapshot file is always
+epoch) in its Parquet metadata. It is published whole (`BlobStore.put`), so a snapshot file is always
 complete; it is derived only from accepted manifests, so it is trusted after checking that manifest
 `seq` still carries the same epoch. Restore = newest snapshot + the segments committed after it, which
 keeps restore time bounded by the snapshot interval rather than by the age of the partition, and
@@ -17,12 +17,12 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import PurePosixPath
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamapp.executor import storage
+from streamapp.executor import blobstore
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Head
 
@@ -48,23 +48,29 @@ def attempt_prefix(seq: int) -> str:
 def settle(layout: StateLayout, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
     """These sequences are decided (seq → the segments its manifest names): remove the segments of
     their other attempts."""
-    keep = {attempt_prefix(seq): {Path(name).name for name in names} for seq, names in decided.items()}
-    storage.remove_unnamed(layout.changelog(partition), keep)
+    keep = {attempt_prefix(seq): {base(name) for name in names} for seq, names in decided.items()}
+    blobstore.remove_unnamed(layout.store, layout.changelog(partition), keep)
 
 
 def write_segment(layout: StateLayout, partition: int, seq: int, epoch: int, table: pa.Table) -> str:
     """Write one batch's changed rows; returns the name a manifest records."""
-    path = layout.changelog(partition) / unique_name(seq, epoch)
-    storage.write_atomic(path, _parquet_bytes(table))
-    return layout.relative(path)
+    name = f"{layout.changelog(partition)}/{unique_name(seq, epoch)}"
+    layout.store.put(name, _parquet_bytes(table))
+    return name
 
 
-def read_table(path: Path) -> pa.Table:
-    return pq.read_table(path)
+def base(name: str) -> str:
+    """The last component of a store name."""
+    return PurePosixPath(name).name
 
 
-def write_snapshot(layout: StateLayout, partition: int, head: Head, table: pa.Table) -> Path:
-    """Publish the full state after commit `head.seq` (atomic rename)."""
+def read_table(layout: StateLayout, name: str) -> pa.Table:
+    """A segment or snapshot; FileNotFoundError when it is gone (compacted or pruned)."""
+    return pq.read_table(pa.BufferReader(layout.store.get(name)))
+
+
+def write_snapshot(layout: StateLayout, partition: int, head: Head, table: pa.Table) -> str:
+    """Publish the full state after commit `head.seq` (complete-or-absent)."""
     meta = dict(
         zip(
             _HEAD_KEYS,
@@ -72,21 +78,25 @@ def write_snapshot(layout: StateLayout, partition: int, head: Head, table: pa.Ta
             strict=True,
         )
     )
-    path = layout.snapshot(partition, head.seq)
-    storage.write_atomic(path, _parquet_bytes(table.replace_schema_metadata(meta)))
-    return path
+    name = layout.snapshot(partition, head.seq)
+    layout.store.put(name, _parquet_bytes(table.replace_schema_metadata(meta)))
+    return name
 
 
-def snapshot_head(path: Path) -> Head:
-    """The history head a snapshot file was taken at."""
-    meta = pq.read_schema(path).metadata or {}
+def snapshot_head(table: pa.Table) -> Head:
+    """The history head a snapshot (as read by `read_table`) was taken at."""
+    meta = table.schema.metadata or {}
     seq, offset, epoch = (int(meta[key]) for key in _HEAD_KEYS)
     return Head(seq=seq, offset=offset, epoch=epoch)
 
 
-def snapshots_newest_first(layout: StateLayout, partition: int) -> list[Path]:
-    """Snapshot files of a partition, newest first (names are zero-padded sequence numbers)."""
-    return sorted(storage.visible_files(layout.snapshots(partition), ".parquet"), reverse=True)
+def snapshots_newest_first(layout: StateLayout, partition: int) -> list[str]:
+    """Snapshot names of a partition, newest first (names are zero-padded sequence numbers)."""
+    return sorted(_parquet_names(layout, layout.snapshots(partition)), reverse=True)
+
+
+def _parquet_names(layout: StateLayout, folder: str) -> list[str]:
+    return [f"{folder}/{name}" for name in layout.store.names(folder) if name.endswith(".parquet")]
 
 
 def newest_snapshot_seq(layout: StateLayout, partition: int) -> int:
@@ -97,13 +107,13 @@ def newest_snapshot_seq(layout: StateLayout, partition: int) -> int:
 
 def prune_snapshots(layout: StateLayout, partition: int, keep: int) -> None:
     """Delete all but the `keep` newest snapshots."""
-    for path in snapshots_newest_first(layout, partition)[keep:]:
-        path.unlink(missing_ok=True)
+    for name in snapshots_newest_first(layout, partition)[keep:]:
+        layout.store.delete(name)
 
 
-def file_seq(path: Path) -> int:
+def file_seq(name: str | PurePosixPath) -> int:
     """The sequence number a segment or snapshot file name starts with."""
-    return int(path.name.split("-", 1)[0].removesuffix(".parquet"))
+    return int(PurePosixPath(name).name.split("-", 1)[0].removesuffix(".parquet"))
 
 
 def compact(layout: StateLayout, partition: int) -> int:
@@ -118,8 +128,8 @@ def compact(layout: StateLayout, partition: int) -> int:
         return 0
     covered = file_seq(kept[-1])
     removed = 0
-    for path in storage.visible_files(layout.changelog(partition), ".parquet"):
-        if file_seq(path) <= covered:
-            path.unlink(missing_ok=True)
+    for name in _parquet_names(layout, layout.changelog(partition)):
+        if file_seq(name) <= covered:
+            layout.store.delete(name)
             removed += 1
     return removed

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from streamapp.executor import blobstore
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -64,9 +65,13 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
     """Options that configure the data plane itself: paths, pipeline, batching, Spark."""
-    parser.add_argument("--state", required=True, help="state path (manifests, changelog, snapshots)")
+    parser.add_argument(
+        "--state",
+        required=True,
+        help="state store: a path or s3://bucket/prefix (manifests, changelog, snapshots)",
+    )
     parser.add_argument("--log", required=True, help="input file log")
-    parser.add_argument("--sink", help="output directory (default <state>/outputs)")
+    parser.add_argument("--sink", help="output directory or s3:// prefix (default <state>/outputs)")
     parser.add_argument("--pipeline", required=True, help="transform as module:function")
     parser.add_argument(
         "--merge", help="override the declared merge (sum|count|min|max|last|module:function)"
@@ -96,7 +101,7 @@ def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_executor(args: argparse.Namespace) -> Executor:
     """An executor configured from `add_dataplane_arguments` options (Spark starts on first use)."""
-    state = Path(args.state)
+    state = blobstore.open_uri(args.state)
     settings = SparkSettings(master=args.spark_master, conf=parse_conf(args.conf))
     pipeline = pipelines.load(
         args.pipeline, merge=args.merge, value_type=args.value_type, lateness=args.lateness
@@ -104,7 +109,7 @@ def build_executor(args: argparse.Namespace) -> Executor:
     return Executor(
         StateLayout(state),
         FileLog(Path(args.log)),
-        FileSink(Path(args.sink) if args.sink else state / "outputs"),
+        FileSink(blobstore.open_uri(args.sink) if args.sink else state.child("outputs")),
         pipeline,
         TaskConfig(
             max_batch_records=args.max_batch_records, snapshot_every=args.snapshot_every, owner=args.member

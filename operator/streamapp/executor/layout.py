@@ -1,4 +1,4 @@
-"""Where each kind of file lives on the state path.
+"""Where each kind of file lives in the shared store.
 
 ```
 <state>/commits/p=<P>/<seq>.json            commit manifests (the only source of truth)
@@ -6,8 +6,9 @@
 <state>/snapshots/p=<P>/<seq>.parquet       full state of the partition after commit <seq>
 <sink>/p=<P>/<seq>-e<epoch>-<id>.parquet    outputs (the default file sink)
 ```
-Manifests name segments relative to the state root and outputs relative to the sink root, so a state
-directory can be mounted at a different path on every member.
+Names are relative to the store's root (`blobstore.BlobStore`): manifests name segments relative to the
+state root and outputs relative to the sink root, so a state directory can be mounted at a different
+path on every member, or live in an S3 bucket.
 """
 
 from __future__ import annotations
@@ -15,37 +16,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from streamapp.executor.blobstore import BlobStore, as_store
 
-def partition_dir(root: Path, kind: str, partition: int) -> Path:
+
+def partition_dir(kind: str, partition: int) -> str:
     """The folder holding one partition's files of one kind."""
-    return root / kind / f"p={partition}"
+    return f"{kind}/p={partition}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class StateLayout:
-    """Paths under one app's state root."""
+    """Names under one app's state root, and the store they live in."""
 
-    root: Path
+    store: BlobStore
 
-    def commits(self, partition: int) -> Path:
-        return partition_dir(self.root, "commits", partition)
+    def __init__(self, root: Path | BlobStore) -> None:
+        object.__setattr__(self, "store", as_store(root))
 
-    def manifest(self, partition: int, seq: int) -> Path:
-        return self.commits(partition) / f"{seq:012d}.json"
+    def commits(self, partition: int) -> str:
+        return partition_dir("commits", partition)
 
-    def changelog(self, partition: int) -> Path:
-        return partition_dir(self.root, "changelog", partition)
+    def manifest(self, partition: int, seq: int) -> str:
+        return f"{self.commits(partition)}/{seq:012d}.json"
 
-    def snapshots(self, partition: int) -> Path:
-        return partition_dir(self.root, "snapshots", partition)
+    def changelog(self, partition: int) -> str:
+        return partition_dir("changelog", partition)
 
-    def snapshot(self, partition: int, seq: int) -> Path:
-        return self.snapshots(partition) / f"{seq:012d}.parquet"
+    def snapshots(self, partition: int) -> str:
+        return partition_dir("snapshots", partition)
 
-    def resolve(self, relative: str) -> Path:
-        """The absolute path of a file a manifest names."""
-        return self.root / relative
-
-    def relative(self, path: Path) -> str:
-        """How a manifest names a file under the state root."""
-        return path.relative_to(self.root).as_posix()
+    def snapshot(self, partition: int, seq: int) -> str:
+        return f"{self.snapshots(partition)}/{seq:012d}.parquet"

@@ -2,7 +2,7 @@
 
 A manifest `commits/p=<P>/<seq>.json` records one step of a partition's history: which input offsets
 `[start, end)` it consumed, under which owner `epoch`, and which changelog segments and outputs it
-produced. Manifests are created only if absent (see `storage.create_exclusive`), so each `seq` has exactly
+produced. Manifests are created only if absent (`BlobStore.create`), so each `seq` has exactly
 one manifest, and every file a manifest does not name is ignored by every reader: that is what makes a
 partition's state and output exactly-once even when a writer dies between writing a segment and its
 manifest.
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streamapp.executor import storage
 from streamapp.executor.layout import StateLayout
 
 
@@ -143,14 +142,14 @@ def lag(owner_offset: int, applied: Head) -> int:
 def read(layout: StateLayout, partition: int, seq: int) -> Manifest | None:
     """The manifest at `seq`, or None when it does not exist (yet)."""
     try:
-        return Manifest.from_json(layout.manifest(partition, seq).read_bytes())
+        return Manifest.from_json(layout.store.get(layout.manifest(partition, seq)))
     except FileNotFoundError:
         return None
 
 
 def create(layout: StateLayout, partition: int, manifest: Manifest) -> None:
     """Publish `manifest` if its seq is free; raise Conflict or Fenced when another writer holds it."""
-    if storage.create_exclusive(layout.manifest(partition, manifest.seq), manifest.to_json()):
+    if layout.store.create(layout.manifest(partition, manifest.seq), manifest.to_json()):
         return
     winner = read(layout, partition, manifest.seq)
     if winner is None:
@@ -171,9 +170,9 @@ def newest(layout: StateLayout, partition: int, after: int) -> Manifest | None:
 def latest_seq(layout: StateLayout, partition: int, after: int) -> int:
     """The highest existing sequence number, probing forward from `after` (which may itself be -1).
 
-    Probing costs one stat per new manifest instead of listing a directory that only grows.
+    Probing costs one stat (or HEAD) per new manifest instead of listing a folder that only grows.
     """
     seq = after
-    while layout.manifest(partition, seq + 1).exists():
+    while layout.store.exists(layout.manifest(partition, seq + 1)):
         seq += 1
     return seq

@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlparse
 
+from streamapp.executor import blobstore
+from streamapp.executor.blobstore import BlobStore
 from streamapp.executor.generate import partition_of
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.replica import rebuild
@@ -53,26 +54,29 @@ class StateRow:
 
 
 def open_store(uri: str) -> StateLayout:
-    """The state store at `uri` (`file:///path` or a plain path); refuses anything that has no commits."""
-    parsed = urlparse(uri)
-    if parsed.scheme not in ("", "file") or not parsed.path:
-        raise ReadError(f"--store {uri}: only file:// URIs and paths are supported")
-    root = Path(parsed.path)
-    if not (root / "commits").is_dir():
+    """The state store at `uri` (`s3://bucket/prefix`, `file:///path` or a plain path); refuses
+    anything that has no commits."""
+    try:
+        store = blobstore.open_uri(uri)
+    except ValueError as bad:
+        raise ReadError(f"--store {uri}: {bad}") from None
+    if not store.names("commits"):
         raise ReadError(
-            f"no state store at {root}: it has no commits/ directory "
+            f"no state store at {store.describe()}: it has no commits/ "
             "(use the app's spec.pipeline.stateStore.uri, mounted here)"
         )
-    return StateLayout(root)
+    return StateLayout(store)
 
 
 def store_partitions(layout: StateLayout) -> list[int]:
-    """Partitions with at least one commit directory, in order."""
-    found = (p.name.removeprefix("p=") for p in (layout.root / "commits").glob("p=*"))
+    """Partitions with at least one commit folder, in order."""
+    found = (name.removeprefix("p=") for name in layout.store.names("commits") if name.startswith("p="))
     return sorted(int(p) for p in found if p.isdigit())
 
 
-def output_rows(layout: StateLayout, sink: Path, partitions: Iterable[int]) -> Iterator[OutputRow]:
+def output_rows(
+    layout: StateLayout, sink: Path | BlobStore, partitions: Iterable[int]
+) -> Iterator[OutputRow]:
     """Every committed output row of the partitions, partition by partition in commit order."""
     for partition in partitions:
         try:
@@ -110,7 +114,7 @@ def state_row(layout: StateLayout, key: str, partitions: Iterable[int]) -> State
         if value is not None:
             return StateRow(partition, key, value, replica.head.seq, replica.head.offset)
     where = f"partition {searched[0]}" if len(searched) == 1 else f"any of {len(searched)} partitions"
-    raise ReadError(f"key {key!r} is not in the committed state of {where} in {layout.root}")
+    raise ReadError(f"key {key!r} is not in the committed state of {where} in {layout.store.describe()}")
 
 
 def write_rows(rows: Iterable[Any], fmt: str, out: TextIO) -> int:
@@ -141,7 +145,7 @@ def _limited(rows: Iterator[OutputRow], limit: int | None) -> Iterator[OutputRow
 
 def run_output(args: argparse.Namespace) -> int:
     layout = open_store(args.store)
-    sink = Path(args.output) if args.output else layout.root / DEFAULT_SINK
+    sink = blobstore.open_uri(args.output) if args.output else layout.store.child(DEFAULT_SINK)
     partitions = _chosen(layout, args.partition)
     printed = write_rows(_limited(output_rows(layout, sink, partitions), args.limit), args.format, sys.stdout)
     if printed == 0:
@@ -156,7 +160,7 @@ def run_state(args: argparse.Namespace) -> int:
     else:
         partitions = search_order(args.key, store_partitions(layout), args.partitions)
         if not partitions:
-            raise ReadError(f"{layout.root} has no committed partition yet")
+            raise ReadError(f"{layout.store.describe()} has no committed partition yet")
     write_rows([state_row(layout, args.key, partitions)], args.format, sys.stdout)
     return 0
 
@@ -166,7 +170,9 @@ def _chosen(layout: StateLayout, partition: int | None) -> list[int]:
     if partition is None:
         return present
     if partition not in present:
-        raise ReadError(f"partition {partition} has no commits in {layout.root} (it has {len(present)})")
+        raise ReadError(
+            f"partition {partition} has no commits in {layout.store.describe()} (it has {len(present)})"
+        )
     return [partition]
 
 

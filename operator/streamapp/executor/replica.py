@@ -125,10 +125,10 @@ class Replica:
         A snapshot is trusted when manifest `seq` still exists with the snapshot's epoch and offset. One
         pruned while being read is skipped for the next older one.
         """
-        for path in changelog.snapshots_newest_first(self.layout, self.partition):
+        for name in changelog.snapshots_newest_first(self.layout, self.partition):
             try:
-                head = changelog.snapshot_head(path)
-                table = changelog.read_table(path)
+                table = changelog.read_table(self.layout, name)
+                head = changelog.snapshot_head(table)
             except FileNotFoundError:
                 continue
             committed = manifests.read(self.layout, self.partition, head.seq)
@@ -163,7 +163,7 @@ class Replica:
         step = manifests.advance(self.head, found)
         if step.accepted:
             try:
-                tables = [changelog.read_table(self.layout.resolve(name)) for name in found.segments]
+                tables = [changelog.read_table(self.layout, name) for name in found.segments]
             except FileNotFoundError:
                 return self._jump_past(found.seq)
             for table in tables:

@@ -16,9 +16,10 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from streamapp.executor import blobstore
 from streamapp.executor import manifest as manifests
-from streamapp.executor import storage
-from streamapp.executor.changelog import attempt_prefix, unique_name
+from streamapp.executor.blobstore import BlobStore, as_store
+from streamapp.executor.changelog import attempt_prefix, base, unique_name
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Head, Manifest
 
@@ -36,29 +37,33 @@ class Sink(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class FileSink:
-    """Parquet files under `<root>/p=<P>/`, one per batch; names are relative to `root`.
+    """Parquet files under `<root>/p=<P>/`, one per batch, in a directory or an S3 prefix (any
+    `BlobStore`); names are relative to `root`.
 
-    Each file is complete and on disk before the manifest that names it is created (temporary file,
-    fsync, rename, directory fsync): a manifest that survives a power loss never names a torn file.
+    Each file is complete and durable before the manifest that names it is created (`BlobStore.put`):
+    a manifest that survives a power loss never names a torn file.
     """
 
-    root: Path
+    store: BlobStore
+
+    def __init__(self, root: Path | BlobStore) -> None:
+        object.__setattr__(self, "store", as_store(root))
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
-        path = self._directory(partition) / unique_name(seq, epoch)
+        name = f"{self._directory(partition)}/{unique_name(seq, epoch)}"
         buffer = pa.BufferOutputStream()
         pq.write_table(rows, buffer)
-        storage.write_atomic(path, buffer.getvalue().to_pybytes())
-        return (path.relative_to(self.root).as_posix(),)
+        self.store.put(name, buffer.getvalue().to_pybytes())
+        return (name,)
 
     def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
-        keep = {attempt_prefix(seq): {Path(name).name for name in names} for seq, names in decided.items()}
-        storage.remove_unnamed(self._directory(partition), keep)
+        keep = {attempt_prefix(seq): {base(name) for name in names} for seq, names in decided.items()}
+        blobstore.remove_unnamed(self.store, self._directory(partition), keep)
 
-    def _directory(self, partition: int) -> Path:
-        return self.root / f"p={partition}"
+    def _directory(self, partition: int) -> str:
+        return f"p={partition}"
 
 
 def accepted_manifests(layout: StateLayout, partition: int) -> Iterator[Manifest]:
@@ -72,9 +77,10 @@ def accepted_manifests(layout: StateLayout, partition: int) -> Iterator[Manifest
 
 
 def committed_outputs(
-    layout: StateLayout, sink_root: Path, partition: int
+    layout: StateLayout, sink_root: Path | BlobStore, partition: int
 ) -> Iterator[tuple[Manifest, pa.Table]]:
     """Each committed batch with the output rows it produced, in commit order."""
+    sink = as_store(sink_root)
     for found in accepted_manifests(layout, partition):
         for name in found.outputs:
-            yield found, pq.read_table(sink_root / name)
+            yield found, pq.read_table(pa.BufferReader(sink.get(name)))

@@ -9,7 +9,9 @@ all the commit protocol needs from it:
 * `create_exclusive` — of several writers racing for one name, exactly one succeeds and the winner's
   file is complete the moment the name appears. See its docstring for why.
 
-Temporary files start with `.tmp-`; listings skip them, and a crash can only leave such orphans behind.
+Temporary files start with `.tmp-`; listings skip them, and a crash can only leave such orphans behind
+(`blobstore.remove_unnamed` sweeps them with the losing attempts' files). `blobstore.FileStore` is the
+shared-store interface over these primitives.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
@@ -80,29 +82,11 @@ def create_exclusive(final: Path, data: bytes) -> bool:
     return True
 
 
-def remove_unnamed(directory: Path, decided: Mapping[str, Collection[str]]) -> int:
-    """Delete the files of `directory` that belong to a decided batch but that its manifest does not
-    name: `decided` maps a batch's file-name prefix to the names its manifest keeps.
-
-    A batch's files are written before its manifest races for the sequence number; attempts that lost,
-    died before the race or were fenced leave files no manifest will ever name, and once the sequence
-    is decided they are garbage (temporary files of such attempts included). One listing serves every
-    batch in `decided`. Returns how many files were removed.
-    """
-    if not directory.is_dir() or not decided:
-        return 0
-    width = len(next(iter(decided)))
-    removed = 0
-    for entry in os.scandir(directory):
-        final = entry.name
-        if final.startswith(TMP_PREFIX):
-            final = final[len(TMP_PREFIX) :].split("-", 1)[-1]
-        keep = decided.get(final[:width])
-        if keep is not None and entry.name not in keep:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(entry.path)
-                removed += 1
-    return removed
+def final_name(entry: str) -> str:
+    """The published name a directory entry stands for: itself, or the name a temporary file was for."""
+    if entry.startswith(TMP_PREFIX):
+        return entry[len(TMP_PREFIX) :].split("-", 1)[-1]
+    return entry
 
 
 def visible_files(directory: Path, suffix: str) -> Iterator[Path]:

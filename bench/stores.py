@@ -1,0 +1,149 @@
+"""Shared-store benchmark: the filesystem store vs the S3 store (the real test S3 server on loopback),
+same input, same batch sizes, same SparkSession, run back to back.
+
+    .venv/bin/python bench/stores.py [--write bench/results/stores.md] [--quick]
+
+Prints Markdown (see NOTE); data lives in a temporary directory that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+
+from dataplane import COUNTS, machine, timed, write_history
+from s3server import server
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor import s3store
+from streamapp.executor.blobstore import BlobStore, FileStore
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.replica import rebuild
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink
+from streamapp.executor.source import FileLog
+from streamapp.executor.spark import session
+from streamapp.executor.task import TaskConfig
+
+NOTE = """\
+Per store: micro-batch latency of the keyed running count (a batch = read the input, Spark fold,
+changelog segment, output file, commit manifest; one executor, both partitions active) and the restore
+rate of one partition (newest snapshot + 10 changelog segments). The S3 server is moto's
+(`e2e/s3server`), in memory on 127.0.0.1: its figures show the cost of the S3 API path (HTTP, request
+signing, no fsync), not of AWS S3 over a network, where each request adds a round trip."""
+
+
+def batch_row(store: BlobStore, label: str, log: FileLog, per_batch: int) -> str:
+    """Both partitions active on one executor until the log is consumed; per-batch wall times."""
+    executor = Executor(
+        StateLayout(store.child("state")),
+        log,
+        FileSink(store.child("outputs")),
+        pipelines.load(COUNTS),
+        TaskConfig(max_batch_records=per_batch, snapshot_every=20),
+    )
+    executor.apply(Target(active={0: 1, 1: 1}))
+    executor.step()
+    batch_ms: list[float] = []
+    records = sum(log.end_offset(p) for p in (0, 1))
+    began = time.perf_counter()
+    busy = True
+    while busy:
+        busy = False
+        for partition in (0, 1):
+            start = time.perf_counter()
+            if executor.tasks[partition].step():
+                batch_ms.append(1000 * (time.perf_counter() - start))
+                busy = True
+    seconds = time.perf_counter() - began
+    p95 = statistics.quantiles(batch_ms, n=20)[-1] if len(batch_ms) >= 20 else max(batch_ms)
+    return (
+        f"| {label} | {per_batch:,} | {len(batch_ms)} | {statistics.median(batch_ms):,.0f} | {p95:,.0f} "
+        f"| {records / seconds:,.0f} |"
+    )
+
+
+def restore_row(store: BlobStore, label: str, keys: int) -> str:
+    layout = StateLayout(store.child("restore"))
+    write_history(layout, keys, 10, snapshot=True)
+    with timed() as took:
+        replica = rebuild(layout, 0)
+    assert len(replica.state) == keys
+    return f"| {label} | {keys:,} | {took[0]:.2f} | {2 * keys / took[0]:,.0f} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, help="also write the Markdown to this file")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    records, restore_keys = 200_000 // scale, 500_000 // scale
+    command = " ".join(["python", "bench/stores.py", *(argv if argv is not None else sys.argv[1:])])
+    session()
+    root = Path(tempfile.mkdtemp(prefix="streamapp-bench-stores-"))
+    s3 = server.start(root / "s3server")
+    try:
+        lines = [
+            "# Shared-store benchmark: filesystem vs S3",
+            "",
+            f"Produced by `.venv/bin/{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+            "",
+            f"Machine: {machine()}.",
+            "",
+            NOTE,
+            "",
+        ]
+        stores: list[tuple[str, BlobStore]] = [("filesystem", FileStore(root / "fs"))]
+        bucket = f"bench-{uuid.uuid4().hex[:12]}"
+        os.environ.update(s3.env())  # the standard AWS variables, as an executor pod gets them
+        s3_client = s3store.client_from_env()
+        s3_client.create_bucket(Bucket=bucket)
+        stores.append(("S3 (test server, loopback)", s3store.S3Store(s3_client, bucket, "bench")))
+        lines += [
+            f"## Micro-batch latency ({records:,} records over 2 partitions, 5,000 keys)",
+            "",
+            "| store | records/batch | batches | p50 ms/batch | p95 ms/batch | records/s |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        # The first batches of a session pay for JIT and Spark's planning caches: spend them on a
+        # throwaway run, so neither store's first measured batch size carries them.
+        warm = FileLog(root / "log-warmup")
+        generate(warm, GenerateSpec(partitions=2, count=20_000, keys=5_000, seed=3, chunk=2_000))
+        batch_row(FileStore(root / "warmup"), "warmup", warm, 1_000)
+        for per_batch in (1_000, 10_000):
+            log = FileLog(root / f"log-{per_batch}")
+            generate(log, GenerateSpec(partitions=2, count=records, keys=5_000, seed=7, chunk=2 * per_batch))
+            for label, store in stores:
+                lines.append(batch_row(store.child(f"b{per_batch}"), label, log, per_batch))
+        lines += [
+            "",
+            "## Restore (newest snapshot + 10 changelog segments, one partition)",
+            "",
+            "| store | keys | seconds | rows applied/s |",
+            "|---|---:|---:|---:|",
+        ]
+        lines += [restore_row(store, label, restore_keys) for label, store in stores]
+        lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}."]
+    finally:
+        server.stop(root / "s3server")
+        shutil.rmtree(root, ignore_errors=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        args.write.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""The shared store on an S3-API object store (AWS S3 or a compatible server), as a `BlobStore`.
+
+Mapping of the protocol's needs onto what the S3 API promises, nothing more:
+
+* complete-or-absent: a single `PutObject` is atomic (readers see the old object, or none, or the new
+  one whole), so there are no temporary names and nothing a crash can leave half-written.
+* create-if-absent: `PutObject` with `If-None-Match: *`. The server answers 412 when the key exists, so
+  of several writers racing for one manifest exactly one gets 200 (`tests/executor/test_s3_race.py`
+  checks this against the test server). A 409 (a conflicting write in flight) is retried.
+* reads are `GetObject`/`HeadObject`, listings `ListObjectsV2`; S3 gives strong read-after-write and
+  list-after-write consistency for them, which is what the manifest probing and the sweeps assume.
+
+Connection settings come from the standard AWS environment, so the operator only sets env vars on the
+pods: `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) for a non-AWS server, `AWS_REGION`, and credentials
+either as `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` (from a Secret) or, when none are set, from the
+default AWS chain (web identity / pod identity / instance profile).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from streamapp.executor.blobstore import join
+
+_ENDPOINT_VARS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+_MISSING = ("404", "NoSuchKey", "NotFound")
+_CONFLICT_RETRIES = 5
+
+
+def parse_uri(uri: str) -> tuple[str, str]:
+    """(bucket, prefix) of `s3://bucket/prefix`; the prefix has no leading or trailing slash."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise ValueError(f"{uri!r} is not an s3://bucket/prefix URI")
+    return parsed.netloc, parsed.path.strip("/")
+
+
+def client_from_env() -> Any:
+    """An S3 client configured by the standard AWS environment.
+
+    A custom endpoint (a self-hosted server) gets path-style addressing: such servers are reached by
+    IP or a single host name, where virtual-host buckets (`bucket.host`) do not resolve.
+    """
+    custom = any(os.environ.get(name) for name in _ENDPOINT_VARS)
+    config = Config(
+        s3={"addressing_style": "path" if custom else "auto"},
+        retries={"mode": "standard", "max_attempts": 5},
+    )
+    return boto3.session.Session().client("s3", config=config)
+
+
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+class S3Store:
+    """Blobs under `s3://bucket/prefix/`; names are keys relative to the prefix."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+
+    @staticmethod
+    def from_uri(uri: str, client: Any = None) -> S3Store:
+        bucket, prefix = parse_uri(uri)
+        return S3Store(client if client is not None else client_from_env(), bucket, prefix)
+
+    def __repr__(self) -> str:
+        return f"S3Store({self.describe()})"
+
+    def key(self, name: str) -> str:
+        return join(self.prefix, name)
+
+    def get(self, name: str) -> bytes:
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self.key(name))
+        except ClientError as error:
+            if _code(error) in _MISSING:
+                raise FileNotFoundError(self.uri(name)) from error
+            raise
+        return bytes(response["Body"].read())
+
+    def put(self, name: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=data)
+
+    def create(self, name: str, data: bytes) -> bool:
+        """Conditional PUT. A 412 whose winner holds exactly `data` is this call's own earlier attempt
+        (the SDK retried after a lost response), so it counts as created: the protocol's callers write
+        data unique to the attempt (owner, epoch, unique file names), so another writer never matches."""
+        for _ in range(_CONFLICT_RETRIES):
+            try:
+                self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=data, IfNoneMatch="*")
+                return True
+            except ClientError as error:
+                code = _code(error)
+                if code == "ConditionalRequestConflict":
+                    continue
+                if code != "PreconditionFailed":
+                    raise
+            try:
+                return self.get(name) == data
+            except FileNotFoundError:
+                continue  # the winner was deleted in between: race again
+        raise RuntimeError(f"{self.uri(name)}: conditional create kept conflicting")
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.key(name))
+        except ClientError as error:
+            if _code(error) in _MISSING:
+                return False
+            raise
+        return True
+
+    def delete(self, name: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self.key(name))
+
+    def names(self, folder: str) -> list[str]:
+        base = self.key(folder)
+        start = f"{base}/" if base else ""
+        found: list[str] = []
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=start, Delimiter="/"
+        )
+        for page in pages:
+            found.extend(item["Key"][len(start) :] for item in page.get("Contents", ()))
+            found.extend(item["Prefix"][len(start) : -1] for item in page.get("CommonPrefixes", ()))
+        return found
+
+    def leftovers(self, folder: str) -> list[tuple[str, str]]:
+        return [(name, name) for name in self.names(folder)]  # PUTs are atomic: no temporary names
+
+    def child(self, folder: str) -> S3Store:
+        return S3Store(self.client, self.bucket, self.key(folder))
+
+    def uri(self, name: str = "") -> str:
+        return f"s3://{self.bucket}/{join(self.prefix, name)}"
+
+    def describe(self) -> str:
+        return self.uri()
