@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo test unit lint bench chaos crds cluster-up cluster-down k8s-binaries helm image system-packages clean
+.PHONY: demo test unit lint bench chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ cluster-up: $(STAMP) k8s-binaries
 
 cluster-down: $(STAMP)
 	$(PY) e2e/cluster.py down
+	PYTHONPATH=e2e $(PY) -m kafkabroker down
+
+## kafka-up: start the test Kafka broker (KRaft, jars from Maven Central cached in ~/.cache/streamapp/kafka)
+kafka-up: $(STAMP)
+	PYTHONPATH=e2e $(PY) -m kafkabroker up
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis

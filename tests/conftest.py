@@ -23,3 +23,20 @@ def spark() -> Iterator[SparkSession]:
     started = session()
     yield started
     started.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """A real Kafka broker (KRaft, e2e/kafkabroker) for the session: its bootstrap address.
+
+    Reuses one that `python -m kafkabroker up` left running under the cluster directory; one it
+    started is stopped at the end (`make cluster-down` stops a leftover one too).
+    """
+    from kafkabroker.broker import KafkaBroker
+
+    broker = KafkaBroker()
+    started_here = not broker.is_running()
+    bootstrap = broker.up()
+    yield bootstrap
+    if started_here:
+        broker.down()
