@@ -41,7 +41,7 @@ def test_settings_from_the_pod_environment() -> None:
         ({"STREAMAPP_PIPELINE": "{not json"}, "not valid JSON"),
         (
             {"STREAMAPP_PIPELINE": json.dumps({"source": {"type": "kafka", "uri": "kafka://b/t"}})},
-            "file source",
+            "needs kafka.bootstrapServers",
         ),
         (
             {

@@ -31,11 +31,19 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.executor import pipeline as pipelines
+from streamapp.executor.kafkaclient import (
+    KafkaEndpoint,
+    PartitionMismatch,
+    check_partitions,
+    endpoint_from_spec,
+)
+from streamapp.executor.kafkasink import KafkaSink
+from streamapp.executor.kafkasource import KafkaSource
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.membership import MembershipClient
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import FileLog
+from streamapp.executor.sink import FileSink, Sink
+from streamapp.executor.source import FileLog, Source
 from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.task import Role, TaskConfig
 
@@ -60,10 +68,14 @@ class PodSettings:
     pod_uid: str
     transform: str
     merge: str | None
-    log_path: Path
+    log_path: Path | None
     sink_path: Path | None
     state_path: Path
     spark: SparkSettings
+    partitions: int = 0
+    kafka_source: KafkaEndpoint | None = None
+    kafka_sink: KafkaEndpoint | None = None
+    exactly_once: bool = True
 
     @staticmethod
     def from_env(env: Mapping[str, str]) -> PodSettings:
@@ -71,12 +83,15 @@ class PodSettings:
         pipeline = _json(env, "STREAMAPP_PIPELINE")
         conf = {str(k): str(v) for k, v in _json(env, "STREAMAPP_SPARK_CONF").items()}
         source = pipeline.get("source") or {}
-        if source.get("type", "file") != "file" or not source.get("path"):
-            raise SetupError("STREAMAPP_PIPELINE: only a file source with a path is supported so far")
+        kafka_source = _kafka(source, env, "source")
+        if kafka_source is None and (source.get("type", "file") != "file" or not source.get("path")):
+            raise SetupError("STREAMAPP_PIPELINE: the source must be a file source with a path or kafka")
         store = urlparse(str((pipeline.get("stateStore") or {}).get("uri", "")))
         if store.scheme not in ("", "file") or not store.path:
             raise SetupError("STREAMAPP_PIPELINE: stateStore.uri must be a file:// path")
-        sink = (pipeline.get("sink") or {}).get("path")
+        sink_spec = pipeline.get("sink") or {}
+        kafka_sink = _kafka(sink_spec, env, "sink")
+        sink = sink_spec.get("path")
         return PodSettings(
             app=_required(env, "STREAMAPP_APP"),
             namespace=_required(env, "STREAMAPP_NAMESPACE"),
@@ -85,11 +100,34 @@ class PodSettings:
             pod_uid=_required(env, "STREAMAPP_POD_UID"),
             transform=str(pipeline.get("transform") or ""),
             merge=pipeline.get("merge"),
-            log_path=Path(source["path"]),
+            log_path=Path(source["path"]) if kafka_source is None else None,
             sink_path=Path(sink) if sink else None,
             state_path=Path(store.path),
             spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
+            partitions=int(env.get("STREAMAPP_PARTITIONS") or 0),
+            kafka_source=kafka_source,
+            kafka_sink=kafka_sink,
+            exactly_once=bool((sink_spec.get("kafka") or {}).get("exactlyOnce", True)),
         )
+
+    def source(self) -> Source:
+        """The input: a Kafka topic whose partition count must equal the app's, or the file log."""
+        if self.kafka_source is None:
+            if self.log_path is None:
+                raise SetupError("STREAMAPP_PIPELINE: the source has neither a path nor kafka")
+            return FileLog(self.log_path)
+        try:
+            check_partitions(self.kafka_source, self.partitions)
+        except PartitionMismatch as error:
+            raise SetupError(str(error)) from error
+        return KafkaSource(self.kafka_source)
+
+    def sink(self) -> Sink:
+        """Where outputs go: a Kafka topic (published after each commit), or Parquet files."""
+        if self.kafka_sink is None:
+            return FileSink(self.sink_path or self.state_path / "outputs")
+        layout = StateLayout(self.state_path)
+        return KafkaSink(self.kafka_sink, layout, self.app, self.partitions, transactional=self.exactly_once)
 
 
 class RuntimeDataPlane:
@@ -177,10 +215,15 @@ def run(args: argparse.Namespace) -> int:
     except (SetupError, ValueError) as error:
         log.error("cannot start: %s", error)
         return 2
+    try:
+        source, sink = settings.source(), settings.sink()
+    except SetupError as error:
+        log.error("cannot start: %s", error)
+        return 2
     executor = Executor(
         StateLayout(settings.state_path),
-        FileLog(settings.log_path),
-        FileSink(settings.sink_path or settings.state_path / "outputs"),
+        source,
+        sink,
         pipelines.load(settings.transform, merge=settings.merge),
         TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
         spark=lambda: session(settings.spark),
@@ -278,6 +321,16 @@ def serve(
     server = ThreadingHTTPServer((address, port), Handler)
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     return server
+
+
+def _kafka(endpoint: Mapping[str, Any], env: Mapping[str, str], role: str) -> KafkaEndpoint | None:
+    """The Kafka endpoint of a `kafka` source or sink, None for other types."""
+    if endpoint.get("type") != "kafka":
+        return None
+    spec = endpoint.get("kafka")
+    if not isinstance(spec, dict) or not spec.get("bootstrapServers") or not spec.get("topic"):
+        raise SetupError(f"STREAMAPP_PIPELINE: the kafka {role} needs kafka.bootstrapServers and kafka.topic")
+    return endpoint_from_spec(spec, env, role)
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

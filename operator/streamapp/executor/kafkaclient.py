@@ -5,7 +5,7 @@ partition and offset, never through a consumer group, because the operator is th
 commit manifest, not Kafka, holds the consumed offsets.
 
 Credentials never appear in the StreamApp: the operator passes the referenced Secret's keys to the pod
-as environment variables (`api.kafka.CREDENTIAL_ENV`), and `credentials` turns them into client
+as environment variables (`api.kafka.credential_env`), and `credentials` turns them into client
 properties here.
 """
 
@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from streamapp.api.kafka import CREDENTIAL_ENV
+from streamapp.api.kafka import credential_env
 
 METADATA_TIMEOUT_S = 30.0
 
@@ -42,11 +42,17 @@ def credentials(env: Mapping[str, str], role: str) -> dict[str, str]:
 
     Only the variables present count, so an endpoint without a Secret gets no properties.
     """
-    return {
-        prop: env[name.format(role=role.upper())]
-        for prop, name in CREDENTIAL_ENV.items()
-        if env.get(name.format(role=role.upper()))
-    }
+    return {prop: env[name] for prop, name in credential_env(role).items() if env.get(name)}
+
+
+def endpoint_from_spec(spec: Mapping[str, Any], env: Mapping[str, str], role: str) -> KafkaEndpoint:
+    """The endpoint a pipeline's `kafka` object describes (wire form), with credentials from `env`."""
+    properties = {str(k): str(v) for k, v in (spec.get("properties") or {}).items()}
+    return KafkaEndpoint(
+        bootstrap_servers=str(spec["bootstrapServers"]),
+        topic=str(spec["topic"]),
+        properties={**properties, **credentials(env, role)},
+    )
 
 
 class PartitionMismatch(ValueError):
