@@ -97,6 +97,9 @@ def test_committed_batches_reach_the_topic_exactly_once(
     )
     third = executor(tmp_path, source, kafka_sink(), "third")
     third.apply(Target(active={0: 3}))
+    expected = inputs(7, 5_000)
+    # Input lag comes from the broker: its end offset minus the committed offset.
+    assert third.status()[0].input_lag == len(expected[0]) - second.status()[0].committed_offset > 0
     third.step()  # takes over: fences the history
     third.step()  # its first batch: initTransactions fences epoch 2's producer, then it publishes
     # The zombie (epoch 2's producer, still holding batches it believes unpublished) publishes nothing.
@@ -105,8 +108,6 @@ def test_committed_batches_reach_the_topic_exactly_once(
     second.run_until_idle()
     assert second.status()[0].fenced_by == 3
     third.run_until_idle()
-
-    expected = inputs(7, 5_000)
     for status in third.status():
         assert status.committed_offset == len(expected[status.partition])
     assert second.status()[1].committed_offset == len(expected[1])
