@@ -115,7 +115,7 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
         "sourceless-path",
         at("spec.pipeline.source", {"type": "file"}),
         "spec.pipeline.source.path",
-        "Required",
+        "a file endpoint needs path",
     ),
     (
         "s3-store",

@@ -32,7 +32,7 @@ SECRET_PROPERTIES = (
 # Set by the executor, because exactly-once and explicit offsets depend on them.
 RESERVED_PROPERTIES = ("bootstrap.servers", "transactional.id", "group.id", "isolation.level")
 TOPIC_PATTERN = "^[a-zA-Z0-9._-]{1,249}$"
-BOOTSTRAP_PATTERN = "^[^,\\s]+:[0-9]+(,[^,\\s]+:[0-9]+)*$"
+BOOTSTRAP_PATTERN = "^[^, ]+:[0-9]+(,[^, ]+:[0-9]+)*$"
 MAX_PROPERTIES = 64
 SECRET_NAME_PATTERN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 
