@@ -36,9 +36,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
 
-## bench: run the benchmarks (data plane, then engine and simulator) and rewrite bench/RESULTS.md
+## bench: run the benchmarks (data plane, Kafka data plane, then engine and simulator) and rewrite bench/RESULTS.md
 bench: $(STAMP)
 	$(PY) bench/dataplane.py --write bench/results/dataplane.md
+	PYTHONPATH=e2e $(PY) bench/kafkabench.py --write bench/results/kafka.md
 	$(PY) bench/run.py --write bench/RESULTS.md
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
