@@ -4,13 +4,15 @@ Structured Streaming's Kafka source, on the same topic, with equal batch sizes; 
 Run `PYTHONPATH=e2e python bench/kafkabench.py --write bench/results/kafka.md` (`make bench` does). It starts the
 test broker (`e2e/kafkabroker`) unless one runs under the cluster directory, and resolves
 `spark-sql-kafka-0-10` from Maven Central through `spark.jars.packages` (cached in
-~/.cache/streamapp/spark-kafka/<spark version>/).
+~/.cache/streamapp/spark-kafka/<connector version>/).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyspark
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -32,6 +33,7 @@ from streamapp.executor.kafkaclient import KafkaEndpoint, ensure_topic
 from streamapp.executor.kafkasink import KafkaSink
 from streamapp.executor.kafkasource import KafkaSource
 from streamapp.executor.layout import StateLayout
+from streamapp.executor.pipeline import keyed_updates
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink, Sink
 from streamapp.executor.spark import SparkSettings, session
@@ -39,6 +41,8 @@ from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"
 PARTITIONS = 2
+# Spark's Kafka connector: the newest release on Maven Central (none for pyspark's own 4.3.0 yet).
+SPARK_KAFKA_VERSION = "4.2.0"
 NOTE = """\
 Same input topic (2 partitions, keyed records produced once before the runs), same pipeline (a keyed
 running count, every updated row written out), same SparkSession (`local[*]`). A StreamApp batch covers
@@ -60,7 +64,7 @@ class Scenario:
 
 def spark_with_kafka() -> SparkSession:
     """The bench's session, with Spark's Kafka connector for the Structured Streaming side."""
-    version = pyspark.__version__
+    version = SPARK_KAFKA_VERSION
     ivy = cache_base() / "spark-kafka" / version / "ivy"
     ivy.mkdir(parents=True, exist_ok=True)
     conf = {
@@ -145,6 +149,54 @@ def run_structured_streaming(
     )
 
 
+SOURCE_NOTE = """\
+One partition's offsets `[0, n)` read and run through the same transform and Spark-side combine
+(`keyed_updates` of the count pipeline), median of 3 reads after one warm-up: the Python client
+(librdkafka → Arrow → `createDataFrame`, what the executor uses) against Spark's Kafka batch source
+(`spark.read.format("kafka")` with `assign` and explicit `startingOffsets`/`endingOffsets`)."""
+
+
+def source_reads(spark: SparkSession, bootstrap: str, topic: str, sizes: list[int]) -> list[str]:
+    """Rows of the per-batch read comparison (see SOURCE_NOTE)."""
+    pipeline = pipelines.load(COUNTS)
+    client = KafkaSource(KafkaEndpoint(bootstrap, topic))
+
+    def spark_batch(size: int) -> None:
+        frame = (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("assign", json.dumps({topic: [0]}))
+            .option("startingOffsets", json.dumps({topic: {"0": 0}}))
+            .option("endingOffsets", json.dumps({topic: {"0": size}}))
+            .load()
+            .select(
+                "offset",
+                "timestamp",
+                F.col("key").cast("string").alias("key"),
+                F.col("value").cast("string").alias("value"),
+            )
+        )
+        keyed_updates(pipeline, frame)
+
+    def ours(size: int) -> None:
+        keyed_updates(pipeline, client.read(spark, 0, 0, size))
+
+    rows = []
+    for size in sizes:
+        medians = []
+        for read in (ours, spark_batch):
+            read(size)
+            times = []
+            for _ in range(3):
+                began = time.perf_counter()
+                read(size)
+                times.append(1000 * (time.perf_counter() - began))
+            medians.append(statistics.median(times))
+        rows.append(f"| {size:,} | {medians[0]:,.0f} | {medians[1]:,.0f} |")
+    client.close()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", type=Path, help="also write the Markdown to this file")
@@ -166,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Produced by `.venv/bin/{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
         "",
-        f"Machine: {machine()}. Broker: one local KRaft node (e2e/kafkabroker) on the same machine.",
+        f"Machine: {machine()}; spark-sql-kafka-0-10 {SPARK_KAFKA_VERSION}. Broker: one local KRaft node (e2e/kafkabroker) on the same machine.",
         "",
         "The machine was shared with concurrent builds and tests, so absolute figures move by tens of percent",
         "between runs; the comparisons within one run (same topic, same session, back to back) are what",
@@ -179,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "| scenario | system | records/batch | batches | p50 ms/batch | p95 ms/batch | records/s |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
+    last_topic = ""
     try:
         for scenario in scenarios:
             topic = f"bench-{uuid.uuid4().hex[:8]}"
@@ -191,6 +244,18 @@ def main(argv: list[str] | None = None) -> int:
                 run_structured_streaming(spark, case, bootstrap, topic, scenario),
             ]
             lines += [run.row() for run in runs]
+            last_topic = topic
+        sizes = [1_000 // scale, 10_000 // scale, 50_000 // scale]
+        lines += [
+            "",
+            "## Reading one micro-batch: Python client vs Spark's Kafka batch source",
+            "",
+            SOURCE_NOTE,
+            "",
+            "| records | Python client (ms) | Spark Kafka batch source (ms) |",
+            "|---:|---:|---:|",
+            *source_reads(spark, bootstrap, last_topic, sizes),
+        ]
     finally:
         shutil.rmtree(root, ignore_errors=True)
         if started_here:
