@@ -64,8 +64,9 @@ helm: $(STAMP)
 image: $(STAMP) system-packages
 	$(PY) e2e/image.py build
 
-## system-packages: the Debian packages the image build needs, installed when missing (as root)
-SYSTEM_PACKAGES := podman runc mmdebstrap
+## system-packages: the Debian packages the image build (podman, runc, mmdebstrap) and the Kafka test broker
+## (maven resolves its jars; it brings a JRE) need, installed when missing (as root)
+SYSTEM_PACKAGES := podman runc mmdebstrap maven
 system-packages:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -81,7 +82,7 @@ cluster-down: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m kafkabroker down
 
 ## kafka-up: start the test Kafka broker (KRaft, jars from Maven Central cached in ~/.cache/streamapp/kafka)
-kafka-up: $(STAMP)
+kafka-up: $(STAMP) system-packages
 	PYTHONPATH=e2e $(PY) -m kafkabroker up
 
 clean:
