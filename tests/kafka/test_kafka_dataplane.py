@@ -115,3 +115,28 @@ def test_committed_batches_reach_the_topic_exactly_once(
     assert checks.differences(layout, expected, published) == []
     assert len(published) > 0
     source.close()
+
+
+def test_the_at_least_once_mode_publishes_every_committed_batch_without_transactions(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    source_topic, sink_topic = topics(kafka_bootstrap)
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=5, start=0, count=2_000, keys=50)
+    source = KafkaSource(source_topic)
+    layout = StateLayout(tmp_path / "state")
+    plain = KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False)
+    first = executor(tmp_path, source, plain, "first")
+    first.apply(Target(active={0: 1, 1: 1}))
+    first.run_until_idle()
+    # A restarted owner resumes from the marker: nothing is published twice when nothing crashed.
+    second = executor(
+        tmp_path, source, KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False), "2nd"
+    )
+    second.apply(Target(active={0: 2, 1: 2}))
+    records.produce(
+        kafka_bootstrap, source_topic.topic, PARTITIONS, seed=5, start=2_000, count=1_000, keys=50
+    )
+    second.run_until_idle()
+    published = records.read_all(kafka_bootstrap, sink_topic.topic)
+    assert checks.differences(layout, inputs(5, 3_000), published) == []
+    source.close()
