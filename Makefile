@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo test unit lint bench chaos crds cluster-up cluster-down k8s-binaries helm image system-packages clean
+.PHONY: demo test unit lint bench chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,11 +36,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
 
-## bench: run the benchmarks (data plane, local stores, shared stores, then engine and simulator) and rewrite bench/RESULTS.md
+## bench: run the benchmarks (data plane, local stores, shared stores, Kafka, then engine and simulator) and rewrite bench/RESULTS.md
 bench: $(STAMP)
 	$(PY) bench/dataplane.py --write bench/results/dataplane.md
 	$(PY) bench/localstores.py --write bench/results/localstores.md
 	$(PY) bench/stores.py --write bench/results/stores.md
+	PYTHONPATH=e2e $(PY) bench/kafkabench.py --write bench/results/kafka.md
 	$(PY) bench/run.py --write bench/RESULTS.md
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
@@ -65,8 +66,9 @@ helm: $(STAMP)
 image: $(STAMP) system-packages
 	$(PY) e2e/image.py build
 
-## system-packages: the Debian packages the image build needs, installed when missing (as root)
-SYSTEM_PACKAGES := podman runc mmdebstrap
+## system-packages: the Debian packages the image build (podman, runc, mmdebstrap) and the Kafka test broker
+## (maven resolves its jars; it brings a JRE) need, installed when missing (as root)
+SYSTEM_PACKAGES := podman runc mmdebstrap maven
 system-packages:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -80,6 +82,11 @@ cluster-up: $(STAMP) k8s-binaries
 cluster-down: $(STAMP)
 	$(PY) e2e/cluster.py down
 	PYTHONPATH=e2e $(PY) -m s3server down
+	PYTHONPATH=e2e $(PY) -m kafkabroker down
+
+## kafka-up: start the test Kafka broker (KRaft, jars from Maven Central cached in ~/.cache/streamapp/kafka)
+kafka-up: $(STAMP) system-packages
+	PYTHONPATH=e2e $(PY) -m kafkabroker up
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache .mypy_cache .ruff_cache .hypothesis

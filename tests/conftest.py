@@ -49,3 +49,20 @@ def s3_uri(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     bucket = f"t-{uuid.uuid4().hex[:20]}"
     s3store.client_from_env().create_bucket(Bucket=bucket)
     return f"s3://{bucket}/app"
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """A real Kafka broker (KRaft, e2e/kafkabroker) for the session: its bootstrap address.
+
+    Reuses one that `python -m kafkabroker up` left running under the cluster directory; one it
+    started is stopped at the end (`make cluster-down` stops a leftover one too).
+    """
+    from kafkabroker.broker import KafkaBroker
+
+    broker = KafkaBroker()
+    started_here = not broker.is_running()
+    bootstrap = broker.up()
+    yield bootstrap
+    if started_here:
+        broker.down()

@@ -126,7 +126,7 @@ def test_sample_manifest_is_a_valid_app() -> None:
                     "stateStore": {"uri": "file:///s"},
                 }
             ),
-            "spec.pipeline.source.type",
+            "spec.pipeline.source.kafka",
         ),
         (
             app(

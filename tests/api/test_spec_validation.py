@@ -40,8 +40,25 @@ def named(name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("body", "path"),
     [
-        (pipeline(source={"type": "kafka", "path": "/in"}), "spec.pipeline.source.type"),
-        (pipeline(sink={"type": "kafka", "path": "/out"}), "spec.pipeline.sink.type"),
+        (pipeline(source={"type": "kafka", "path": "/in"}), "spec.pipeline.source.kafka"),
+        (pipeline(sink={"type": "kafka", "path": "/out"}), "spec.pipeline.sink.kafka"),
+        (
+            pipeline(source={"type": "kafka", "kafka": {"bootstrapServers": "b:9092", "topic": "t/x"}}),
+            "spec.pipeline.source.kafka.topic",
+        ),
+        (
+            pipeline(
+                source={
+                    "type": "kafka",
+                    "kafka": {
+                        "bootstrapServers": "b:9092",
+                        "topic": "t",
+                        "properties": {"sasl.password": "x"},
+                    },
+                }
+            ),
+            "spec.pipeline.source.kafka.properties",
+        ),
         (pipeline(source={"type": "file", "path": "in"}), "spec.pipeline.source.path"),
         (pipeline(stateStore={"uri": "gs://bucket/state"}), "spec.pipeline.stateStore.uri"),
         (pipeline(stateStore={"uri": "s3://B/state"}), "spec.pipeline.stateStore.uri"),
@@ -166,4 +183,4 @@ def test_the_crd_declares_the_bounds_and_closes_the_pipeline() -> None:
         for key in ("source", "sink", "stateStore")
     )
     kinds = pipeline_schema["properties"]["source"]["properties"]["type"]["x-kubernetes-validations"]
-    assert [rule["rule"] for rule in kinds] == ["self in ['file']"]
+    assert [rule["rule"] for rule in kinds] == ["self in ['file', 'kafka']"]

@@ -47,7 +47,7 @@ def test_an_s3_state_store_is_taken_as_its_uri() -> None:
         ({"STREAMAPP_PIPELINE": "{not json"}, "not valid JSON"),
         (
             {"STREAMAPP_PIPELINE": json.dumps({"source": {"type": "kafka", "uri": "kafka://b/t"}})},
-            "file source",
+            "needs kafka.bootstrapServers",
         ),
         (
             {

@@ -8,12 +8,12 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from dataplane_checks import check_partition, executor_for
 from pyspark.sql import SparkSession
 
 from streamapp.api.streamapp import LocalStoreKind
+from streamapp.executor import changelog
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
@@ -51,7 +51,7 @@ def stop(executor: Executor) -> None:
 def rows_after(layout: StateLayout, seq: int) -> int:
     """Rows in the segments of the accepted manifests after `seq`: what a resume must replay."""
     return sum(
-        pq.read_metadata(layout.resolve(name)).num_rows
+        changelog.read_table(layout, name).num_rows
         for found in accepted_manifests(layout, 0)
         if found.seq > seq
         for name in found.segments

@@ -116,7 +116,7 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
                     "stateStore": {"uri": "file:///s"},
                 }
             },
-            "kafka endpoints are not implemented yet",
+            "a kafka endpoint needs kafka (bootstrapServers and topic)",
         ),
     ],
 )

@@ -76,16 +76,22 @@ def rename(name: str) -> Mutation:
 # (id, mutation, field named in the message, reason in the message)
 REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
     (
-        "kafka-source",
+        "kafka-source-without-topic",
         at("spec.pipeline.source.type", "kafka"),
-        "spec.pipeline.source.type",
-        "kafka endpoints are not implemented yet",
+        "spec.pipeline.source.kafka",
+        "a kafka endpoint needs kafka (bootstrapServers and topic)",
     ),
     (
         "kafka-sink",
-        at("spec.pipeline.sink", {"type": "kafka", "path": "/out"}),
-        "spec.pipeline.sink.type",
-        "kafka endpoints are not implemented yet",
+        at(
+            "spec.pipeline.sink",
+            {
+                "type": "kafka",
+                "kafka": {"bootstrapServers": "b:1", "topic": "t", "properties": {"sasl.password": "p"}},
+            },
+        ),
+        "spec.pipeline.sink.kafka.properties",
+        "secrets go in credentials (a Secret reference), never in properties",
     ),
     (
         "ftp-source",
@@ -109,7 +115,7 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
         "sourceless-path",
         at("spec.pipeline.source", {"type": "file"}),
         "spec.pipeline.source.path",
-        "Required",
+        "a file endpoint needs path",
     ),
     (
         "gs-store",

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators
@@ -25,6 +24,7 @@ from localcluster.waiting import wait_for
 from processnode import procfs
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name, state_claim_name
+from streamapp.executor import changelog
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import CHECKPOINT, Checkpoint
@@ -38,7 +38,7 @@ KEYS = 20_000
 def rows_after(state: StateLayout, partition: int, seq: int) -> int:
     """Rows in the segments committed after `seq`: what a resume from a checkpoint at `seq` replays."""
     return sum(
-        pq.read_metadata(state.resolve(name)).num_rows
+        changelog.read_table(state, name).num_rows
         for found in accepted_manifests(state, partition)
         if found.seq > seq
         for name in found.segments

@@ -62,7 +62,7 @@ def field_schema(field: dataclasses.Field[Any], tp: Any, meta: Prop, key: str) -
     for keyword, value in (
         ("format", meta.format),
         ("maxLength", meta.max_length),
-        ("maxItems", meta.max_items),
+        ("maxProperties" if schema.get("type") == "object" else "maxItems", meta.max_items),
     ):
         if value is not None:
             schema[keyword] = value

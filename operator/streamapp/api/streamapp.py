@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from streamapp.api.conditions import Condition, ConditionType
 from streamapp.api.fields import Rule, ValidationError, model_rules, prop
+from streamapp.api.kafka import KafkaTopic
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
@@ -49,8 +50,8 @@ S3_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 IMAGE_PATTERN = "^[!-~]+$"
 
 # Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
-# server skips CEL rules once an enum fails, and its enum message cannot say that kafka is only planned.
-ENDPOINT_TYPES = ("file",)
+# server skips CEL rules once an enum fails.
+ENDPOINT_TYPES = ("file", "kafka")
 MemberPhase = Literal["Starting", "Ready", "Lost", "Draining"]
 # How each task keeps its state on the member's volume (the executor's `localstate`).
 LocalStoreKind = Literal["memory", "lmdb"]
@@ -58,26 +59,39 @@ LocalStoreKind = Literal["memory", "lmdb"]
 
 @dataclass(frozen=True, kw_only=True)
 class Endpoint(Model):
-    """Where records come from or go to: a file-based partitioned log in a directory (no external service).
+    """Where records come from or go to: a file-based partitioned log in a directory (no external
+    service), or a Kafka topic (`kafka`)."""
 
-    Kafka sources and sinks are designed (DESIGN.md §6) but not implemented, so they are refused rather
-    than accepted and then crash-looped (source) or ignored (sink).
-    """
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            "self.type != 'file' || has(self.path)",
+            "a file endpoint needs path",
+            lambda e: e.type != "file" or e.path is not None,
+            ".path",
+        ),
+        Rule(
+            "self.type != 'kafka' || has(self.kafka)",
+            "a kafka endpoint needs kafka (bootstrapServers and topic)",
+            lambda e: e.type != "kafka" or e.kafka is not None,
+            ".kafka",
+        ),
+    )
 
     type: str = field(
         metadata=prop(
-            "file (a partitioned log in a directory); kafka is not implemented yet.",
+            "file (a partitioned log in a directory) or kafka (a topic).",
             max_length=64,
             rules=(
                 Rule(
                     f"self in {list(ENDPOINT_TYPES)}",
-                    f"type must be one of {', '.join(ENDPOINT_TYPES)}: kafka endpoints are not implemented yet",
+                    f"type must be one of {', '.join(ENDPOINT_TYPES)}",
                     lambda t: t in ENDPOINT_TYPES,
                 ),
             ),
         )
     )
-    path: str = field(
+    path: str | None = field(
+        default=None,
         metadata=prop(
             "Absolute directory of a file log (partitions under p=<P>/), as mounted in the executor pods.",
             max_length=MAX_PATH_LENGTH,
@@ -88,8 +102,9 @@ class Endpoint(Model):
                     lambda p: p.startswith("/"),
                 ),
             ),
-        )
+        ),
     )
+    kafka: KafkaTopic | None = field(default=None, metadata=prop("The topic of a kafka endpoint."))
     options: dict[str, Any] | None = field(
         default=None, metadata=prop("Adapter-specific options, passed to the executor as they are.")
     )

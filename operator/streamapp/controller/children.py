@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamapp.api.fields import ValidationError
+from streamapp.api.kafka import secret_env
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import (
     APP_LABEL,
@@ -257,7 +258,13 @@ def _env(app: StreamApp, member: int) -> list[dict[str, Any]]:
         ("STREAMAPP_HTTP_ADDRESS", "status.podIP"),
     ):
         env.append({"name": var, "valueFrom": {"fieldRef": {"fieldPath": path}}})
-    return env + s3_env(spec.pipeline.state_store)
+    sink = spec.pipeline.sink.kafka if spec.pipeline.sink else None
+    return (
+        env
+        + s3_env(spec.pipeline.state_store)
+        + secret_env(spec.pipeline.source.kafka, "source")
+        + secret_env(sink, "sink")
+    )
 
 
 def s3_env(store: StateStore) -> list[dict[str, Any]]:

@@ -33,12 +33,21 @@ from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.api.streamapp import LocalStoreKind
 from streamapp.executor import blobstore
 from streamapp.executor import pipeline as pipelines
+from streamapp.executor.blobstore import BlobStore
+from streamapp.executor.kafkaclient import (
+    KafkaEndpoint,
+    PartitionMismatch,
+    check_partitions,
+    endpoint_from_spec,
+)
+from streamapp.executor.kafkasink import KafkaSink
+from streamapp.executor.kafkasource import KafkaSource
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import STORE_KINDS, LocalState, LocalStateError
 from streamapp.executor.membership import MembershipClient
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import FileLog
+from streamapp.executor.sink import FileSink, Sink
+from streamapp.executor.source import FileLog, Source
 from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.task import Role, TaskConfig
 from streamapp.rebalance.config import parse_duration
@@ -65,12 +74,16 @@ class PodSettings:
     transform: str
     merge: str | None
     lateness: float | None
-    log_path: Path
+    log_path: Path | None
     sink_path: Path | None
     state_uri: str
     local_path: Path | None
     local_store: LocalStoreKind
     spark: SparkSettings
+    partitions: int = 0
+    kafka_source: KafkaEndpoint | None = None
+    kafka_sink: KafkaEndpoint | None = None
+    exactly_once: bool = True
 
     @staticmethod
     def from_env(env: Mapping[str, str]) -> PodSettings:
@@ -78,15 +91,18 @@ class PodSettings:
         pipeline = _json(env, "STREAMAPP_PIPELINE")
         conf = {str(k): str(v) for k, v in _json(env, "STREAMAPP_SPARK_CONF").items()}
         source = pipeline.get("source") or {}
-        if source.get("type", "file") != "file" or not source.get("path"):
-            raise SetupError("STREAMAPP_PIPELINE: only a file source with a path is supported so far")
+        kafka_source = _kafka(source, env, "source")
+        if kafka_source is None and (source.get("type", "file") != "file" or not source.get("path")):
+            raise SetupError("STREAMAPP_PIPELINE: the source must be a file source with a path or kafka")
         state_uri = str((pipeline.get("stateStore") or {}).get("uri", ""))
         store = urlparse(state_uri)
         if not (store.scheme == "s3" and store.netloc) and not (store.scheme in ("", "file") and store.path):
             raise SetupError(
                 "STREAMAPP_PIPELINE: stateStore.uri must be s3://bucket/prefix or a file:// path"
             )
-        sink = (pipeline.get("sink") or {}).get("path")
+        sink_spec = pipeline.get("sink") or {}
+        kafka_sink = _kafka(sink_spec, env, "sink")
+        sink = sink_spec.get("path")
         local_store = pipeline.get("localStore", "memory")
         if local_store not in STORE_KINDS:
             raise SetupError(f"STREAMAPP_PIPELINE: localStore must be one of {', '.join(STORE_KINDS)}")
@@ -104,13 +120,40 @@ class PodSettings:
                 if pipeline.get("allowedLateness")
                 else None
             ),
-            log_path=Path(source["path"]),
+            log_path=Path(source["path"]) if kafka_source is None else None,
             sink_path=Path(sink) if sink else None,
             state_uri=state_uri,
             local_path=Path(local) if local else None,
             local_store=local_store,
             spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
+            partitions=int(env.get("STREAMAPP_PARTITIONS") or 0),
+            kafka_source=kafka_source,
+            kafka_sink=kafka_sink,
+            exactly_once=bool((sink_spec.get("kafka") or {}).get("exactlyOnce", True)),
         )
+
+    def source(self) -> Source:
+        """The input: a Kafka topic whose partition count must equal the app's, or the file log."""
+        if self.kafka_source is None:
+            if self.log_path is None:
+                raise SetupError("STREAMAPP_PIPELINE: the source has neither a path nor kafka")
+            return FileLog(self.log_path)
+        try:
+            check_partitions(self.kafka_source, self.partitions)
+        except PartitionMismatch as error:
+            raise SetupError(str(error)) from error
+        return KafkaSource(self.kafka_source)
+
+    def state(self) -> BlobStore:
+        """The shared state store the pipeline names."""
+        return blobstore.open_uri(self.state_uri)
+
+    def sink(self) -> Sink:
+        """Where outputs go: a Kafka topic (published after each commit), or Parquet files."""
+        if self.kafka_sink is None:
+            return FileSink(self.sink_path or self.state().child("outputs"))
+        layout = StateLayout(self.state())
+        return KafkaSink(self.kafka_sink, layout, self.app, self.partitions, transactional=self.exactly_once)
 
 
 class RuntimeDataPlane:
@@ -216,11 +259,15 @@ def run(args: argparse.Namespace) -> int:
     except (SetupError, ValueError, ImportError, AttributeError, LocalStateError) as error:
         log.error("cannot start: %s", error)
         return 2
-    state = blobstore.open_uri(settings.state_uri)
+    try:
+        source, sink = settings.source(), settings.sink()
+    except SetupError as error:
+        log.error("cannot start: %s", error)
+        return 2
     executor = Executor(
-        StateLayout(state),
-        FileLog(settings.log_path),
-        FileSink(settings.sink_path or state.child("outputs")),
+        StateLayout(settings.state()),
+        source,
+        sink,
         pipeline,
         TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
         spark=lambda: session(settings.spark),
@@ -321,6 +368,16 @@ def serve(
     server = ThreadingHTTPServer((address, port), Handler)
     threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
     return server
+
+
+def _kafka(endpoint: Mapping[str, Any], env: Mapping[str, str], role: str) -> KafkaEndpoint | None:
+    """The Kafka endpoint of a `kafka` source or sink, None for other types."""
+    if endpoint.get("type") != "kafka":
+        return None
+    spec = endpoint.get("kafka")
+    if not isinstance(spec, dict) or not spec.get("bootstrapServers") or not spec.get("topic"):
+        raise SetupError(f"STREAMAPP_PIPELINE: the kafka {role} needs kafka.bootstrapServers and kafka.topic")
+    return endpoint_from_spec(spec, env, role)
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

@@ -30,6 +30,7 @@ from streamapp.executor.localstate import LocalState
 from streamapp.executor.manifest import Conflict, Fenced, Head, Kind, Manifest
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
+from streamapp.executor.publisher import Publisher
 from streamapp.executor.replica import Replica
 from streamapp.executor.sink import Sink
 from streamapp.executor.source import Source
@@ -256,6 +257,7 @@ class Task:
         """
         if self.replica.catch_up() and self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
+        self._publish()
         start = self.head.offset
         end = min(self.ctx.source.end_offset(self.partition), start + self.ctx.config.max_batch_records)
         self.backlog = max(0, end - start)
@@ -278,6 +280,7 @@ class Task:
         self.replica.apply_own(committed, changed)
         if self.expiry is not None:
             self.expiry.observe(key for key, value in changed.items() if value is not None)
+        self._publish()
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         self.batches_since_snapshot += 1
@@ -309,6 +312,12 @@ class Task:
             raise
         faults.reached("batch.committed")
         return committed
+
+    def _publish(self) -> None:
+        """Let a publishing sink (Kafka) publish what is committed: right after each commit, and before
+        each batch so a new owner first republishes what its predecessor committed but never published."""
+        if isinstance(self.ctx.sink, Publisher):
+            self.ctx.sink.publish(self.partition, self.epoch, self.head)
 
     def sweep(self) -> None:
         """Remove the files of attempts that lost or died at every sequence decided since the last

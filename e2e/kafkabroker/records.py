@@ -1,0 +1,96 @@
+"""Input produced to, and output read back from, the test broker.
+
+Input records are the same pure function of (seed, index) as the file log generator's
+(`streamapp.executor.generate.make_records`), each sent to partition crc32(key) mod partitions, so a
+key always lands in one task. Output is read with `read_committed`, as the exactly-once contract states.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from streamapp.executor.generate import make_records
+
+READ_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Record:
+    partition: int
+    offset: int
+    key: str
+    value: str
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    def header(self, name: str) -> str:
+        return next(value.decode() for key, value in self.headers if key == name)
+
+
+def produce(
+    bootstrap: str, topic: str, partitions: int, seed: int, start: int, count: int, keys: int
+) -> None:
+    """Records `start .. start+count-1` of the seeded stream, flushed before returning."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    names, values = make_records(seed, start, count, keys)
+    for key, value in zip(names, values, strict=True):
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, partition=zlib.crc32(key.encode()) % partitions)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    if producer.flush(READ_TIMEOUT_S) > 0:
+        raise TimeoutError(f"input to {topic} not delivered")
+
+
+def read_all(bootstrap: str, topic: str, committed: bool = True) -> list[Record]:
+    """Every readable record of every partition of `topic`, in offset order per partition."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "streamapp-test-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=READ_TIMEOUT_S).topics[topic].partitions
+        ends = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), READ_TIMEOUT_S, cached=False)
+            if high > low:
+                ends[p] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        found: list[Record] = []
+        waiting = set(ends)
+        while waiting:
+            message = consumer.poll(READ_TIMEOUT_S)
+            if message is None:
+                raise TimeoutError(f"reading {topic}: partitions {sorted(waiting)} not at their end")
+            error = message.error()
+            partition = message.partition() or 0
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(str(error))
+                if (message.offset() or 0) >= ends[partition]:
+                    waiting.discard(partition)
+                continue
+            found.append(_record(message))
+        return found
+    finally:
+        consumer.close()
+
+
+def _record(message: object) -> Record:
+    key, value = message.key(), message.value()  # type: ignore[attr-defined]
+    return Record(
+        partition=message.partition(),  # type: ignore[attr-defined]
+        offset=message.offset(),  # type: ignore[attr-defined]
+        key=key.decode() if key is not None else "",
+        value=value.decode() if value is not None else "",
+        headers=tuple(message.headers() or ()),  # type: ignore[attr-defined]
+    )

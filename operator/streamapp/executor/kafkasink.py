@@ -1,0 +1,275 @@
+"""A Kafka topic as the sink, exactly-once as seen by a `read_committed` consumer.
+
+The commit manifest stays the commit point. `write` stages a batch's rows as a Parquet file (a
+`FileSink` under the state path) that the manifest names, exactly as for a file sink. Once the manifest
+is published, the owning task calls `publish` (`Publisher`): in one Kafka transaction the sink produces
+the rows of every committed-but-unpublished batch to the output topic plus a *marker* record to the
+marker topic holding the manifest head (seq, input offset, epoch) it published through. So:
+
+* outputs and the marker commit atomically: a marker never claims a batch whose records are not
+  visible, and visible records always have their marker;
+* `transactional.id` is per task (app, topic, partition): a new owner's `initTransactions` aborts
+  whatever the old owner had open and fences its producer, whose next commit fails;
+* after its own `initTransactions` a publisher reads the last committed marker (nothing can commit
+  under that id any more without fencing it), then walks the manifest history from there with the
+  same rules as every reader (`manifest.advance`): refused zombie manifests are never published and
+  accepted ones are published once, in order.
+
+A fenced publisher raises `Conflict`: the task catches up, and if a higher epoch owns the partition it
+stops (it was the zombie); if not, the next publish re-initialises and fences the other producer.
+Staging files are deleted once their transaction committed.
+
+`transactional=False` is the at-least-once mode for clusters without transactions (or readers that do
+not use `read_committed`): outputs are flushed before the marker, so a crash between the two, or a
+zombie still publishing, repeats batches; nothing is lost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from streamapp.executor import manifest as manifests
+from streamapp.executor.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Conflict, Head, Kind, Manifest
+from streamapp.executor.sink import FileSink
+
+MAX_BATCHES_PER_TRANSACTION = 50
+MARKER_WINDOW = 64
+TRANSACTION_TIMEOUT_S = 60.0
+
+
+def marker_topic(topic: str) -> str:
+    """Where the markers of an output topic live (one record per published transaction)."""
+    return f"{topic}.streamapp-markers"
+
+
+def marker_key(app: str, partition: int) -> bytes:
+    return f"{app}/{partition}".encode()
+
+
+def encode_marker(head: Head) -> bytes:
+    return json.dumps({"seq": head.seq, "offset": head.offset, "epoch": head.epoch}).encode()
+
+
+def decode_marker(data: bytes) -> Head:
+    body = json.loads(data)
+    return Head(seq=int(body["seq"]), offset=int(body["offset"]), epoch=int(body["epoch"]))
+
+
+def output_records(rows: pa.Table) -> list[tuple[bytes, bytes]]:
+    """(key, value) of each output row; pure. Values are JSON (a number, or a quoted string)."""
+    keys = rows.column("key").to_pylist()
+    values = rows.column("value").to_pylist()
+    return [(str(k).encode(), json.dumps(v).encode()) for k, v in zip(keys, values, strict=True)]
+
+
+@dataclass
+class _Channel:
+    """One partition's producer, the owner epoch it serves and what is published so far."""
+
+    producer: Producer
+    epoch: int
+    published: Head
+
+
+class KafkaSink:
+    """Stage outputs as files (the `Sink`), publish committed batches to Kafka (the `Publisher`)."""
+
+    def __init__(
+        self,
+        endpoint: KafkaEndpoint,
+        layout: StateLayout,
+        app: str,
+        partitions: int,
+        transactional: bool = True,
+    ) -> None:
+        self.endpoint = endpoint
+        self.layout = layout
+        self.app = app
+        self.partitions = partitions
+        self.transactional = transactional
+        self.staging = FileSink(layout.store.child("kafka-staging"))
+        self.markers = KafkaEndpoint(
+            endpoint.bootstrap_servers, marker_topic(endpoint.topic), endpoint.properties
+        )
+        self._channels: dict[int, _Channel] = {}
+        self._marker_topic_ready = False
+
+    def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
+        return self.staging.write(partition, seq, epoch, rows)
+
+    def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
+        self.staging.settle(partition, decided)
+
+    def publish(self, partition: int, epoch: int, head: Head) -> int:
+        channel = self._channel(partition, epoch)
+        published = 0
+        while channel.published.seq < head.seq:
+            batches, through = self._pending(partition, channel.published, head.seq)
+            self._send(channel, partition, batches, through)
+            channel.published = through
+            published += len(batches)
+            for batch in batches:
+                self._drop_staged(batch)
+        return published
+
+    def _channel(self, partition: int, epoch: int) -> _Channel:
+        """The partition's producer for this owner epoch, created (and fencing older ones) when new."""
+        channel = self._channels.get(partition)
+        if channel is not None and channel.epoch == epoch:
+            return channel
+        if channel is not None:
+            self._close(partition)
+        if not self._marker_topic_ready:
+            ensure_topic(self.markers, self.partitions, **{"cleanup.policy": "compact"})
+            self._marker_topic_ready = True
+        producer = Producer(self._producer_config(partition))
+        try:
+            if self.transactional:
+                producer.init_transactions(TRANSACTION_TIMEOUT_S)
+            published = self.last_marker(partition)
+        except KafkaException as error:
+            raise Conflict(f"partition {partition}: Kafka producer not ready: {error}") from error
+        channel = _Channel(producer, epoch, published)
+        self._channels[partition] = channel
+        return channel
+
+    def _producer_config(self, partition: int) -> dict[str, Any]:
+        fixed: dict[str, Any] = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}
+        if self.transactional:
+            fixed["transactional.id"] = f"streamapp.{self.app}.{self.endpoint.topic}.{partition}"
+            fixed["transaction.timeout.ms"] = int(TRANSACTION_TIMEOUT_S * 1000)
+        return self.endpoint.config(**fixed)
+
+    def _pending(self, partition: int, published: Head, last: int) -> tuple[list[Manifest], Head]:
+        """Accepted batch manifests after `published` (up to `last`, bounded) and the head after them."""
+        head = published
+        batches: list[Manifest] = []
+        while head.seq < last and len(batches) < MAX_BATCHES_PER_TRANSACTION:
+            found = manifests.read(self.layout, partition, head.next_seq)
+            if found is None:
+                raise RuntimeError(
+                    f"partition {partition}: manifest {head.next_seq} missing below head {last}"
+                )
+            step = manifests.advance(head, found)
+            head = step.head
+            if step.accepted and found.kind is Kind.BATCH:
+                batches.append(found)
+        return batches, head
+
+    def _send(self, channel: _Channel, partition: int, batches: list[Manifest], through: Head) -> None:
+        """Produce the batches' rows and the marker: in one transaction, or (at-least-once) in order."""
+        producer = channel.producer
+        try:
+            if self.transactional:
+                producer.begin_transaction()
+            for batch in batches:
+                self._produce_batch(producer, partition, batch)
+            if not self.transactional:
+                self._flush(producer)
+            producer.produce(
+                self.markers.topic,
+                key=marker_key(self.app, partition),
+                value=encode_marker(through),
+                partition=partition % self.partitions,
+            )
+            if self.transactional:
+                producer.commit_transaction(TRANSACTION_TIMEOUT_S)
+            else:
+                self._flush(producer)
+        except (KafkaException, FileNotFoundError) as error:
+            self._close(partition)
+            raise Conflict(
+                f"partition {partition}: publishing through seq {through.seq} failed: {error}"
+            ) from error
+
+    def _produce_batch(self, producer: Producer, partition: int, batch: Manifest) -> None:
+        headers: list[tuple[str, str | bytes | None]] = [
+            ("streamapp.task", str(partition).encode()),
+            ("streamapp.seq", str(batch.seq).encode()),
+        ]
+        for name in batch.outputs:
+            for key, value in output_records(pq.read_table(pa.BufferReader(self.staging.store.get(name)))):
+                while True:
+                    try:
+                        producer.produce(self.endpoint.topic, key=key, value=value, headers=headers)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)  # the local queue is full: let deliveries drain it
+            producer.poll(0)
+
+    @staticmethod
+    def _flush(producer: Producer) -> None:
+        if producer.flush(TRANSACTION_TIMEOUT_S) > 0:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "records not delivered in time"))
+
+    def _drop_staged(self, batch: Manifest) -> None:
+        for name in batch.outputs:
+            self.staging.store.delete(name)
+
+    def _close(self, partition: int) -> None:
+        channel = self._channels.pop(partition, None)
+        if channel is not None:
+            channel.producer.flush(0)
+
+    def last_marker(self, partition: int) -> Head:
+        """The head of the newest committed marker of this app's partition, `Head()` when none.
+
+        Reads backwards from the partition's stable end in windows, so it costs one window when this
+        app alone writes the marker partition.
+        """
+        consumer = Consumer(
+            self.markers.config(
+                **{
+                    "group.id": f"streamapp-markers-{self.app}",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "enable.partition.eof": True,
+                }
+            )
+        )
+        key = marker_key(self.app, partition)
+        where = TopicPartition(self.markers.topic, partition % self.partitions)
+        try:
+            low, end = consumer.get_watermark_offsets(where, timeout=METADATA_TIMEOUT_S, cached=False)
+            while end > low:
+                start = max(low, end - MARKER_WINDOW)
+                found = _last_value(consumer, where, start, end, key)
+                if found is not None:
+                    return decode_marker(found)
+                end = start
+            return Head()
+        finally:
+            consumer.close()
+
+
+def _last_value(consumer: Consumer, where: TopicPartition, start: int, end: int, key: bytes) -> bytes | None:
+    """The value of the last record with `key` in offsets `[start, end)` of one partition."""
+    consumer.assign([TopicPartition(where.topic, where.partition, start)])
+    found: bytes | None = None
+    while True:
+        message = consumer.poll(METADATA_TIMEOUT_S)
+        if message is None:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"reading markers of {where.topic}"))
+        error = message.error()
+        if error is not None:
+            if error.code() == KafkaError._PARTITION_EOF:
+                break
+            raise KafkaException(error)
+        offset = message.offset() or 0
+        if offset >= end:
+            break
+        if message.key() == key:
+            found = message.value()
+        if offset >= end - 1:
+            break
+    consumer.unassign()
+    return found

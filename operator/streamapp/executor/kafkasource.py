@@ -1,0 +1,120 @@
+"""A Kafka topic as the `Source`: partition P of the topic is task P's input, read by explicit offsets.
+
+Each read assigns the one partition at `start` (no consumer group, no committed offsets: the commit
+manifest holds the position) and consumes until `end`, building the record columns as Arrow, which
+Spark takes without a per-row conversion. `end_offset` asks the broker for the last stable offset
+(`isolation.level=read_committed`), so transactional input is read only once committed, and aborted
+records are skipped — offsets then have gaps, which the `[start, end)` contract allows.
+
+Why a client library rather than Spark's Kafka batch source: see README ("Kafka") and
+bench/results/kafka.md — a micro-batch of one partition is small, and the Python client avoids a Spark
+job (and the JVM consumer pool) per batch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from pyspark.sql import DataFrame, SparkSession
+
+from streamapp.executor.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint
+from streamapp.executor.source import RECORD_SCHEMA, SPARK_SCHEMA
+
+FETCH_BATCH = 10_000
+POLL_TIMEOUT_S = 1.0
+READ_TIMEOUT_S = 120.0
+
+
+class KafkaSource:
+    """Reads exactly the offsets asked for from one topic (see the module docstring).
+
+    One consumer serves every partition of this executor; the executor runs one task's unit of work
+    at a time, and a lock keeps direct callers (tools, benchmarks) just as safe.
+    """
+
+    def __init__(self, endpoint: KafkaEndpoint) -> None:
+        self.endpoint = endpoint
+        self._lock = threading.Lock()
+        self._consumer = Consumer(
+            endpoint.config(
+                **{
+                    "group.id": f"streamapp-unused-{endpoint.topic}",  # required, never joined
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "isolation.level": "read_committed",
+                    "enable.partition.eof": True,
+                    "fetch.wait.max.ms": 50,
+                }
+            )
+        )
+
+    def end_offset(self, partition: int) -> int:
+        with self._lock:
+            _, high = self._consumer.get_watermark_offsets(
+                TopicPartition(self.endpoint.topic, partition), timeout=METADATA_TIMEOUT_S, cached=False
+            )
+        return int(high)
+
+    def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
+        table = self.read_arrow(partition, start, end)
+        if table.num_rows == 0:
+            return spark.createDataFrame([], SPARK_SCHEMA)
+        return spark.createDataFrame(table)
+
+    def read_arrow(self, partition: int, start: int, end: int) -> pa.Table:
+        """Records with `start <= offset < end` as an Arrow table of the record columns."""
+        if end <= start:
+            return RECORD_SCHEMA.empty_table()
+        with self._lock:
+            messages = self._fetch(partition, start, end)
+        return records_table(messages)
+
+    def close(self) -> None:
+        with self._lock:
+            self._consumer.close()
+
+    def _fetch(self, partition: int, start: int, end: int) -> list[Message]:
+        """Consume from `start` until offset `end - 1` or the partition's end at or past `end` (the
+        last offsets may be transaction markers, which carry no record)."""
+        self._consumer.assign([TopicPartition(self.endpoint.topic, partition, start)])
+        kept: list[Message] = []
+        deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=READ_TIMEOUT_S)
+        try:
+            while dt.datetime.now(dt.UTC) < deadline:
+                for message in self._consumer.consume(min(FETCH_BATCH, end - start), POLL_TIMEOUT_S):
+                    error = message.error()
+                    if error is None:
+                        offset = message.offset() or 0
+                        if offset < end:
+                            kept.append(message)
+                        if offset >= end - 1:
+                            return kept
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        if (message.offset() or 0) >= end:
+                            return kept
+                    else:
+                        raise RuntimeError(f"reading {self.endpoint.topic}[{partition}]: {error}")
+        finally:
+            self._consumer.unassign()
+        raise TimeoutError(
+            f"{self.endpoint.topic}[{partition}]: offsets [{start}, {end}) not all readable after "
+            f"{READ_TIMEOUT_S:.0f}s (got {len(kept)})"
+        )
+
+
+def records_table(messages: list[Message]) -> pa.Table:
+    """The record columns of consumed messages; pure. Keys and values are UTF-8 text in this data plane."""
+    offsets = [m.offset() for m in messages]
+    stamps = [dt.datetime.fromtimestamp(m.timestamp()[1] / 1000, dt.UTC) for m in messages]
+    keys = [_text(m.key()) for m in messages]
+    values = [_text(m.value()) for m in messages]
+    return pa.table([offsets, stamps, keys, values], schema=RECORD_SCHEMA)
+
+
+def _text(data: str | bytes | None) -> str | None:
+    if data is None or isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,142 @@
+"""The data plane on a real Kafka broker: explicit-offset reads, and exactly-once publishing to a topic
+across a crash between commit and publish, a handoff, and a fenced zombie producer."""
+
+from __future__ import annotations
+
+import uuid
+import zlib
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from kafkabroker import checks, records
+from streamapp.executor import pipeline as pipelines
+from streamapp.executor.generate import make_records
+from streamapp.executor.kafkaclient import KafkaEndpoint, PartitionMismatch, check_partitions, ensure_topic
+from streamapp.executor.kafkasink import KafkaSink
+from streamapp.executor.kafkasource import KafkaSource
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Conflict
+from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.sink import FileSink, Sink
+from streamapp.executor.task import TaskConfig
+
+pytestmark = pytest.mark.spark
+COUNTS = "streamapp.executor.samples.counts:counts"
+PARTITIONS = 2
+
+
+def topics(bootstrap: str) -> tuple[KafkaEndpoint, KafkaEndpoint]:
+    suffix = uuid.uuid4().hex[:8]
+    source, sink = KafkaEndpoint(bootstrap, f"in-{suffix}"), KafkaEndpoint(bootstrap, f"out-{suffix}")
+    ensure_topic(source, PARTITIONS)
+    ensure_topic(sink, PARTITIONS)
+    return source, sink
+
+
+def inputs(seed: int, count: int) -> dict[int, list[str]]:
+    """Each partition's keys in offset order, as `records.produce` sends them."""
+    keys, _ = make_records(seed, 0, count, 50)
+    split: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+    for key in keys:
+        split[zlib.crc32(key.encode()) % PARTITIONS].append(key)
+    return split
+
+
+def executor(root: Path, source: KafkaSource, sink: Sink, owner: str) -> Executor:
+    config = TaskConfig(owner=owner, max_batch_records=700)
+    return Executor(StateLayout(root / "state"), source, sink, pipelines.load(COUNTS), config)
+
+
+def test_reads_exactly_the_offsets_asked_and_checks_partitions(
+    spark: SparkSession, kafka_bootstrap: str
+) -> None:
+    source_topic, _ = topics(kafka_bootstrap)
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=1, start=0, count=2_000, keys=50)
+    expected = inputs(1, 2_000)
+    source = KafkaSource(source_topic)
+    assert [source.end_offset(p) for p in range(PARTITIONS)] == [len(expected[p]) for p in range(PARTITIONS)]
+    frame = source.read(spark, 1, 10, 110).toArrow()
+    assert frame.column("offset").to_pylist() == list(range(10, 110))
+    assert frame.column("key").to_pylist() == expected[1][10:110]
+    assert source.read(spark, 0, 5, 5).count() == 0
+    check_partitions(source_topic, PARTITIONS)
+    with pytest.raises(PartitionMismatch, match=r"has 2 partitions but spec\.partitions is 3"):
+        check_partitions(source_topic, 3)
+    source.close()
+
+
+def test_committed_batches_reach_the_topic_exactly_once(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    source_topic, sink_topic = topics(kafka_bootstrap)
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=7, start=0, count=3_000, keys=50)
+    source = KafkaSource(source_topic)
+    layout = StateLayout(tmp_path / "state")
+
+    def kafka_sink() -> KafkaSink:
+        return KafkaSink(sink_topic, layout, "app", PARTITIONS)
+
+    # Epoch 1 commits batches whose outputs are staged but never published (as if killed right
+    # after each manifest): the staging sink alone, without the publishing step.
+    crashed = executor(tmp_path, source, FileSink(layout.store.child("kafka-staging")), "crashed")
+    crashed.apply(Target(active={0: 1, 1: 1}))
+    crashed.step()
+    crashed.step()
+
+    # Epoch 2 takes over: it publishes its predecessor's committed batches, then its own.
+    second_sink = kafka_sink()
+    second = executor(tmp_path, source, second_sink, "second")
+    second.apply(Target(active={0: 2, 1: 2}))
+    second.run_until_idle()
+
+    # Epoch 3 takes over partition 0 (a handoff); its producer fences epoch 2's.
+    records.produce(
+        kafka_bootstrap, source_topic.topic, PARTITIONS, seed=7, start=3_000, count=2_000, keys=50
+    )
+    third = executor(tmp_path, source, kafka_sink(), "third")
+    third.apply(Target(active={0: 3}))
+    expected = inputs(7, 5_000)
+    # Input lag comes from the broker: its end offset minus the committed offset.
+    assert third.status()[0].input_lag == len(expected[0]) - second.status()[0].committed_offset > 0
+    third.step()  # takes over: fences the history
+    third.step()  # its first batch: initTransactions fences epoch 2's producer, then it publishes
+    # The zombie (epoch 2's producer, still holding batches it believes unpublished) publishes nothing.
+    with pytest.raises(Conflict, match="publishing"):
+        second_sink.publish(0, 2, third.tasks[0].head)
+    second.run_until_idle()
+    assert second.status()[0].fenced_by == 3
+    third.run_until_idle()
+    for status in third.status():
+        assert status.committed_offset == len(expected[status.partition])
+    assert second.status()[1].committed_offset == len(expected[1])
+    published = records.read_all(kafka_bootstrap, sink_topic.topic)
+    assert checks.differences(layout, expected, published) == []
+    assert len(published) > 0
+    source.close()
+
+
+def test_the_at_least_once_mode_publishes_every_committed_batch_without_transactions(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    source_topic, sink_topic = topics(kafka_bootstrap)
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=5, start=0, count=2_000, keys=50)
+    source = KafkaSource(source_topic)
+    layout = StateLayout(tmp_path / "state")
+    plain = KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False)
+    first = executor(tmp_path, source, plain, "first")
+    first.apply(Target(active={0: 1, 1: 1}))
+    first.run_until_idle()
+    # A restarted owner resumes from the marker: nothing is published twice when nothing crashed.
+    second = executor(
+        tmp_path, source, KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False), "2nd"
+    )
+    second.apply(Target(active={0: 2, 1: 2}))
+    records.produce(
+        kafka_bootstrap, source_topic.topic, PARTITIONS, seed=5, start=2_000, count=1_000, keys=50
+    )
+    second.run_until_idle()
+    published = records.read_all(kafka_bootstrap, sink_topic.topic)
+    assert checks.differences(layout, inputs(5, 3_000), published) == []
+    source.close()
