@@ -10,7 +10,6 @@ as it would on another member); data lives in a temporary directory that is remo
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import multiprocessing
 import os
@@ -32,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+import benchreport
 from streamapp.executor import changelog
 from streamapp.executor import manifest as manifests
 from streamapp.executor import pipeline as pipelines
@@ -408,10 +408,7 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="also write the Markdown to this file")
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    args = parser.parse_args(argv)
+    args = benchreport.arguments(__doc__ or "", argv)
     scale = 10 if args.quick else 1
     rounds = 3 if args.quick else 8
     sizes = [1_000] if args.quick else [1_000, 10_000]
@@ -484,11 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         lines += ["", LOCAL_STORES_NOTE]
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(text)
+    benchreport.emit(lines, args.write)
     return 0
 
 

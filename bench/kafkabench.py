@@ -9,7 +9,6 @@ test broker (`e2e/kafkabroker`) unless one runs under the cluster directory, and
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -24,6 +23,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+import benchreport
 from dataplane import Run, machine
 from kafkabroker import records
 from kafkabroker.broker import KafkaBroker
@@ -198,10 +198,7 @@ def source_reads(spark: SparkSession, bootstrap: str, topic: str, sizes: list[in
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="also write the Markdown to this file")
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    args = parser.parse_args(argv)
+    args = benchreport.arguments(__doc__ or "", argv)
     scale = 10 if args.quick else 1
     scenarios = [
         Scenario("small batches", 40_000 // scale, 1_000 // scale, 5_000),
@@ -260,11 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(root, ignore_errors=True)
         if started_here:
             broker.down()
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.write:
-        args.write.parent.mkdir(parents=True, exist_ok=True)
-        args.write.write_text(text)
+    benchreport.emit(lines, args.write)
     return 0
 
 

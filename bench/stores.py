@@ -8,7 +8,6 @@ Prints Markdown (see NOTE); data lives in a temporary directory that is removed 
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -18,6 +17,8 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+
+import benchreport
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 
@@ -83,10 +84,7 @@ def restore_row(store: BlobStore, label: str, keys: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="also write the Markdown to this file")
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    args = parser.parse_args(argv)
+    args = benchreport.arguments(__doc__ or "", argv)
     scale = 10 if args.quick else 1
     records, restore_keys = 200_000 // scale, 500_000 // scale
     command = " ".join(["python", "bench/stores.py", *(argv if argv is not None else sys.argv[1:])])
@@ -138,10 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop(root / "s3server")
         shutil.rmtree(root, ignore_errors=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.write:
-        args.write.write_text(text)
+    benchreport.emit(lines, args.write)
     return 0
 
 
