@@ -27,9 +27,9 @@ test: $(STAMP)
 	$(MAKE) -j4 lint k8s-binaries helm image
 	$(PY) -m pytest
 
-## unit: the fast tiers only (no control plane, no image)
+## unit: the fast tiers only (no control plane, no image, no Kafka broker)
 unit: $(STAMP)
-	$(PY) -m pytest -m "not integration and not image"
+	$(PY) -m pytest -m "not integration and not image and not kafka"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check operator tests e2e bench

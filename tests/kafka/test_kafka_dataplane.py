@@ -22,7 +22,7 @@ from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink, Sink
 from streamapp.executor.task import TaskConfig
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 COUNTS = "streamapp.executor.samples.counts:counts"
 PARTITIONS = 2
 
