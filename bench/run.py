@@ -48,9 +48,10 @@ def header(args: argparse.Namespace) -> str:
             "# Benchmark results",
             "",
             f"Made by `{command}` on {time.strftime('%Y-%m-%d')}: Python {platform.python_version()}, "
-            f"{os.cpu_count()} cores, {platform.machine()}. The simulator runs the real engine; the data "
-            "plane's figures (last section) come from `bench/dataplane.py` "
-            "([results/dataplane.md](results/dataplane.md)), which `make bench` runs first.",
+            f"{os.cpu_count()} cores, {platform.machine()}, load average {os.getloadavg()[0]:.1f} at the "
+            "start. The simulator runs the real engine; the data plane's figures (the last sections) come "
+            "from `bench/dataplane.py`, `bench/localstores.py`, `bench/stores.py` and `bench/kafkabench.py` "
+            "([results/](results/)), which `make bench` runs first.",
         ]
     )
 
