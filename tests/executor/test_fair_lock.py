@@ -23,6 +23,7 @@ class Busy:
         self.steps = steps
         self.role = role
         self.epoch = 0
+        self.closed = False
 
     def step(self) -> int:
         time.sleep(0.002)
@@ -34,6 +35,9 @@ class Busy:
 
     def assign(self, role: Role, epoch: int = 0) -> None:
         self.role, self.epoch = role, epoch
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class Restoring(Busy):
@@ -140,3 +144,4 @@ def test_a_task_is_never_claimed_by_two_threads(tmp_path: Path) -> None:
     slot.release()
     slot.retire()
     assert not slot.claim(), "a retired task starts no unit"
+    assert slot.task.closed, "an idle task closes (checkpoints its local state) when it is retired"
