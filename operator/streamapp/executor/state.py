@@ -28,6 +28,8 @@ from streamapp.executor import storage
 
 VALUE_TYPES: Mapping[str, pa.DataType] = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
 MEMORY_FILE = "memory.parquet"
+# Rows applied per call when loading a snapshot or segment (see `MemoryStore.apply_table`).
+APPLY_CHUNK = 50_000
 
 
 def arrow_type(value_type: str) -> pa.DataType:
@@ -119,13 +121,16 @@ class MemoryStore:
                 self.values[key] = value
 
     def apply_table(self, table: pa.Table) -> int:
-        keys = table.column("key").to_pylist()
-        values = table.column("value")
-        if values.null_count:
-            self.upsert(keys, values.to_pylist())
-        else:
-            self.values.update(zip(keys, values.to_pylist(), strict=True))
-        return len(keys)
+        """In chunks: converting and inserting a million rows are single long calls that hold the
+        interpreter lock, and a restore on the copy lane would stall the batch lane for all of it."""
+        for chunk in table.to_batches(max_chunksize=APPLY_CHUNK):
+            keys = chunk.column("key").to_pylist()
+            values = chunk.column("value")
+            if values.null_count:
+                self.upsert(keys, values.to_pylist())
+            else:
+                self.values.update(zip(keys, values.to_pylist(), strict=True))
+        return int(table.num_rows)
 
     def to_table(self, value_type: str) -> pa.Table:
         return rows_table(self.values, value_type)
