@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter
 
 import benchreport
 from streamapp.executor import changelog
@@ -120,6 +121,12 @@ def run_structured_streaming(
         .foreachBatch(write)
         .trigger(availableNow=True)
     )
+    return streaming_run("Structured Streaming + RocksDB", label, query)
+
+
+def streaming_run(system: str, label: str, query: DataStreamWriter) -> Run:
+    """Start a Structured Streaming query that stops when its input is consumed (`availableNow`), and
+    measure it from its own progress reports: the batches that read input, their trigger times."""
     began = time.perf_counter()
     handle = query.start()
     handle.awaitTermination()
@@ -127,7 +134,7 @@ def run_structured_streaming(
     progress = [p for p in handle.recentProgress if p["numInputRows"] > 0]
     batch_ms = [float(p["durationMs"]["triggerExecution"]) for p in progress]
     records = sum(int(p["numInputRows"]) for p in progress)
-    return Run("Structured Streaming + RocksDB", label, records, len(progress), seconds, batch_ms)
+    return Run(system, label, records, len(progress), seconds, batch_ms)
 
 
 SIDE_BY_SIDE_NOTE = """\

@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 import benchreport
-from dataplane import Run, machine
+from dataplane import Run, machine, streaming_run
 from kafkabroker import records
 from kafkabroker.broker import KafkaBroker
 from localcluster.gotool import cache_base
@@ -132,21 +132,7 @@ def run_structured_streaming(
         .option("checkpointLocation", str(root / "ss-checkpoint"))
         .trigger(availableNow=True)
     )
-    began = time.perf_counter()
-    handle = query.start()
-    handle.awaitTermination()
-    seconds = time.perf_counter() - began
-    progress = [p for p in handle.recentProgress if p["numInputRows"] > 0]
-    batch_ms = [float(p["durationMs"]["triggerExecution"]) for p in progress]
-    total = sum(int(p["numInputRows"]) for p in progress)
-    return Run(
-        "Structured Streaming: Kafka source + Kafka sink",
-        scenario.name,
-        total,
-        len(progress),
-        seconds,
-        batch_ms,
-    )
+    return streaming_run("Structured Streaming: Kafka source + Kafka sink", scenario.name, query)
 
 
 SOURCE_NOTE = """\
