@@ -36,15 +36,13 @@ import lmdb
 import pyarrow as pa
 
 from streamapp.executor import storage
-from streamapp.executor.state import rows_table
+from streamapp.executor.state import items_table, slices
 
 DIRECTORY = "lmdb"
 OPEN_MARKER = "open-since-boot"
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 # Virtual address space reserved at first; doubled whenever a write finds the map full.
 INITIAL_MAP_BYTES = 1 << 30
-# Rows per write transaction when applying a snapshot: bounds a transaction's dirty pages.
-APPLY_CHUNK = 100_000
 
 Codec = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 CODECS: dict[str, Codec] = {
@@ -123,12 +121,14 @@ class LmdbStore:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
     def apply_table(self, table: pa.Table) -> int:
-        for chunk in table.to_batches(max_chunksize=APPLY_CHUNK):
+        """One write transaction per slice (`state.slices`): bounds a transaction's dirty pages and lets
+        the batch lane run between slices."""
+        for chunk in slices(table):
             self.upsert(chunk.column("key").to_pylist(), chunk.column("value").to_pylist())
         return int(table.num_rows)
 
     def to_table(self, value_type: str) -> pa.Table:
-        return rows_table(dict(self.items()), value_type)
+        return items_table(self.items(), value_type)
 
     def clear(self) -> None:
         self._end_reads()

@@ -17,7 +17,9 @@ state of every copy, through the changelog).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -28,8 +30,8 @@ from streamapp.executor import storage
 
 VALUE_TYPES: Mapping[str, pa.DataType] = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
 MEMORY_FILE = "memory.parquet"
-# Rows applied per call when loading a snapshot or segment (see `MemoryStore.apply_table`).
-APPLY_CHUNK = 50_000
+SLICE_ROWS = 2_000
+"""Rows converted between Arrow and Python between two offers of the interpreter lock (`slices`)."""
 
 
 def arrow_type(value_type: str) -> pa.DataType:
@@ -48,6 +50,37 @@ def rows_table(rows: Mapping[str, Any], value_type: str) -> pa.Table:
             "value": pa.array(list(rows.values()), type=arrow_type(value_type)),
         }
     )
+
+
+def slices(table: pa.Table) -> Iterator[pa.RecordBatch]:
+    """`table` in slices of `SLICE_ROWS` rows, offering the interpreter lock to other threads after each.
+
+    Why: restores run on the copy lane, a thread beside the batch lane, and converting rows between
+    Arrow and Python holds the interpreter lock for as long as one call lasts. Every Spark call of the
+    batch lane then waits for the lock at each return, so a round slows down by many times beside a
+    thread converting large chunks (4-13x, measured with 50,000-row chunks); a few thousand rows at a
+    time with a yield between them leave the batch lane nearly unhindered
+    (`bench/results/dataplane.md`, "beside a warmup's restore").
+    """
+    for piece in table.to_batches(max_chunksize=SLICE_ROWS):
+        yield piece
+        time.sleep(0)
+
+
+def items_table(items: Iterable[tuple[str, Any]], value_type: str) -> pa.Table:
+    """Key/value pairs as an Arrow table, built `SLICE_ROWS` at a time with a yield between (`slices`)."""
+    schema = pa.schema([("key", pa.string()), ("value", arrow_type(value_type))])
+    pairs = iter(items)
+    pieces = []
+    while chunk := list(islice(pairs, SLICE_ROWS)):
+        keys, values = zip(*chunk, strict=True)
+        pieces.append(
+            pa.record_batch(
+                [pa.array(keys, pa.string()), pa.array(values, schema.field(1).type)], schema=schema
+            )
+        )
+        time.sleep(0)
+    return pa.Table.from_batches(pieces, schema)
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -121,9 +154,9 @@ class MemoryStore:
                 self.values[key] = value
 
     def apply_table(self, table: pa.Table) -> int:
-        """In chunks: converting and inserting a million rows are single long calls that hold the
-        interpreter lock, and a restore on the copy lane would stall the batch lane for all of it."""
-        for chunk in table.to_batches(max_chunksize=APPLY_CHUNK):
+        """In slices that yield the interpreter lock (`slices`), so a restore on the copy lane does not
+        stall the batch lane."""
+        for chunk in slices(table):
             keys = chunk.column("key").to_pylist()
             values = chunk.column("value")
             if values.null_count:
@@ -133,7 +166,7 @@ class MemoryStore:
         return int(table.num_rows)
 
     def to_table(self, value_type: str) -> pa.Table:
-        return rows_table(self.values, value_type)
+        return items_table(self.values.items(), value_type)
 
     def clear(self) -> None:
         self.values = {}
