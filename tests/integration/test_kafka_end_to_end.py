@@ -1,6 +1,7 @@
 """A StreamApp reading a Kafka topic and publishing to one, on the real control plane and a real broker.
 
-Real executors (PySpark processes in member pods on the process node) read input that a producer
+The source topic starts with one partition too few: the app must say so in its Degraded condition, and
+recover once the topic has its partitions. Then real executors (PySpark processes in member pods on the process node) read input that a producer
 keeps appending, while the app is scaled out, a member's executor is SIGKILLed, a member pod is
 deleted (bounced) and the app is scaled in. Afterwards the output topic, read with `read_committed`,
 must hold exactly the committed batches of every task — each once, with the running counts a
@@ -16,6 +17,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.admin import AdminClient, NewPartitions
 from kubernetes import client
 from operator_support import APP, Operators, app, scale
 
@@ -86,7 +88,12 @@ def active_members(api: client.ApiClient, namespace: str) -> dict[int, int]:
     return {m["id"]: m["active"] for m in status.get("members") or []}
 
 
-def test_a_kafka_app_publishes_exactly_once_through_scaling_kills_and_bounces(
+def degraded(api: client.ApiClient, namespace: str) -> dict[str, Any]:
+    conditions = (app(api, namespace).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Degraded"), {})
+
+
+def test_a_kafka_app_publishes_exactly_once_through_a_partition_mismatch_scaling_kills_and_bounces(
     api_client: client.ApiClient,
     namespace: str,
     operators: Operators,
@@ -98,19 +105,38 @@ def test_a_kafka_app_publishes_exactly_once_through_scaling_kills_and_bounces(
     assert local_cluster is not None  # the process node runs on the local control plane only
     suffix = uuid.uuid4().hex[:8]
     source_topic, sink_topic = f"clicks-{suffix}", f"counts-{suffix}"
-    for topic in (source_topic, sink_topic):
-        ensure_topic(KafkaEndpoint(kafka_bootstrap, topic), PARTITIONS)
+    ensure_topic(KafkaEndpoint(kafka_bootstrap, sink_topic), PARTITIONS)
+    ensure_topic(KafkaEndpoint(kafka_bootstrap, source_topic), PARTITIONS - 1)  # one too few, at first
     state = StateLayout(tmp_path / "state")
-    source = KafkaSource(KafkaEndpoint(kafka_bootstrap, source_topic))
-    feed = Input(kafka_bootstrap, source_topic)
-    feed.thread.start()
     operators.start()
     body = kafka_app(tmp_path, kafka_bootstrap, source_topic, sink_topic, replicas=1)
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
     core = client.CoreV1Api(api_client)
+
+    # The executor cannot start on a topic with another partition count: the app says why.
+    wait_for(
+        lambda: degraded(api_client, namespace).get("reason") == "ExecutorSetupFailed",
+        120,
+        "Degraded=ExecutorSetupFailed for the partition mismatch",
+    )
+    condition = degraded(api_client, namespace)
+    assert condition["status"] == "True"
+    assert f"has {PARTITIONS - 1} partitions but spec.partitions is {PARTITIONS}" in condition["message"]
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_partitions([NewPartitions(source_topic, PARTITIONS)])[source_topic].result()
+
+    source = KafkaSource(KafkaEndpoint(kafka_bootstrap, source_topic))
+    feed = Input(kafka_bootstrap, source_topic)
+    feed.thread.start()
     try:
+        # Fixed: the restarted executor starts, and its first report clears the error.
         wait_for(
             lambda: all(list(accepted_manifests(state, p)) for p in range(PARTITIONS)), 240, "first commits"
+        )
+        wait_for(
+            lambda: degraded(api_client, namespace).get("reason") != "ExecutorSetupFailed",
+            60,
+            "the setup error cleared",
         )
 
         scale(api_client, namespace, 2)

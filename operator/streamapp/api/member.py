@@ -9,10 +9,10 @@ own assignment.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar, Literal
 
-from streamapp.api.fields import prop
+from streamapp.api.fields import prop, wire_name
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 
@@ -209,6 +209,22 @@ class StreamAppMemberStatus(Model):
     tasks: tuple[TaskReport, ...] = field(
         default=(), metadata=prop("One report per copy (task and role).", list_map_keys=("task", "role"))
     )
+    setup_error: str | None = field(
+        default=None,
+        metadata=prop(
+            "Why the executor cannot start with this app's spec (for example a Kafka topic whose "
+            "partition count differs from spec.partitions); it exits and retries until this is fixed. "
+            "The operator shows it in the StreamApp's Degraded condition.",
+            max_length=4096,
+        ),
+    )
+
+    def merge_patch(self) -> dict[str, Any]:
+        """This status as the body of a JSON merge patch of the status subresource: fields left unset
+        are written as null, which removes them, so a started executor's first report clears the
+        setup error an earlier start left."""
+        wire = self.to_dict()
+        return {"status": {wire_name(f): wire.get(wire_name(f)) for f in fields(self)}}
 
 
 @dataclass(frozen=True, kw_only=True)

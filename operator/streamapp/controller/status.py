@@ -19,6 +19,7 @@ Body = Mapping[str, Any]
 INVALID_SPEC = "InvalidSpec"
 RECONCILE_FAILED = "ReconcileFailed"
 FENCED_ACTIVE = "FencedActive"
+SETUP_FAILED = "ExecutorSetupFailed"
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ def conditions(
     started: bool = True,
     fenced: Sequence[int] = (),
     unconfirmed: Sequence[int] = (),
+    setup_errors: Mapping[int, str] | None = None,
 ) -> list[Condition]:
     """Ready, Rebalancing and Degraded, each with the reason a person would look for first.
 
@@ -60,6 +62,8 @@ def conditions(
     being given a new one, and until its owner runs under it the app is neither Ready nor healthy.
     An `unconfirmed` task has an owner whose executor has not yet reported processing it (starting,
     restoring, or not running at all): Ready waits for it, but it is no reason to call the app Degraded.
+    A member with a `setup_errors` entry cannot start with this spec (say the Kafka topic has another
+    partition count): that is what a person must fix first, so Degraded names it before anything else.
     """
     held = counts["reserved"] + counts["unassigned"]
     ready_ok = held == 0 and ready >= replicas and not fenced and not unconfirmed
@@ -81,7 +85,18 @@ def conditions(
         ready_message += f"; {len(fenced)} fenced by the state store"
     if unconfirmed:
         ready_message += f"; {len(unconfirmed)} not yet confirmed processing by their owner"
-    degraded = (held > 0 and started) or bool(fenced)
+    degraded = (held > 0 and started) or bool(fenced) or bool(setup_errors)
+    degraded_reason, degraded_message = (
+        (SETUP_FAILED, setup_message(setup_errors))
+        if setup_errors
+        else (FENCED_ACTIVE, fenced_message(fenced))
+        if fenced
+        else ("TasksHeld", f"{held} tasks are not processed by any member")
+        if degraded
+        else ("AsExpected", "every task has a live owner")
+        if started
+        else ("Starting", "no member has been ready yet")
+    )
     return [
         Condition("Ready", ready_ok, ready_reason, ready_message),
         Condition(
@@ -92,19 +107,32 @@ def conditions(
             if in_flight
             else "no handoff in flight",
         ),
-        Condition(
-            "Degraded",
-            degraded,
-            FENCED_ACTIVE
-            if fenced
-            else ("TasksHeld" if degraded else ("AsExpected" if started else "Starting")),
-            fenced_message(fenced)
-            if fenced
-            else f"{held} tasks are not processed by any member"
-            if degraded
-            else ("every task has a live owner" if started else "no member has been ready yet"),
-        ),
+        Condition("Degraded", degraded, degraded_reason, degraded_message),
     ]
+
+
+def setup_message(errors: Mapping[int, str]) -> str:
+    """One line per distinct error, naming its members (they usually share it: the spec is one)."""
+    members: dict[str, list[int]] = {}
+    for member, error in sorted(errors.items()):
+        members.setdefault(error, []).append(member)
+    lines = [
+        f"executor of member{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} cannot start: {error}"
+        for error, ids in members.items()
+    ]
+    return "; ".join(lines)[:2000]
+
+
+def setup_errors(members: Iterable[Body], pods: Mapping[int, PodState]) -> dict[int, str]:
+    """Member id → why its executor cannot start, from reports of the member's current pod only (an
+    error from a pod since replaced is no longer true)."""
+    errors: dict[int, str] = {}
+    for body in members:
+        member_id, status = (body.get("spec") or {}).get("memberId"), body.get("status") or {}
+        pod = pods.get(int(member_id)) if member_id is not None else None
+        if pod is not None and status.get("podUID") == pod.uid and status.get("setupError"):
+            errors[pod.member] = str(status["setupError"])
+    return errors
 
 
 def fenced_message(tasks: Sequence[int]) -> str:
@@ -295,6 +323,7 @@ def app_status(
                 started=assignment.generation > 0,
                 fenced=result.fenced,
                 unconfirmed=unconfirmed(assignment, members, pods),
+                setup_errors=setup_errors(members, pods),
             ),
             now,
             int(meta.get("generation") or 0),

@@ -44,7 +44,7 @@ from streamapp.executor.kafkasink import KafkaSink
 from streamapp.executor.kafkasource import KafkaSource
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import STORE_KINDS, LocalState, LocalStateError
-from streamapp.executor.membership import MembershipClient
+from streamapp.executor.membership import MembershipClient, report_setup_error
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink, Sink
 from streamapp.executor.source import FileLog, Source
@@ -250,19 +250,22 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = PodSettings.from_env(os.environ)
+    except (SetupError, ValueError) as error:
+        log.error("cannot start: %s", error)
+        return 2
+    try:
         pipeline = pipelines.load(settings.transform, merge=settings.merge, lateness=settings.lateness)
         local = (
             LocalState(settings.local_path, settings.local_store, pipeline.value_type)
             if settings.local_path
             else None
         )
+        source, sink = settings.source(), settings.sink()
     except (SetupError, ValueError, ImportError, AttributeError, LocalStateError) as error:
         log.error("cannot start: %s", error)
-        return 2
-    try:
-        source, sink = settings.source(), settings.sink()
-    except SetupError as error:
-        log.error("cannot start: %s", error)
+        report_setup_error(
+            _api, settings.namespace, settings.app, settings.member, settings.pod_uid, str(error)
+        )
         return 2
     executor = Executor(
         StateLayout(settings.state()),

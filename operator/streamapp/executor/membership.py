@@ -251,7 +251,7 @@ class MembershipClient:
         status = StreamAppMemberStatus(
             observed_generation=self.applied,
             pod_uid=self.pod_uid,
-            reported_at=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            reported_at=_now(),
             tasks=tasks,
         )
         try:
@@ -261,7 +261,7 @@ class MembershipClient:
                 self.namespace,
                 MEMBERS,
                 self.name,
-                {"status": status.to_dict()},
+                status.merge_patch(),
                 _request_timeout=self.settings.request_timeout,
             )
         except Exception as error:  # every failure alike: the report must outlive all of them
@@ -351,6 +351,31 @@ class MembershipClient:
             response.release_conn()
         self._last_contact = self.clock()
         return version
+
+
+def report_setup_error(
+    api: Callable[[], client.ApiClient], namespace: str, app: str, member: int, pod_uid: str, message: str
+) -> None:
+    """Write why this executor cannot start into its StreamAppMember status, where the operator turns
+    it into the StreamApp's Degraded condition (`kubectl describe` and GitOps health show it, not only
+    the pod's log). One attempt: the executor exits right after, and its restart writes it again."""
+    status = StreamAppMemberStatus(pod_uid=pod_uid, reported_at=_now(), setup_error=message[:4096])
+    try:
+        client.CustomObjectsApi(api()).patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            namespace,
+            MEMBERS,
+            member_name(app, member),
+            status.merge_patch(),
+            _request_timeout=ClientSettings().request_timeout,
+        )
+    except Exception as error:  # the log and the exit code still say it
+        log.warning("could not report the setup error in the member's status: %s", _describe(error))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
