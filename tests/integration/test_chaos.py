@@ -28,9 +28,9 @@ APISERVER_RESTARTS = os.environ.get("STREAMAPP_CHAOS_APISERVER_RESTARTS")
 RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "chaos.md"
 
 SHORT = ChaosConfig(
-    duration_s=150,
+    duration_s=100,
     seed=10,
-    executor_kills=4,
+    executor_kills=3,
     operator_kills=2,
     leader_pauses=2,
     apiserver_restarts=int(APISERVER_RESTARTS or 1),

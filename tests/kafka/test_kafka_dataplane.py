@@ -114,6 +114,18 @@ def test_committed_batches_reach_the_topic_exactly_once(
     published = records.read_all(kafka_bootstrap, sink_topic.topic)
     assert checks.differences(layout, expected, published) == []
     assert len(published) > 0
+
+    # A crash between a transaction's commit and the deletion of its staged files leaves them behind;
+    # the next producer of the partition sweeps them once it has read the marker that covers them.
+    staging = layout.store.child("kafka-staging")
+    staging.put("p=0/000000000001-e2-leftover0000.parquet", b"published, then the owner died")
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=7, start=5_000, count=500, keys=50)
+    fourth = executor(tmp_path, source, kafka_sink(), "fourth")
+    fourth.apply(Target(active={0: 4, 1: 4}))
+    fourth.run_until_idle()
+    assert staging.names("p=0") == []
+    published = records.read_all(kafka_bootstrap, sink_topic.topic)
+    assert checks.differences(layout, inputs(7, 5_500), published) == []
     source.close()
 
 

@@ -17,7 +17,9 @@ marker topic holding the manifest head (seq, input offset, epoch) it published t
 
 A fenced publisher raises `Conflict`: the task catches up, and if a higher epoch owns the partition it
 stops (it was the zombie); if not, the next publish re-initialises and fences the other producer.
-Staging files are deleted once their transaction committed.
+Staging files are deleted once their transaction committed; those a crash left between the commit and
+the delete (or a losing attempt of a published sequence) are swept when the next producer of the
+partition has read the marker that covers them.
 
 `transactional=False` is the at-least-once mode for clusters without transactions (or readers that do
 not use `read_committed`): outputs are flushed before the marker, so a crash between the two, or a
@@ -26,6 +28,7 @@ zombie still publishing, repeats batches; nothing is lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -140,7 +143,18 @@ class KafkaSink:
             raise Conflict(f"partition {partition}: Kafka producer not ready: {error}") from error
         channel = _Channel(producer, epoch, published)
         self._channels[partition] = channel
+        self._sweep_staged(partition, published.seq)
         return channel
+
+    def _sweep_staged(self, partition: int, through: int) -> None:
+        """Delete the staged files of sequences up to `through`: the marker says they are published,
+        so none of them is ever read again."""
+        folder = self.staging.directory(partition)
+        for entry, final in self.staging.store.leftovers(folder):
+            seq = final.split("-", 1)[0]
+            if seq.isdigit() and int(seq) <= through:
+                with contextlib.suppress(FileNotFoundError):
+                    self.staging.store.delete(f"{folder}/{entry}")
 
     def _producer_config(self, partition: int) -> dict[str, Any]:
         fixed: dict[str, Any] = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}

@@ -52,7 +52,7 @@ class FileSink:
         object.__setattr__(self, "store", as_store(root))
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
-        name = f"{self._directory(partition)}/{unique_name(seq, epoch)}"
+        name = f"{self.directory(partition)}/{unique_name(seq, epoch)}"
         buffer = pa.BufferOutputStream()
         pq.write_table(rows, buffer)
         self.store.put(name, buffer.getvalue().to_pybytes())
@@ -60,9 +60,11 @@ class FileSink:
 
     def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
         keep = {attempt_prefix(seq): {base(name) for name in names} for seq, names in decided.items()}
-        blobstore.remove_unnamed(self.store, self._directory(partition), keep)
+        blobstore.remove_unnamed(self.store, self.directory(partition), keep)
 
-    def _directory(self, partition: int) -> str:
+    @staticmethod
+    def directory(partition: int) -> str:
+        """The folder of one partition's files, relative to the root."""
         return f"p={partition}"
 
 
