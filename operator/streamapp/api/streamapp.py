@@ -381,7 +381,10 @@ class MemberSummary(Model):
     id: int = field(metadata=prop("Static member id; the pod is <app>-<id>."))
     pod: str | None = field(default=None, metadata=prop("Name of the member's pod, when it exists."))
     phase: MemberPhase = field(
-        metadata=prop("Starting, Ready, Lost (pod gone or not ready) or Draining (scale-in).")
+        metadata=prop(
+            "Starting, Ready, Lost (pod gone or not ready) or Draining (scale-in, or handing its tasks off "
+            "before a rolling update replaces its pod)."
+        )
     )
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))
     standby: int = field(default=0, metadata=prop("How many tasks the member keeps hot copies of."))

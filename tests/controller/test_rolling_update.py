@@ -13,7 +13,8 @@ from streamapp.api.names import HANDOFF_ANNOTATION, REVISION_LABEL
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, rollout
 from streamapp.controller.observe import PodState
-from streamapp.rebalance import Assignment, MemberView, TaskAssignment
+from streamapp.controller.status import app_status
+from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
 from streamapp.rebalance.rollout import RolloutConfig, RolloutStep
 
 
@@ -140,3 +141,20 @@ def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> N
     done = RolloutStep({}, (), 4, ())
     assert rollout.status_fields(done, "new", pods)["currentRevision"] == "new"
     assert rollout.progressing(done, RolloutConfig(), {}).reason == "RolloutComplete"
+
+
+def test_a_member_handing_off_for_a_rollout_shows_as_draining() -> None:
+    views = [MemberView(0), MemberView(1, retiring=True)]
+    pods = states(labelled(0, "new"), labelled(1, "old"))
+    plan_result = plan(AppConfig(4, 2), views, Assignment.empty(4), 0.0)
+    status = app_status(APP, plan_result, Assignment.empty(4), views, pods, "2026-01-01T00:00:00Z")
+    assert [m["phase"] for m in status["members"]] == ["Ready", "Draining"]
+    assert all(t.active == 0 for t in plan_result.assignment.tasks)
+
+
+def test_the_wire_block_becomes_the_engine_side_config() -> None:
+    assert MODEL.spec.rolling_update.config() == RolloutConfig()
+    custom = changed(
+        ("rollingUpdate",), {"strategy": "inPlace", "maxUnavailable": 3, "handoffTimeout": "1m30s"}
+    )
+    assert custom.spec.rolling_update.config() == RolloutConfig("inPlace", 3, False, 90.0)
