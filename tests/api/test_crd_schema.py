@@ -109,7 +109,7 @@ def test_status_shape() -> None:
     assert set(status["tasks"]["properties"]) == {"active", "warming", "reserved", "unassigned", "revoking"}
     condition = status["conditions"]["items"]
     assert condition["required"] == ["type", "status", "reason", "message", "lastTransitionTime"]
-    assert condition["properties"]["type"]["enum"] == ["Ready", "Rebalancing", "Degraded"]
+    assert condition["properties"]["type"]["enum"] == ["Ready", "Rebalancing", "Degraded", "Progressing"]
     assert status["conditions"]["x-kubernetes-list-map-keys"] == ["type"]
     assert status["members"]["items"]["properties"]["phase"]["enum"] == [
         "Starting",

@@ -107,6 +107,9 @@ def named(name: str) -> dict[str, Any]:
             app(partitions=MAX_PARTITIONS, replicas=10, rebalance={"standbyReplicas": 9}),
             "spec.rebalance.standbyReplicas",
         ),
+        (app(rollingUpdate={"maxUnavailable": 0}), "spec.rollingUpdate.maxUnavailable"),
+        (app(rollingUpdate={"strategy": "surge"}), "spec.rollingUpdate.strategy"),
+        (app(rollingUpdate={"handoffTimeout": "soon"}), "spec.rollingUpdate.handoffTimeout"),
         (named("my.app"), "metadata.name"),
         (named("1app"), "metadata.name"),
         (named("a" * (MAX_APP_NAME_LENGTH + 1)), "metadata.name"),
@@ -130,6 +133,14 @@ def test_the_longest_name_leaves_every_child_name_a_dns_label() -> None:
     [
         app(partitions=MAX_PARTITIONS, replicas=MAX_REPLICAS, rebalance={"standbyReplicas": 3}),
         executor(storage={"size": "1Gi"}),
+        app(
+            rollingUpdate={
+                "strategy": "handoff",
+                "maxUnavailable": 2,
+                "paused": True,
+                "handoffTimeout": "90s",
+            }
+        ),
         executor(storage={"size": "0.5Ti"}),
         pipeline(stateStore={"uri": "file:///tmp/pytest-of-root/state"}),
         pipeline(source={"type": "file", "path": "/in", "options": {"chunk": 10}}, options={"x": 1}),

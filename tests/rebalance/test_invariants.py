@@ -41,9 +41,22 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
 
 
 # One step of the world: (kind, member, value). Members beyond the app's size exercise scale-in;
-# "deafen" makes a member stop applying and acknowledging (until its pod is replaced), "lose_intent"
-# deletes and re-creates the app on the same store.
-KINDS = ["plan", "apply", "catchup", "lag", "kill", "revive", "scale", "advance", "apply_all", "deafen"]
+# "deafen" makes a member stop applying and acknowledging (until its pod is replaced), "retire" marks
+# or unmarks (a paused rollout) a member a rolling update is about to replace, "lose_intent" deletes
+# and re-creates the app on the same store.
+KINDS = [
+    "plan",
+    "apply",
+    "catchup",
+    "lag",
+    "kill",
+    "revive",
+    "scale",
+    "advance",
+    "apply_all",
+    "deafen",
+    "retire",
+]
 events = st.lists(
     st.tuples(
         st.sampled_from([*KINDS, "lose_intent"]),
@@ -97,6 +110,8 @@ def run(world: World, kind: str, member: int, value: int) -> None:
         world.now += world.app.rebalance.revocation_timeout * (value // 2 % 3) / 2
     elif kind == "deafen" and member in world.members:
         world.members[member].deaf = True
+    elif kind == "retire" and member in world.members:
+        world.members[member].retiring = not world.members[member].retiring
     elif kind == "stall":
         for t in world.assignment.tasks:
             if t.active is not None and t.revoking_since is not None:
@@ -112,7 +127,7 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
     config = world.app.rebalance
     views = {v.id: v for v in observed}
     floor = {t: max(v.store_epochs.get(t, 0) for v in observed) for t in range(world.app.partitions)}
-    live = {i for i, v in views.items() if v.alive and i < world.app.replicas}
+    live = {i for i, v in views.items() if v.alive and i < world.app.replicas and not v.retiring}
 
     barrier = any(t.revoking_since is not None for t in after.tasks)
 
@@ -219,6 +234,7 @@ def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[t
         run(world, kind, member, value)
     for member in world.members.values():
         member.alive = True
+        member.retiring = False
     world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
     partitions = world.app.partitions
     standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
@@ -254,6 +270,7 @@ def test_members_that_never_acknowledge_are_replaced_and_the_app_converges(
     run(world, "plan", 0, 0)
     for member in world.members.values():
         member.alive = True
+        member.retiring = False
     world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
     partitions = world.app.partitions
     standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0

@@ -33,6 +33,7 @@ class Member:
     deaf: bool = False
     store_epochs: dict[int, int] = field(default_factory=dict)
     fenced: frozenset[int] = frozenset()
+    retiring: bool = False
 
 
 @dataclass
@@ -72,6 +73,7 @@ class World:
                 m.acked,
                 dict(m.store_epochs),
                 m.fenced if m.alive else frozenset(),
+                m.retiring,
             )
             for m in sorted(self.members.values(), key=lambda m: m.id)
         ]
@@ -126,12 +128,13 @@ class World:
         member.processing = frozenset()
 
     def revive(self, member_id: int) -> None:
-        """The member's pod is back and ready (a new process, so not deaf); it processes nothing until
-        it applies a target."""
+        """The member's pod is back and ready (a new process, so not deaf nor retiring: a rolling
+        update replaced it); it processes nothing until it applies a target."""
         member = self.members.setdefault(member_id, Member(member_id))
         member.alive = True
         member.deaf = False
         member.fenced = frozenset()
+        member.retiring = False
 
     def lose_intent(self) -> None:
         """The app is deleted and re-created on the same store: every pod and member report is new,

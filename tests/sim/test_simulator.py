@@ -11,6 +11,7 @@ import pytest
 import streamapp.sim.simulator as simulator
 from streamapp.cli import main
 from streamapp.rebalance import PROTOCOLS, Assignment, Plan, TaskAssignment
+from streamapp.rebalance.rollout import RolloutConfig
 from streamapp.sim.metrics import SimResult
 from streamapp.sim.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
 from streamapp.sim.simulator import simulate
@@ -153,6 +154,10 @@ def test_bad_scenario_is_reported_with_its_key(tmp_path: Path, capsys: pytest.Ca
             {"name": "x", "partitions": 1, "members": 1, "duration": 10, "workload": {"localState": "pvc"}},
             "localState",
         ),
+        (
+            {"name": "x", "partitions": 1, "members": 1, "duration": 10, "rollingUpdate": {"strategy": "x"}},
+            "strategy",
+        ),
     ],
 )
 def test_scenario_validation(doc: dict[str, object], message: str) -> None:
@@ -186,3 +191,30 @@ def test_deafen_names_a_member() -> None:
         parse_scenario(
             {"name": "x", "partitions": 1, "members": 1, "duration": 1, "events": [{"at": 0, "deafen": -1}]}
         )
+
+
+def test_a_rolling_restart_hands_off_first_and_no_task_goes_down() -> None:
+    """Every member pod is replaced, each only after its tasks moved to warm successors: no task
+    waits for a pod start, nothing restores while blocking, and the app ends balanced."""
+    for name in ("rolling-restart", "rolling-restart-emptydir"):
+        result = run(name, "streamapp")
+        assert result.task_downtime_seconds == 0
+        assert result.blocking_restore_records == 0
+        assert result.task_movements > 0
+        assert result.converged and result.double_ownership_violations == 0
+
+
+def test_a_rolling_restart_in_place_waits_for_each_pod() -> None:
+    """`strategy: inPlace` deletes each pod at once; its tasks wait (reserved) for the new pod."""
+    scenario = load_scenario(SCENARIOS / "rolling-restart.yaml")
+    in_place = replace(scenario, rolling_update=RolloutConfig(strategy="inPlace"))
+    result = simulate(in_place)[0]
+    assert result.task_movements == 0
+    assert result.task_downtime_seconds == 12 * scenario.workload.pod_start_seconds
+
+
+def test_a_scenario_reads_its_rolling_update_block() -> None:
+    doc = {"name": "x", "partitions": 1, "members": 1, "duration": 10}
+    assert parse_scenario(doc).rolling_update == RolloutConfig()
+    custom = parse_scenario({**doc, "rollingUpdate": {"strategy": "inPlace", "maxUnavailable": 2}})
+    assert custom.rolling_update == RolloutConfig(strategy="inPlace", max_unavailable=2)

@@ -13,7 +13,7 @@ from typing import Literal
 from streamapp.api.fields import prop
 from streamapp.api.model import Model
 
-ConditionType = Literal["Ready", "Rebalancing", "Degraded"]
+ConditionType = Literal["Ready", "Rebalancing", "Degraded", "Progressing"]
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
@@ -26,7 +26,8 @@ class Condition(Model):
     type: ConditionType = field(
         metadata=prop(
             "Ready: every task is processed by a caught-up owner; Rebalancing: a handoff is in flight; "
-            "Degraded: tasks are reserved for lost members or unassigned."
+            "Degraded: tasks are reserved for lost members or unassigned; Progressing: a rolling update "
+            "is replacing member pods (reason RollingUpdate, RolloutPaused) or is complete."
         )
     )
     status: ConditionStatus = field(metadata=prop("True, False or Unknown."))

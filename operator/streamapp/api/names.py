@@ -18,9 +18,11 @@ __all__ = [
     "APPS",
     "APP_LABEL",
     "GROUP",
+    "HANDOFF_ANNOTATION",
     "MANAGED_BY",
     "MEMBERS",
     "MEMBER_LABEL",
+    "REVISION_LABEL",
     "VERSION",
     "executor_account",
     "member_labels",
@@ -31,6 +33,10 @@ __all__ = [
 
 APP_LABEL = "streamapp.dev/app"
 MEMBER_LABEL = "streamapp.dev/member"
+# The revision (hash) of the spec a member pod was made from, as a Deployment's pod-template-hash.
+REVISION_LABEL = "streamapp.dev/pod-template-hash"
+# When a rolling update began handing the member's tasks off before replacing its pod (epoch seconds).
+HANDOFF_ANNOTATION = "streamapp.dev/handoff-started"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
 
 

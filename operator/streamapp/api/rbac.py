@@ -54,8 +54,9 @@ def operator_cluster_role_rules() -> list[Rule]:
         # Write each member's target; hold the executors' status access so the operator may grant it.
         _rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
         _rule(GROUP, [f"{members}/status"], ["get", "patch"]),
-        # Member pods (watched; `get` is also granted to executors), their state volumes.
-        _rule("", ["pods"], [*READ, "create", "delete"]),
+        # Member pods (watched; `get` is also granted to executors; `patch` marks a rolling update's
+        # handoff on the pod), their state volumes.
+        _rule("", ["pods"], [*READ, "create", "patch", "delete"]),
         _rule("", ["persistentvolumeclaims"], ["create", "delete"]),
         # The other children are watched too, so one deleted or altered by hand is repaired on the
         # next pass: the headless Service, the PDB, each member's ServiceAccount, Role and binding.

@@ -19,6 +19,7 @@ from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE
+from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
 
 FUNCTION_PATTERN = "[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*"
@@ -350,6 +351,11 @@ class StreamAppSpec(Model):
         ),
     )
 
+    rolling_update: RollingUpdate = field(
+        default_factory=RollingUpdate,
+        metadata=prop("How member pods are replaced when the executor or pipeline spec changes."),
+    )
+
     def app_config(self) -> AppConfig:
         """The engine's view of the app."""
         return AppConfig(partitions=self.partitions, replicas=self.replicas, rebalance=self.rebalance)
@@ -375,7 +381,10 @@ class MemberSummary(Model):
     id: int = field(metadata=prop("Static member id; the pod is <app>-<id>."))
     pod: str | None = field(default=None, metadata=prop("Name of the member's pod, when it exists."))
     phase: MemberPhase = field(
-        metadata=prop("Starting, Ready, Lost (pod gone or not ready) or Draining (scale-in).")
+        metadata=prop(
+            "Starting, Ready, Lost (pod gone or not ready) or Draining (scale-in, or handing its tasks off "
+            "before a rolling update replaces its pod)."
+        )
     )
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))
     standby: int = field(default=0, metadata=prop("How many tasks the member keeps hot copies of."))
@@ -403,13 +412,25 @@ class StreamAppStatus(Model):
     )
     conditions: tuple[Condition, ...] = field(
         default=(),
-        metadata=prop("Ready, Rebalancing and Degraded.", list_map_keys=("type",), max_items=MAX_CONDITIONS),
+        metadata=prop(
+            "Ready, Rebalancing, Degraded and Progressing.", list_map_keys=("type",), max_items=MAX_CONDITIONS
+        ),
     )
     generation: int | None = field(
         default=None, metadata=prop("Assignment generation, bumped on every assignment change.")
     )
     replicas: int | None = field(default=None, metadata=prop("Members that exist (for /scale)."))
     ready_replicas: int | None = field(default=None, metadata=prop("Members whose pod is Ready."))
+    updated_replicas: int | None = field(
+        default=None, metadata=prop("Members whose pod was made from the current spec (updateRevision).")
+    )
+    current_revision: str | None = field(
+        default=None,
+        metadata=prop("Revision most members not yet updated still run; updateRevision once rolled out."),
+    )
+    update_revision: str | None = field(
+        default=None, metadata=prop("Revision (hash) of the member pod the current spec renders.")
+    )
     selector: str | None = field(
         default=None, metadata=prop("Label selector of the member pods (for /scale, HPA and KEDA).")
     )

@@ -9,6 +9,7 @@ selectors find it.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from streamapp.api.names import (
     APP_LABEL,
     GROUP,
     MANAGED_BY,
+    REVISION_LABEL,
     VERSION,
     executor_account,
     member_labels,
@@ -85,8 +87,30 @@ def member_object(app: StreamApp, member: int, spec: dict[str, Any]) -> dict[str
 
 
 def pod(app: StreamApp, member: int) -> dict[str, Any]:
-    """The member's pod: the executor container, its identity in env, its state volume, run under
-    the restricted profile of `api.security` unless the template sets its own securityContext."""
+    """The member's pod, labelled with the revision of the spec it is made from (`pod_revision`)."""
+    rendered = _pod(app, member)
+    rendered["metadata"]["labels"][REVISION_LABEL] = pod_revision(app)
+    return rendered
+
+
+def pod_revision(app: StreamApp) -> str:
+    """A hash of everything a member pod is made from (image, command, resources, Spark conf, pod
+    template, pipeline, storage, the app's identity in env), as a Deployment's pod-template-hash.
+
+    It is the rendering of member 0, whose member-specific parts (names, id) never change, minus
+    what is not the pod's content (its name, ownerReference): so any spec change that would render
+    another pod changes it, and nothing else does (scaling does not).
+    """
+    rendered = _pod(app, 0)
+    meta = rendered["metadata"]
+    content = {"labels": meta["labels"], "annotations": meta["annotations"], "spec": rendered["spec"]}
+    encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(encoded).hexdigest()[:10]
+
+
+def _pod(app: StreamApp, member: int) -> dict[str, Any]:
+    """The executor container, its identity in env, its state volume, run under the restricted
+    profile of `api.security` unless the template sets its own securityContext."""
     name = app.metadata.name
     executor = app.spec.executor
     template = copy.deepcopy(executor.pod_template or {})

@@ -111,6 +111,12 @@ class Kube:
         self._guard()
         _tolerate_missing(lambda: self.core.delete_namespaced_pod(name, namespace))
 
+    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
+        """Merge annotations into a member pod (None removes one); a pod already gone is fine."""
+        self._guard()
+        body = {"metadata": {"annotations": annotations}}
+        _tolerate_missing(lambda: self.core.patch_namespaced_pod(name, namespace, body))
+
     def delete_claim(self, namespace: str, name: str) -> None:
         """Delete a member's state volume claim."""
         self._guard()

@@ -17,7 +17,7 @@ from typing import Any
 
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberStatus, TaskReport
-from streamapp.api.names import GROUP, MEMBER_LABEL
+from streamapp.api.names import GROUP, HANDOFF_ANNOTATION, MEMBER_LABEL, REVISION_LABEL
 from streamapp.api.streamapp import StreamApp
 from streamapp.rebalance import MemberView
 
@@ -61,6 +61,8 @@ class PodState:
     terminating: bool
     node: str | None
     finished: bool = False
+    revision: str = ""
+    handoff_since: float | None = None
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -80,12 +82,22 @@ class PodState:
             terminating=meta.get("deletionTimestamp") is not None,
             node=(pod.get("spec") or {}).get("nodeName"),
             finished=status.get("phase") in ("Failed", "Succeeded"),
+            revision=str((meta.get("labels") or {}).get(REVISION_LABEL, "")),
+            handoff_since=_seconds((meta.get("annotations") or {}).get(HANDOFF_ANNOTATION)),
         )
 
     @property
     def alive(self) -> bool:
         """Ready and not on its way out."""
         return self.ready and not self.terminating and not self.finished
+
+
+def _seconds(value: object) -> float | None:
+    """An epoch-seconds annotation; one that does not parse reads as absent (the handoff restarts)."""
+    try:
+        return None if value is None else float(str(value))
+    except ValueError:
+        return None
 
 
 def member_views(

@@ -17,7 +17,7 @@ from typing import Any
 
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, recovery, supporting
+from streamapp.controller import children, recovery, rollout, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import Kube
 from streamapp.controller.metrics import Metrics
@@ -27,6 +27,7 @@ from streamapp.controller.status import (
     app_status,
     failing_status,
     invalid_spec_status,
+    merge_conditions,
     moved,
 )
 from streamapp.rebalance import (
@@ -89,13 +90,23 @@ def reconcile(
             return Outcome(None, kube.patch_app_status(namespace, name, refused))
         return Outcome(None, None)
     previous = _previous_intent(kube, app, observed.members, config.partitions)
+    pods = _pods(observed.pods)
+    revision = children.pod_revision(model)
+    rolling = model.spec.rolling_update.config()
+    warm = config.rebalance.protocol == "streamapp"
+    step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm)
     views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
+    views = rollout.mark_retiring(views, step)
     plan_started = time.perf_counter()
     result = plan(config, views, previous, now)
     metrics.plan_seconds.observe(time.perf_counter() - plan_started)
-    pods = _pods(observed.pods)
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     status = app_status(app, result, previous, views, pods, stamp, members=observed.members)
+    status.update(rollout.status_fields(step, revision, pods))
+    progressing = rollout.progressing(step, rolling, rollout.owned(result.assignment))
+    status["conditions"] += merge_conditions(
+        current_conditions(app), [progressing], stamp, int(app["metadata"].get("generation") or 0)
+    )
     metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
     current = app.get("status") or {}
     written = None
@@ -103,10 +114,17 @@ def reconcile(
         written = kube.patch_app_status(namespace, name, status, app["metadata"].get("resourceVersion"))
     _repair_supporting(kube, model, result, observed)
     _write_member_specs(kube, model, result, observed.members)
+    rollout.act(kube, name, namespace, step, pods)
     _manage_pods(kube, model, config, result, pods, observed.members)
     _report(kube, app, result, previous, metrics)
     metrics.reconcile_seconds.observe(time.perf_counter() - started)
-    return Outcome(result.wake_at, written)
+    wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
+    return Outcome(min(wake, default=None), written)
+
+
+def current_conditions(app: Body) -> list[Body]:
+    """The conditions the app's status holds now."""
+    return list((app.get("status") or {}).get("conditions") or [])
 
 
 def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Observed) -> None:

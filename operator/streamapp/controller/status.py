@@ -209,7 +209,7 @@ def members_summary(
         pod = pods.get(view.id)
         phase = (
             "Draining"
-            if view.id >= replicas
+            if view.id >= replicas or (view.alive and view.retiring)
             else "Ready"
             if view.alive
             else "Lost"

@@ -48,8 +48,9 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
         now,
     )
     _drop_copies_off_live_members(draft, roster, keep_standbys=aware)
-    if not (aware and config.drain_on_scale_in and roster.live):
-        for member in roster.draining:
+    for member in roster.draining:
+        # A member retiring for a rolling update always hands off first; scale-in only if asked to.
+        if not (aware and roster.live and (config.drain_on_scale_in or member < app.replicas)):
             for task in draft.owned_by(member):
                 draft.revoke(task)
 

@@ -93,6 +93,6 @@ def _start_warmups(
 
 def _urgency(draft: Draft, roster: Roster, task: int) -> int:
     owner = draft.active[task]
-    if owner is not None and owner >= roster.replicas:
+    if owner is not None and roster.is_draining(owner):
         return 0
     return 2 if owner is not None and owner in draft.reservations else 1

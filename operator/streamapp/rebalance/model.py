@@ -29,6 +29,10 @@ class MemberView:
     earlier pod: the engine never hands out an epoch at or below one of them (after a lost intent the
     store remembers epochs the assignment forgot). `fenced` are the tasks the member's current pod runs
     as active but cannot process because the store holds a higher epoch than the one it was given.
+
+    `retiring` marks a member whose pod is about to be replaced by a rolling update: it is treated
+    like a draining member (keeps what it owns until caught-up successors take it, gets nothing new),
+    so its pod can be deleted once it owns no active task, without a task going down.
     """
 
     id: int
@@ -39,6 +43,7 @@ class MemberView:
     acked_generation: int = 0
     store_epochs: Mapping[int, int] = field(default_factory=dict)
     fenced: frozenset[int] = frozenset()
+    retiring: bool = False
 
 
 @dataclass(frozen=True, slots=True)

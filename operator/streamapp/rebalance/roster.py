@@ -1,8 +1,9 @@
 """The members of an app, classified the way every protocol needs them (Kafka Streams' ClientState).
 
 A member is *live* when its pod is ready and its static id is below `replicas`: it may receive work.
-It is *draining* when its pod is ready but scale-in removed its id: it keeps what it owns until
-successors are ready, and gets nothing new. Anything else is not alive.
+It is *draining* when its pod is ready but scale-in removed its id, or a rolling update is about to
+replace its pod (`retiring`): it keeps what it owns until successors are ready, and gets nothing new.
+Anything else is not alive.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class Roster:
                 raise ValueError(f"member {m.id}: capacity must be > 0, got {m.capacity}")
             by_id[m.id] = m
         ids = sorted(by_id)
-        live = tuple(i for i in ids if by_id[i].alive and i < replicas)
-        draining = tuple(i for i in ids if by_id[i].alive and i >= replicas)
+        live = tuple(i for i in ids if by_id[i].alive and i < replicas and not by_id[i].retiring)
+        draining = tuple(i for i in ids if by_id[i].alive and (i >= replicas or by_id[i].retiring))
         lags: dict[int, list[tuple[int, int]]] = {}
         for i in live:
             for task, lag in by_id[i].lags.items():
@@ -56,8 +57,13 @@ class Roster:
         return view is not None and view.alive
 
     def is_live(self, member: int) -> bool:
-        """Whether the member may receive new work."""
-        return member < self.replicas and self.alive(member)
+        """Whether the member may receive new work (alive, wanted, and not being replaced)."""
+        view = self.members.get(member)
+        return member < self.replicas and view is not None and view.alive and not view.retiring
+
+    def is_draining(self, member: int) -> bool:
+        """Whether the member is alive but leaving (scale-in or a rolling update)."""
+        return self.alive(member) and not self.is_live(member)
 
     def acked(self, member: int) -> int:
         """The newest generation the member has applied (0 when never seen)."""

@@ -8,7 +8,7 @@ something else.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -16,6 +16,7 @@ import yaml
 
 from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
 from streamapp.rebalance.config import parse_duration
+from streamapp.rebalance.rollout import RolloutConfig
 
 
 class ScenarioError(ValueError):
@@ -76,13 +77,25 @@ class Scenario:
     events: tuple[SimEvent, ...]
     zones: tuple[str, ...] = ()
     tick: float = 1.0
+    rolling_update: RolloutConfig = field(default_factory=RolloutConfig)
 
     def with_protocol(self, protocol: Protocol) -> Scenario:
         """The same scenario under another protocol (everything else equal)."""
         return replace(self, rebalance=replace(self.rebalance, protocol=protocol))
 
 
-_TOP_KEYS = {"name", "partitions", "members", "duration", "zones", "workload", "rebalance", "events", "tick"}
+_TOP_KEYS = {
+    "name",
+    "partitions",
+    "members",
+    "duration",
+    "zones",
+    "workload",
+    "rebalance",
+    "rollingUpdate",
+    "events",
+    "tick",
+}
 _WORKLOAD_KEYS = {
     "inputRate": "input_rate",
     "processRate": "process_rate",
@@ -133,6 +146,7 @@ def parse_scenario(data: object) -> Scenario:
         events=events,
         zones=zones,
         tick=_positive(doc.get("tick", 1.0), "tick"),
+        rolling_update=RolloutConfig.from_spec(_mapping(doc.get("rollingUpdate") or {}, "rollingUpdate")),
     )
 
 

@@ -13,7 +13,10 @@ every `reportInterval`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
+from streamapp.rebalance.rollout import MemberPod, RolloutStep, rollout_step
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
@@ -35,8 +38,9 @@ class Simulation:
         self.assignment = Assignment.empty(scenario.partitions)
         self.last_owner: list[int | None] = [None] * scenario.partitions
         self.pending = list(scenario.events)
-        self.rolling: list[int] = []
-        self.rolling_current: int | None = None
+        self.revision = 0
+        self.pod_revision: dict[int, int] = {}
+        self.retiring: dict[int, float] = {}
         self.timeline = Timeline()
         self.movements = 0
         self.violations = 0
@@ -105,17 +109,34 @@ class Simulation:
             if deaf is not None:
                 deaf.deaf = True
         elif event.rolling_restart:
-            self.rolling = [m for m in sorted(self.executors) if m < self.app.replicas]
+            self.revision += 1
 
     def _pods(self, now: float) -> None:
         for executor in self.executors.values():
-            if executor.become_ready(now) and executor.id == self.rolling_current:
-                self.rolling_current = None
-        if self.rolling_current is None and self.rolling:
-            self.rolling_current = self.rolling.pop(0)
-            victim = self.executors[self.rolling_current]
+            executor.become_ready(now)
+        self._roll(now)
+
+    def _roll(self, now: float) -> RolloutStep:
+        """The operator's rollout: retire members with an old pod, replace those that handed off."""
+        pods = {
+            m: MemberPod(m, str(self.pod_revision.get(m, 0)), e.alive, self.retiring.get(m))
+            for m, e in self.executors.items()
+            if e.alive or e.ready_at is not None
+        }
+        active: dict[int, int] = {}
+        for state in self.assignment.tasks:
+            if state.active is not None:
+                active[state.active] = active.get(state.active, 0) + 1
+        warm = self.app.rebalance.protocol == "streamapp"
+        update = self.scenario.rolling_update
+        step = rollout_step(pods, self.app.replicas, str(self.revision), active, update, now, warm)
+        self.retiring = dict(step.retiring)
+        for member in step.delete:
+            victim = self.executors[member]
             victim.die()
             victim.start_pod(now + self.work.pod_start_seconds)
+            self.pod_revision[member] = self.revision
+        return step
 
     def _control(self, now: float) -> Plan:
         """Plan and apply until quiescent; returns the last plan (changed if any round changed)."""
@@ -269,7 +290,7 @@ class Simulation:
         return executor
 
     def _views(self) -> list[MemberView]:
-        return [e.view() for _, e in sorted(self.executors.items())]
+        return [replace(e.view(), retiring=m in self.retiring) for m, e in sorted(self.executors.items())]
 
     def _result(self) -> SimResult:
         scenario = self.scenario

@@ -1,0 +1,65 @@
+"""`spec.rollingUpdate` on the wire: how member pods are replaced when what they are made from changes.
+
+The engine-side value (`streamapp.rebalance.rollout.RolloutConfig`) owns the semantics and is what the
+simulator reads too; this model adds the schema the API server checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from streamapp.api.fields import prop
+from streamapp.api.model import Model
+from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN
+from streamapp.rebalance.config import parse_duration
+from streamapp.rebalance.rollout import RolloutConfig
+
+RolloutStrategy = Literal["handoff", "inPlace", "auto"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RollingUpdate(Model):
+    """Members whose pod was made from an older spec are replaced, at most `maxUnavailable` at a time."""
+
+    PATH: ClassVar[str] = "spec.rollingUpdate"
+
+    strategy: RolloutStrategy = field(
+        default="auto",
+        metadata=prop(
+            "handoff: before a member's pod is deleted its active tasks move to caught-up copies on other "
+            "members (standbys at once, otherwise warmups), so no task stops for longer than one batch; "
+            "inPlace: the pod is deleted at once and its tasks wait for it (reserved, with its volume); "
+            "auto: handoff whenever another ready member can take the tasks, else inPlace."
+        ),
+    )
+    max_unavailable: int = field(
+        default=1,
+        metadata=prop(
+            "Members being replaced at once, counting members whose pod is missing or not ready.",
+            minimum=1,
+        ),
+    )
+    paused: bool = field(
+        default=False,
+        metadata=prop("Stop the rollout: no pod is deleted and no handoff starts until unpaused."),
+    )
+    handoff_timeout: str = field(
+        default="10m",
+        metadata=prop(
+            "How long a member's handoff may take before its pod is deleted anyway (its remaining tasks "
+            "then wait for it, as in inPlace).",
+            pattern=DURATION_PATTERN,
+            pattern_message="handoffTimeout must be a duration such as 30s, 5m or 1h30m",
+            max_length=DURATION_MAX_LENGTH,
+        ),
+    )
+
+    def config(self) -> RolloutConfig:
+        """The engine-side value."""
+        return RolloutConfig(
+            strategy=self.strategy,
+            max_unavailable=self.max_unavailable,
+            paused=self.paused,
+            handoff_timeout=parse_duration(self.handoff_timeout, "rollingUpdate.handoffTimeout"),
+        )

@@ -1,0 +1,91 @@
+"""Rolling updates in the operator: observed pods in, the rollout's step out, and acting on it.
+
+The decisions are `rebalance.rollout.rollout_step` (pure); this module reads the pods' revision label
+and handoff annotation into it, marks members that hand off as retiring for the engine, persists when
+a handoff began on the pod itself (so a restarted operator neither restarts nor forgets its timeout),
+and reports the rollout in the status: `updatedReplicas`, `currentRevision`, `updateRevision` and the
+`Progressing` condition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from streamapp.api.names import HANDOFF_ANNOTATION, member_name
+from streamapp.controller.kube import Kube
+from streamapp.controller.observe import PodState
+from streamapp.controller.status import Condition
+from streamapp.rebalance import Assignment, MemberView
+from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, rollout_step
+
+PROGRESSING = "Progressing"
+
+
+def step(
+    pods: Mapping[int, PodState],
+    replicas: int,
+    revision: str,
+    previous: Assignment,
+    config: RolloutConfig,
+    now: float,
+    warm: bool,
+) -> RolloutStep:
+    """The rollout's next step from the pods as observed and the persisted assignment's owners;
+    `warm`: the app's protocol warms successors before a handoff."""
+    observed = {
+        m: MemberPod(m, p.revision, p.alive, p.handoff_since) for m, p in pods.items() if not p.terminating
+    }
+    return rollout_step(observed, replicas, revision, owned(previous), config, now, warm)
+
+
+def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[MemberView]:
+    """Members handing off, and those whose pod is about to go, get nothing new from the engine."""
+    leaving = set(rollout.retiring) | set(rollout.delete)
+    return [dataclasses.replace(v, retiring=True) if v.id in leaving else v for v in views]
+
+
+def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mapping[int, PodState]) -> None:
+    """Persist handoff starts on the pods, clear abandoned ones (a paused rollout), delete the pods
+    the rollout replaces (the next reconcile creates them from the current spec)."""
+    for member, pod in sorted(pods.items()):
+        if pod.terminating:
+            continue
+        since = rollout.retiring.get(member)
+        if member in rollout.delete:
+            kube.delete_pod(namespace, member_name(app, member))
+        elif since is not None and pod.handoff_since != since:
+            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: _stamp(since)})
+        elif since is None and pod.handoff_since is not None:
+            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: None})
+
+
+def status_fields(rollout: RolloutStep, revision: str, pods: Mapping[int, PodState]) -> dict[str, Any]:
+    """`updatedReplicas`, `updateRevision` and `currentRevision` (the revision most of the members
+    not yet updated run; the update revision once none is left)."""
+    behind = Counter(pods[m].revision for m in rollout.outdated)
+    current = min(behind, key=lambda r: (-behind[r], r)) if behind else revision
+    return {"updatedReplicas": rollout.updated, "updateRevision": revision, "currentRevision": current}
+
+
+def progressing(rollout: RolloutStep, config: RolloutConfig, active: Mapping[int, int]) -> Condition:
+    """True while member pods are being replaced; False when the rollout is complete or paused."""
+    if not rollout.rolling:
+        return Condition(PROGRESSING, False, "RolloutComplete", "every member runs the current spec")
+    behind = f"{len(rollout.outdated)} member(s) still run an older spec"
+    if config.paused:
+        return Condition(PROGRESSING, False, "RolloutPaused", f"{behind}; rollingUpdate.paused is set")
+    handing = ", ".join(f"member {m} ({active.get(m, 0)} tasks)" for m in sorted(rollout.retiring))
+    detail = f"; handing off: {handing}" if handing else ""
+    return Condition(PROGRESSING, True, "RollingUpdate", f"{behind}{detail}")
+
+
+def owned(previous: Assignment) -> dict[int, int]:
+    """Active tasks per member (revoking ones included)."""
+    return dict(Counter(t.active for t in previous.tasks if t.active is not None))
+
+
+def _stamp(seconds: float) -> str:
+    return f"{seconds:.3f}"

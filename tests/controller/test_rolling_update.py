@@ -1,0 +1,160 @@
+"""Rolling updates in the controller: the pod revision hash, reading it back, and acting on a step."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from test_controller_core import APP, MODEL
+
+from streamapp.api.names import HANDOFF_ANNOTATION, REVISION_LABEL
+from streamapp.api.streamapp import StreamApp
+from streamapp.controller import children, rollout
+from streamapp.controller.observe import PodState
+from streamapp.controller.status import app_status
+from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
+from streamapp.rebalance.rollout import RolloutConfig, RolloutStep
+
+
+def changed(path: tuple[str, ...], value: Any) -> StreamApp:
+    body = copy.deepcopy(APP)
+    node = body["spec"]
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return StreamApp.from_resource(body)
+
+
+def test_every_member_pod_carries_the_one_revision_of_the_app() -> None:
+    revision = children.pod_revision(MODEL)
+    assert children.pod(MODEL, 0)["metadata"]["labels"][REVISION_LABEL] == revision
+    assert children.pod(MODEL, 1)["metadata"]["labels"][REVISION_LABEL] == revision
+    assert children.pod_revision(StreamApp.from_resource(copy.deepcopy(APP))) == revision
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("executor", "image"), "img:2"),
+        (("executor", "resources"), {"requests": {"cpu": "2"}}),
+        (("executor", "sparkConf"), {"spark.sql.shuffle.partitions": "4"}),
+        (("executor", "podTemplate"), {"metadata": {"labels": {"team": "a"}}}),
+        (("executor", "storage"), {}),
+        (("pipeline", "transform"), "streamapp.executor.samples.counts:other"),
+    ],
+)
+def test_whatever_a_pod_is_made_from_changes_the_revision(path: tuple[str, ...], value: Any) -> None:
+    assert children.pod_revision(changed(path, value)) != children.pod_revision(MODEL)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("replicas",), 5),
+        (("rebalance", "maxWarmupReplicas"), 4),
+        (("rollingUpdate", "paused"), True),
+    ],
+)
+def test_scaling_and_rebalance_settings_do_not_roll_the_pods(path: tuple[str, ...], value: Any) -> None:
+    assert children.pod_revision(changed(path, value)) == children.pod_revision(MODEL)
+
+
+def labelled(member: int, revision: str, since: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": f"counts-{member}",
+        "uid": f"u{member}",
+        "labels": {"streamapp.dev/member": str(member), REVISION_LABEL: revision},
+    }
+    if since is not None:
+        meta["annotations"] = {HANDOFF_ANNOTATION: since}
+    return {"metadata": meta, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def test_a_pod_state_reads_its_revision_and_when_its_handoff_began() -> None:
+    state = PodState.of(labelled(1, "abc", "12.5"))
+    assert state is not None and (state.revision, state.handoff_since) == ("abc", 12.5)
+    garbled = PodState.of(labelled(1, "abc", "soon"))
+    assert garbled is not None and garbled.handoff_since is None
+
+
+def states(*bodies: dict[str, Any]) -> dict[int, PodState]:
+    found = [PodState.of(b) for b in bodies]
+    return {s.member: s for s in found if s is not None}
+
+
+def owning(*owners: int) -> Assignment:
+    return Assignment(generation=1, tasks=tuple(TaskAssignment(active=m, epoch=1) for m in owners))
+
+
+def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engine() -> None:
+    pods = states(labelled(0, "old"), labelled(1, "old"))
+    step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), RolloutConfig(), 30.0, warm=True)
+    assert step.retiring == {1: 30.0}
+    views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
+    assert [v.retiring for v in views] == [False, True]
+
+
+@dataclass
+class RecordingKube:
+    """Records the pod writes a rollout step makes (handler-level logic only)."""
+
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.calls.append(("delete_pod", name))
+
+    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
+        self.calls.append(("annotate_pod", name, annotations))
+
+
+def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_was_handed_off() -> None:
+    pods = states(labelled(0, "old", "5.000"), labelled(1, "old"), labelled(2, "old", "1.000"))
+    step = RolloutStep(retiring={1: 9.0}, delete=(2,), updated=0, outdated=(0, 1, 2))
+    kube = RecordingKube()
+    rollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
+    assert kube.calls == [
+        ("annotate_pod", "counts-0", {HANDOFF_ANNOTATION: None}),
+        ("annotate_pod", "counts-1", {HANDOFF_ANNOTATION: "9.000"}),
+        ("delete_pod", "counts-2"),
+    ]
+    kube.calls.clear()
+    again = states(labelled(1, "old", "9.000"))
+    rollout.act(kube, "counts", "ns", RolloutStep({1: 9.0}, (), 0, (1,)), again)  # type: ignore[arg-type]
+    assert kube.calls == [], "a handoff already recorded is not written again"
+
+
+def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> None:
+    pods = states(labelled(0, "old"), labelled(1, "new"), labelled(2, "older"), labelled(3, "old"))
+    step = RolloutStep(retiring={3: 1.0}, delete=(), updated=1, outdated=(0, 2, 3))
+    assert rollout.status_fields(step, "new", pods) == {
+        "updatedReplicas": 1,
+        "updateRevision": "new",
+        "currentRevision": "old",
+    }
+    rolling = rollout.progressing(step, RolloutConfig(), {3: 2})
+    assert (rolling.status, rolling.reason) == (True, "RollingUpdate")
+    assert "member 3 (2 tasks)" in rolling.message
+    paused = rollout.progressing(step, RolloutConfig(paused=True), {})
+    assert (paused.status, paused.reason) == (False, "RolloutPaused")
+    done = RolloutStep({}, (), 4, ())
+    assert rollout.status_fields(done, "new", pods)["currentRevision"] == "new"
+    assert rollout.progressing(done, RolloutConfig(), {}).reason == "RolloutComplete"
+
+
+def test_a_member_handing_off_for_a_rollout_shows_as_draining() -> None:
+    views = [MemberView(0), MemberView(1, retiring=True)]
+    pods = states(labelled(0, "new"), labelled(1, "old"))
+    plan_result = plan(AppConfig(4, 2), views, Assignment.empty(4), 0.0)
+    status = app_status(APP, plan_result, Assignment.empty(4), views, pods, "2026-01-01T00:00:00Z")
+    assert [m["phase"] for m in status["members"]] == ["Ready", "Draining"]
+    assert all(t.active == 0 for t in plan_result.assignment.tasks)
+
+
+def test_the_wire_block_becomes_the_engine_side_config() -> None:
+    assert MODEL.spec.rolling_update.config() == RolloutConfig()
+    custom = changed(
+        ("rollingUpdate",), {"strategy": "inPlace", "maxUnavailable": 3, "handoffTimeout": "1m30s"}
+    )
+    assert custom.spec.rolling_update.config() == RolloutConfig("inPlace", 3, False, 90.0)

@@ -1,0 +1,149 @@
+"""Rolling updates: which member pod is replaced next and when (pure), and the engine handing a
+retiring member's tasks off before its pod goes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_invariants import check_step
+from world import World
+
+from streamapp.rebalance import AppConfig, RebalanceConfig
+from streamapp.rebalance.config import ConfigError
+from streamapp.rebalance.rollout import MemberPod, RolloutConfig, rollout_step
+
+NEW = "new"
+
+
+def pods(*specs: tuple[int, str, bool, float | None]) -> dict[int, MemberPod]:
+    return {m: MemberPod(m, rev, ready, since) for m, rev, ready, since in specs}
+
+
+def three_old() -> dict[int, MemberPod]:
+    return pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, None))
+
+
+def test_nothing_to_do_when_every_pod_runs_the_update() -> None:
+    step = rollout_step(
+        pods((0, NEW, True, None), (1, NEW, True, None)), 2, NEW, {0: 3}, RolloutConfig(), 0.0
+    )
+    assert (step.retiring, step.delete, step.updated, step.rolling) == ({}, (), 2, False)
+
+
+def test_the_highest_member_hands_off_first_and_alone() -> None:
+    step = rollout_step(three_old(), 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(), 10.0)
+    assert step.retiring == {2: 10.0}
+    assert step.delete == ()
+    assert step.outdated == (0, 1, 2)
+    assert step.wake_at == 10.0 + RolloutConfig().handoff_timeout
+
+
+def test_a_handoff_keeps_its_start_and_its_pod_goes_once_it_owns_nothing() -> None:
+    started = pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, 10.0))
+    busy = rollout_step(started, 3, NEW, {0: 6, 1: 5, 2: 1}, RolloutConfig(), 50.0)
+    assert (busy.retiring, busy.delete) == ({2: 10.0}, ())
+    done = rollout_step(started, 3, NEW, {0: 6, 1: 6}, RolloutConfig(), 60.0)
+    assert (done.retiring, done.delete) == ({}, (2,))
+
+
+def test_a_handoff_that_takes_too_long_deletes_the_pod_anyway() -> None:
+    started = pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, 10.0))
+    config = RolloutConfig(handoff_timeout=60.0)
+    assert rollout_step(started, 3, NEW, {2: 1}, config, 69.0).delete == ()
+    assert rollout_step(started, 3, NEW, {2: 1}, config, 70.0).delete == (2,)
+
+
+def test_the_next_member_waits_until_the_replaced_one_is_ready() -> None:
+    replacing = pods((0, "old", True, None), (1, "old", True, None), (2, NEW, False, None))
+    step = rollout_step(replacing, 3, NEW, {0: 6, 1: 6}, RolloutConfig(), 0.0)
+    assert (step.retiring, step.delete, step.updated) == ({}, (), 1)
+    gone = pods((0, "old", True, None), (1, "old", True, None))
+    assert rollout_step(gone, 3, NEW, {0: 6, 1: 6}, RolloutConfig(), 0.0).retiring == {}
+    back = pods((0, "old", True, None), (1, "old", True, None), (2, NEW, True, None))
+    assert rollout_step(back, 3, NEW, {0: 6, 1: 6}, RolloutConfig(), 5.0).retiring == {1: 5.0}
+
+
+def test_max_unavailable_replaces_that_many_at_once() -> None:
+    step = rollout_step(three_old(), 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(max_unavailable=2), 0.0)
+    assert set(step.retiring) == {1, 2}
+
+
+def test_an_outdated_pod_that_is_not_ready_is_replaced_at_once() -> None:
+    broken = pods((0, "old", True, None), (1, "old", False, None), (2, "old", True, None))
+    step = rollout_step(broken, 3, NEW, {0: 4, 2: 4}, RolloutConfig(), 0.0)
+    assert (step.retiring, step.delete) == ({}, (1,))
+
+
+def test_in_place_deletes_without_a_handoff() -> None:
+    step = rollout_step(three_old(), 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(strategy="inPlace"), 0.0)
+    assert (step.retiring, step.delete) == ({}, (2,))
+
+
+def test_auto_restarts_in_place_with_nowhere_to_go_or_a_cold_protocol() -> None:
+    alone = rollout_step(pods((0, "old", True, None)), 1, NEW, {0: 4}, RolloutConfig(), 0.0)
+    assert (alone.retiring, alone.delete) == ({}, (0,))
+    cold = rollout_step(three_old(), 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(), 0.0, warm=False)
+    assert (cold.retiring, cold.delete) == ({}, (2,))
+    forced = RolloutConfig(strategy="handoff")
+    assert rollout_step(three_old(), 3, NEW, {2: 4}, forced, 0.0, warm=False).retiring == {2: 0.0}
+
+
+def test_paused_starts_nothing_and_abandons_a_handoff() -> None:
+    started = pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, 10.0))
+    step = rollout_step(started, 3, NEW, {2: 4}, RolloutConfig(paused=True), 20.0)
+    assert (step.retiring, step.delete, step.rolling) == ({}, (), True)
+
+
+def test_members_removed_by_scale_in_are_not_rolled() -> None:
+    step = rollout_step(three_old(), 2, NEW, {0: 6, 1: 6}, RolloutConfig(), 0.0)
+    assert step.outdated == (0, 1)
+    assert 2 not in step.retiring and 2 not in step.delete
+
+
+def test_config_parses_the_wire_block_and_refuses_nonsense() -> None:
+    config = RolloutConfig.from_spec({"strategy": "handoff", "maxUnavailable": 2, "handoffTimeout": "90s"})
+    assert config == RolloutConfig("handoff", 2, False, 90.0)
+    with pytest.raises(ConfigError, match="maxUnavailable"):
+        RolloutConfig.from_spec({"maxUnavailable": 0})
+    with pytest.raises(ConfigError, match="strategy"):
+        RolloutConfig.from_spec({"strategy": "surge"})
+    with pytest.raises(ConfigError, match="unknown"):
+        RolloutConfig.from_spec({"maxSurge": 1})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    partitions=st.integers(1, 24),
+    replicas=st.integers(2, 6),
+    retiring=st.integers(0, 5),
+    standbys=st.integers(0, 1),
+    budget=st.integers(1, 3),
+)
+def test_a_retiring_member_hands_every_task_to_a_warm_successor(
+    partitions: int, replicas: int, retiring: int, standbys: int, budget: int
+) -> None:
+    """Invariants 1, 2 and 5 hold while a member retires; it ends owning nothing (its pod may go),
+    every task revoked from it went to a caught-up successor, and no task was ever held or dropped."""
+    retiring %= replicas
+    config = RebalanceConfig(standby_replicas=standbys, max_warmup_replicas=budget)
+    world = World.start(AppConfig(partitions, replicas, config))
+    world.converge(4 * partitions + 4)
+    world.members[retiring].retiring = True
+    for _ in range(4 * partitions + 4):
+        before, views = world.assignment, world.views()
+        result = world.replan()
+        check_step(world, before, result.assignment, views)
+        assert all(t.active is not None for t in result.assignment.tasks)
+        assert not result.assignment.reservations
+        for member in sorted(world.members):
+            world.apply(member)
+            world.catch_up(member)
+        assert not world.double_owned()
+        if not result.changed:
+            break
+    owners = [t.active for t in world.assignment.tasks]
+    assert retiring not in owners
+    assert all(t.revoking_since is None for t in world.assignment.tasks)
+    counts = [owners.count(m) for m in range(replicas) if m != retiring]
+    assert max(counts) - min(counts) <= 1
