@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 ## live; then the measured downtime per task, the exactly-once check and out/demo-timeline.png
 demo: demo-notice $(STAMP) k8s-binaries helm
 	@mkdir -p $(OUT)
-	PYTHONPATH=e2e:tests/executor $(PY) -m demo --out $(OUT)
+	PYTHONPATH=e2e:tests/executor $(PY) -m demo --out $(OUT) $(DEMO_ARGS)
 
 demo-notice:
 	@echo "make demo: the first run on a machine builds Kubernetes, the volume provisioner and helm from Go"

@@ -307,11 +307,22 @@ def feeding(log: FileLog, settings: Settings) -> Iterator[None]:
 
 
 def main(settings: Settings, screen: Screen) -> int:
-    """Run the demo; 0 when the output is exactly once, 1 when not, 130 on Ctrl-C."""
+    """Run the demo; 0 when the output is exactly once, 1 when not, 130 on Ctrl-C or SIGTERM."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGTERM, _raise_stopped)
+    # Ctrl-C raises KeyboardInterrupt even when started from a shell that ignores SIGINT (a script's `&`)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return run(settings, screen, Result())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run(settings: Settings, screen: Screen, result: Result) -> int:
+    """Everything between the signal handlers: the story, then the clean-up, however it ended."""
     cluster = LocalCluster()
     demo = Demo(settings, cluster, screen)
-    result = Result()
     started_here = not cluster.is_running()
     helm: Helm | None = None
     try:
@@ -342,6 +353,19 @@ def main(settings: Settings, screen: Screen) -> int:
         clean_up(demo, cluster, helm, started_here)
 
 
+def delete_namespaces(core: client.CoreV1Api, names: tuple[str, ...], timeout_s: float = 120.0) -> None:
+    """Delete the namespaces and wait until they are gone, so a next run can create them again."""
+    for name in names:
+        try:
+            core.delete_namespace(name)
+        except client.exceptions.ApiException as error:
+            if error.status != 404:
+                raise
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and {n.metadata.name for n in core.list_namespace().items} & set(names):
+        time.sleep(1.0)
+
+
 def clean_up(demo: Demo, cluster: LocalCluster, helm: Helm | None, started_here: bool) -> None:
     """Stop what the demo started: the whole cluster if it started it, else its release and namespace."""
     try:
@@ -353,8 +377,8 @@ def clean_up(demo: Demo, cluster: LocalCluster, helm: Helm | None, started_here:
         if helm is not None:
             helm.uninstall(RELEASE_NAMESPACE)
         if demo.api is not None:
-            client.CoreV1Api(demo.api).delete_namespace(NAMESPACE)
-        demo.note("demo release and namespace removed; the control plane you started keeps running")
+            delete_namespaces(client.CoreV1Api(demo.api), (NAMESPACE, RELEASE_NAMESPACE))
+        demo.note("demo release and namespaces removed; the control plane you started keeps running")
     finally:
         if helm is not None:
             shutil.rmtree(helm.home, ignore_errors=True)
