@@ -7,6 +7,7 @@ plain ANSI escapes on a terminal, and prints a frame now and then when the outpu
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -125,6 +126,13 @@ def render(snapshot: Snapshot, color: bool = True) -> list[str]:
     return lines
 
 
+def fit(line: str, width: int) -> str:
+    """The line cut to the terminal's width: a wrapped line would break the redraw's line count."""
+    if len(line) < width:
+        return line
+    return line[: max(1, width - 1)] + (RESET if "\x1b[" in line else "")
+
+
 class Screen:
     """Draws frames: in place on a terminal, one every `plain_every_s` seconds otherwise."""
 
@@ -138,7 +146,8 @@ class Screen:
     def draw(self, lines: list[str]) -> None:
         if self.tty:
             up = f"\x1b[{self.drawn}F" if self.drawn else ""
-            self.out.write(up + "".join(f"\x1b[2K{line}\n" for line in lines) + "\x1b[J")
+            width = shutil.get_terminal_size().columns
+            self.out.write(up + "".join(f"\x1b[2K{fit(line, width)}\n" for line in lines) + "\x1b[J")
             self.drawn = len(lines)
         elif time.monotonic() - self.last_plain >= self.plain_every_s:
             self.out.write("\n".join(lines) + "\n")

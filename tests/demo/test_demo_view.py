@@ -8,7 +8,7 @@ from typing import Any
 from kubernetes import client
 
 from demo.driver import pod_state
-from demo.view import Screen, Snapshot, render, rows
+from demo.view import RESET, Screen, Snapshot, fit, render, rows
 
 
 def member(member_id: int, active: list[int], reports: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,3 +106,9 @@ def test_pod_state_names_phase_and_restarts() -> None:
     )
     assert pod_state(pod) == "Running (2 restarts)"
     assert pod_state(client.V1Pod(metadata=client.V1ObjectMeta(), status=client.V1PodStatus())) == "Pending"
+
+
+def test_lines_wider_than_the_terminal_are_cut_so_the_redraw_count_stays_right() -> None:
+    assert fit("short", 80) == "short"
+    assert fit("x" * 100, 80) == "x" * 79
+    assert fit("\x1b[1m" + "y" * 100, 40).endswith(RESET)
