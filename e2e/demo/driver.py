@@ -228,6 +228,7 @@ class Demo:
         result.plot = timeline.plot(
             self.commits.commits, settings.partitions, self.events, origin, settings.out / "demo-timeline.png"
         )
+        self.screen.keep()  # the last frame stays above the results
         self.screen.say("")
         self.screen.say(
             f"measured downtime per task: longest gap between its commits (manifest file times) from "

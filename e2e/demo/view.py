@@ -154,6 +154,10 @@ class Screen:
             self.last_plain = time.monotonic()
         self.out.flush()
 
+    def keep(self) -> None:
+        """Leave the frame on screen: what follows is written below it instead of over it."""
+        self.drawn = 0
+
     def say(self, text: str) -> None:
         """A line that stays above the table (the table is redrawn below it)."""
         if self.tty and self.drawn:

@@ -86,6 +86,15 @@ def test_screen_redraws_in_place_on_a_terminal() -> None:
     assert second.endswith("four\n\x1b[J")  # and clear what the longer frame left below
 
 
+def test_a_kept_frame_is_not_drawn_over() -> None:
+    out = Terminal()
+    screen = Screen(out)
+    screen.draw(["table"])
+    screen.keep()
+    screen.say("result")
+    assert out.getvalue().endswith("table\n\x1b[Jresult\n")
+
+
 def test_screen_prints_a_frame_now_and_then_into_a_file() -> None:
     out = io.StringIO()
     screen = Screen(out, plain_every_s=3600)
