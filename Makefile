@@ -23,8 +23,9 @@ demo: demo-notice $(STAMP) k8s-binaries helm
 
 demo-notice:
 	@echo "make demo: the first run on a machine builds Kubernetes, the volume provisioner and helm from Go"
-	@echo "modules (about 7 min on a quiet 2-core machine, up to 14 min under load; progress every 15 s);"
-	@echo "they are cached in ~/.cache/streamapp, so later runs start the control plane in about 10 s."
+	@echo "modules (about 7 min on a quiet 2-core machine, up to 14 min under load; progress and an estimate of"
+	@echo "the time left every 15 s); they are cached in ~/.cache/streamapp, so later runs start the control"
+	@echo "plane in about 10 s. The demo itself then takes about 5 to 8 minutes on 2 shared cores."
 
 ## demo-sim: the simulator on the sample scenario with all three protocols, side by side (no cluster)
 demo-sim: $(STAMP)
