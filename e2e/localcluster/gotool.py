@@ -105,8 +105,17 @@ def compile_with_progress(product: Product, release_time: str, workdir: Path, ou
 
 def _progress(name: str, done: int, total: int, elapsed: float) -> None:
     """One progress line; ``go build -v`` prints each package it compiles, so lines ≈ packages."""
+    print(progress_line(name, done, total, elapsed), flush=True)
+
+
+def progress_line(name: str, done: int, total: int, elapsed: float) -> str:
+    """`[kubernetes] 1795/2574 packages (69%), 197s, ~86s left`; pure. The estimate extrapolates the
+    rate so far (packages differ in size, so it is rough, and says so with `~`)."""
     percent = 100 * done // max(total, 1)
-    print(f"  [{name}] {done}/{total} packages ({percent}%), {elapsed:.0f}s", flush=True)
+    line = f"  [{name}] {done}/{total} packages ({percent}%), {elapsed:.0f}s"
+    if 0 < done < total:
+        line += f", ~{elapsed * (total - done) / done:.0f}s left"
+    return line
 
 
 @contextlib.contextmanager

@@ -1,0 +1,70 @@
+"""Following the commit manifests from outside the executors: when each batch was committed, by whom.
+
+A manifest carries no timestamp, but it is published once, complete, by a link of a file written just
+before (`storage.create_exclusive`), so its file's mtime is the moment the batch was committed, as the
+shared filesystem saw it. That is what the demo measures downtime from, not the executors' own claims.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from streamapp.executor import manifest as manifests
+from streamapp.executor.blobstore import FileStore
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.manifest import Head, Kind
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One accepted batch of a partition: input offsets `[start, end)`, its owner, when (epoch seconds)."""
+
+    partition: int
+    seq: int
+    start: int
+    end: int
+    owner: str
+    at: float
+
+
+@dataclass
+class CommitLog:
+    """Every accepted batch seen so far, read incrementally (each poll reads only new manifests)."""
+
+    state: StateLayout
+    partitions: int
+    heads: dict[int, Head] = field(default_factory=dict)
+    commits: list[Commit] = field(default_factory=list)
+
+    def poll(self) -> None:
+        """Read the manifests published since the last poll."""
+        for partition in range(self.partitions):
+            head = self.heads.get(partition, Head())
+            while True:
+                try:
+                    found = manifests.read(self.state, partition, head.next_seq)
+                except (ValueError, KeyError):  # caught mid-write: read it again next time
+                    break
+                if found is None:
+                    break
+                step = manifests.advance(head, found)
+                head = step.head
+                if step.accepted and found.kind is Kind.BATCH and found.end > found.start:
+                    at = self._mtime(partition, found.seq)
+                    self.commits.append(Commit(partition, found.seq, found.start, found.end, found.owner, at))
+            self.heads[partition] = head
+
+    def committed(self, partition: int) -> int:
+        """Input records of the partition committed so far."""
+        return self.heads.get(partition, Head()).offset
+
+    def last_commit(self, partition: int) -> float | None:
+        """When the partition last committed a batch (epoch seconds), None before its first."""
+        times = [c.at for c in self.commits if c.partition == partition]
+        return max(times) if times else None
+
+    def _mtime(self, partition: int, seq: int) -> float:
+        store = self.state.store
+        assert isinstance(store, FileStore), "the demo's state store is a directory"
+        return os.stat(store.path(self.state.manifest(partition, seq))).st_mtime
