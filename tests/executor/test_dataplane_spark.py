@@ -135,3 +135,14 @@ def test_a_transform_without_the_declared_columns_is_reported(spark: SparkSessio
     pipeline = pipelines.Pipeline(name="bad", transform=lambda b: b.select("key"), merge=resolve("sum"))
     with pytest.raises(ValueError, match="value"):
         _run(tmp_path, log, pipeline)
+
+
+def test_the_warm_up_runs_the_pipeline_once_and_survives_a_transform_that_rejects_its_records(
+    spark: SparkSession,
+) -> None:
+    assert pipelines.warm_up(pipelines.load("streamapp.executor.samples.counts:counts"), spark)
+
+    def needs_an_amount(batch: DataFrame) -> DataFrame:
+        return batch.select("key", F.col("amount").alias("value"))
+
+    assert not pipelines.warm_up(Pipeline("needs-amount", needs_an_amount, resolve("sum")), spark)

@@ -14,6 +14,8 @@ from demo.driver import NAMESPACE, RELEASE_NAMESPACE, Result, Settings, run
 from demo.view import Screen
 from localcluster.controlplane import LocalCluster
 
+pytestmark = pytest.mark.demo
+
 
 def test_demo_driver_runs_the_story_and_cleans_up(
     local_cluster: LocalCluster | None, api_client: client.ApiClient, process_node: str, tmp_path: Path

@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
         spark=lambda: session(settings.spark),
         local=local,
     )
-    session(settings.spark)
+    pipelines.warm_up(pipeline, session(settings.spark))
     registry = CollectorRegistry()
     plane = RuntimeDataPlane(executor, registry)
     stop = threading.Event()
