@@ -23,6 +23,7 @@ from typing import Any
 
 from kubernetes import client
 
+from manifestfeed import published_after
 from streamapp.api.names import GROUP, MEMBERS, VERSION, selector
 from streamapp.executor import manifest as manifests
 from streamapp.executor.layout import StateLayout
@@ -163,15 +164,7 @@ class Observer:
 
     def poll_manifests(self) -> None:
         for partition in range(self.partitions):
-            while True:
-                head = self.heads[partition]
-                try:
-                    found = manifests.read(self.state, partition, head.next_seq)
-                except (ValueError, KeyError):  # caught mid-write: read it again next time
-                    break
-                if found is None:
-                    break
-                step = manifests.advance(head, found)
+            for found, step in published_after(self.state, partition, self.heads[partition]):
                 self.heads[partition] = step.head
                 if not step.accepted:
                     self.tally.manifests_refused += 1

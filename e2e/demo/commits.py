@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from streamapp.executor import manifest as manifests
+from manifestfeed import published_after
 from streamapp.executor.blobstore import FileStore
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Head, Kind
@@ -40,20 +40,11 @@ class CommitLog:
     def poll(self) -> None:
         """Read the manifests published since the last poll."""
         for partition in range(self.partitions):
-            head = self.heads.get(partition, Head())
-            while True:
-                try:
-                    found = manifests.read(self.state, partition, head.next_seq)
-                except (ValueError, KeyError):  # caught mid-write: read it again next time
-                    break
-                if found is None:
-                    break
-                step = manifests.advance(head, found)
-                head = step.head
+            for found, step in published_after(self.state, partition, self.heads.get(partition, Head())):
+                self.heads[partition] = step.head
                 if step.accepted and found.kind is Kind.BATCH and found.end > found.start:
                     at = self._mtime(partition, found.seq)
                     self.commits.append(Commit(partition, found.seq, found.start, found.end, found.owner, at))
-            self.heads[partition] = head
 
     def committed(self, partition: int) -> int:
         """Input records of the partition committed so far."""
