@@ -28,6 +28,7 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
         acceptable_recovery_lag=draw(st.sampled_from([0, 100, 10_000])),
         handoff_lag=draw(st.sampled_from([0, 50])),
         max_warmup_replicas=draw(st.integers(1, 3)),
+        max_warmup_replicas_total=draw(st.sampled_from([0, 1, 4])),
         standby_replicas=draw(st.integers(0, 2)),
         failover_to_standby=draw(st.booleans()),
         drain_on_scale_in=draw(st.booleans()),
@@ -158,11 +159,25 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
         assert all(alive(m) or after.reserved_for(m) for m in new.standbys), (
             f"task {task}: standby on a gone member"
         )
-    warming = sum(1 for t in after.tasks if t.warmups and t.revoking_since is None)
-    if config.protocol == "streamapp":
-        assert warming <= config.max_warmup_replicas
-    else:
-        assert warming == 0
+    check_warmup_budget(config, after)
+
+
+def check_warmup_budget(config: RebalanceConfig, after: Assignment) -> None:
+    """The warmup budget: at most `maxWarmupReplicas` restoring on any one destination member, and at
+    most `maxWarmupReplicasTotal` in all when set (a revoked task's successor has caught up)."""
+    per_member: dict[int, int] = {}
+    for t in after.tasks:
+        if t.revoking_since is None:
+            for member in t.warmups:
+                per_member[member] = per_member.get(member, 0) + 1
+    if config.protocol != "streamapp":
+        assert not per_member
+        return
+    assert all(n <= config.max_warmup_replicas for n in per_member.values()), (
+        f"warming per member {per_member}"
+    )
+    total = sum(per_member.values())
+    assert not config.max_warmup_replicas_total or total <= config.max_warmup_replicas_total, total
 
 
 def check_deadlines(world: World, before: Assignment, result: Plan, observed: list[MemberView]) -> None:
