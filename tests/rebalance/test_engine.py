@@ -39,8 +39,9 @@ def test_bounce_within_delay_keeps_tasks_and_moves_nothing() -> None:
     world.kill(1)
     lost = world.replan()
     assert EventKind.MEMBER_LOST in kinds(world)
-    assert lost.wake_at == 300.0
+    assert lost.wake_at == 150.0, "wakes up to pre-warm once half the delay has passed"
     assert [t.active for t in lost.assignment.tasks] == [t.active for t in before.tasks]
+    assert not any(t.warmups for t in lost.assignment.tasks), "nothing pre-warmed for a likely bounce"
     world.now = 30
     world.revive(1)
     world.replan()
@@ -53,6 +54,9 @@ def test_member_that_never_returns_loses_its_tasks_at_the_deadline() -> None:
     world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
     world.kill(1)
     world.replan()
+    world.now = 150
+    prewarmed = world.replan()
+    assert EventKind.WARMUP_STARTED in kinds(world) and prewarmed.wake_at == 300.0
     world.now = 299.9
     assert world.replan().changed is False
     world.now = 300
@@ -200,3 +204,38 @@ def test_persisted_form_tolerates_dropped_nulls() -> None:
     pruned = {k: v for k, v in data.items() if v is not None}
     pruned["tasks"] = [{k: v for k, v in t.items() if v is not None} for t in data["tasks"]]
     assert Assignment.from_dict(pruned) == world.assignment
+
+
+def _warming(world: World) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for t in world.assignment.tasks:
+        for member in t.warmups:
+            counts[member] = counts.get(member, 0) + 1
+    return counts
+
+
+def test_each_new_member_warms_its_own_budget_at_once() -> None:
+    """`maxWarmupReplicas` is per destination: a scale-out to two new members warms on both."""
+    world = settled(16, 2, max_warmup_replicas=2)
+    world.scale(4)
+    world.replan()
+    assert _warming(world) == {2: 2, 3: 2}
+
+
+def test_the_total_cap_bounds_warmups_across_members() -> None:
+    world = settled(16, 2, max_warmup_replicas=2, max_warmup_replicas_total=3)
+    world.scale(4)
+    world.replan()
+    assert sum(_warming(world).values()) == 3
+    assert all(n <= 2 for n in _warming(world).values())
+
+
+def test_lowering_the_budget_drops_running_warmups_beyond_it() -> None:
+    world = settled(16, 2, max_warmup_replicas=3)
+    world.scale(3)
+    world.replan()
+    assert _warming(world) == {2: 3}
+    world.app = AppConfig(16, 3, RebalanceConfig(max_warmup_replicas=1))
+    world.replan()
+    assert _warming(world) == {2: 1}
+    assert EventKind.WARMUP_CANCELLED in kinds(world)

@@ -5,6 +5,11 @@ ends when the owner acknowledges it or its pod is gone. A member whose pod is go
 reserved until `scheduledRebalanceMaxDelay` passes (KIP-415), because it usually comes back with its
 state; a caught-up standby may take over at once instead (`failoverToStandby`). The deadline is
 persisted with the assignment, so a restarted operator neither forgets nor extends it.
+
+Held tasks are pre-warmed on whoever would take them, but only once half the delay has passed
+(`PREWARM_AFTER`): most losses are bounces that return well within the delay, and a warmup started at
+the loss is thrown away at the return (two per bounce with the default budget). The second half of the
+delay still lets a member that never returns hand its tasks to warm copies at the deadline.
 """
 
 from __future__ import annotations
@@ -30,6 +35,20 @@ def settle(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
     _welcome_back(draft, roster)
     _handle_gone_owners(draft, roster, rules, now)
     _expire(draft, roster, now)
+
+
+PREWARM_AFTER = 0.5
+
+
+def prewarm_at(deadline: float, delay: float) -> float:
+    """When pre-warming a reservation's tasks starts: `PREWARM_AFTER` of the delay before `deadline`."""
+    return deadline - delay * (1.0 - PREWARM_AFTER)
+
+
+def prewarm_due(draft: Draft, held: set[int], delay: float, now: float) -> set[int]:
+    """The held tasks whose owner has been away long enough for pre-warming them to be worth it."""
+    due = {m for m, deadline in draft.reservations.items() if now >= prewarm_at(deadline, delay)}
+    return {task for task in held if draft.active[task] in due}
 
 
 def held_tasks(draft: Draft) -> set[int]:
