@@ -239,3 +239,36 @@ def test_lowering_the_budget_drops_running_warmups_beyond_it() -> None:
     world.replan()
     assert _warming(world) == {2: 1}
     assert EventKind.WARMUP_CANCELLED in kinds(world)
+
+
+def test_a_failed_over_member_is_held_for_and_keeps_its_copies() -> None:
+    """Every task of the lost member fails over to its standby at once, yet the member is reserved:
+    nothing moves among the survivors and no copy is replaced while it is likely to come back, and its
+    old tasks keep it as their standby, so it takes them back by promotion in place."""
+    world = settled(12, 4, standby_replicas=1, scheduled_rebalance_max_delay=300.0)
+    before = world.assignment
+    lost = {t for t, a in enumerate(before.tasks) if a.active == 1}
+    world.kill(1)
+    result = world.replan()
+    after = world.assignment
+    assert after.reserved_for(1) is not None and result.wake_at == 150.0
+    assert all(after.tasks[t].active != 1 and after.tasks[t].standbys == (1,) for t in lost)
+    assert not any(t.warmups or t.revoking_since is not None for t in after.tasks)
+    kept = [t for t in range(12) if t not in lost]
+    assert all(after.tasks[t].standbys == before.tasks[t].standbys for t in kept)
+    world.now = 30
+    world.revive(1)
+    world.converge(20)
+    events = [e for p in world.history for e in p.events]
+    assert not any(e.kind == EventKind.WARMUP_CANCELLED for e in events)
+    assert sorted(t for t, a in enumerate(world.assignment.tasks) if a.active == 1) == sorted(lost)
+
+
+def test_a_lost_members_copies_are_replaced_from_half_the_delay() -> None:
+    world = settled(12, 4, standby_replicas=1, scheduled_rebalance_max_delay=300.0)
+    world.kill(1)
+    world.replan()
+    world.now = 150
+    world.replan()
+    live = {0, 2, 3}
+    assert all(any(m in live for m in t.standbys) for t in world.assignment.tasks)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from world import World
 
 from streamapp.rebalance import PROTOCOLS, AppConfig, Assignment, MemberView, Plan, RebalanceConfig, plan
+from streamapp.rebalance.reservations import prewarm_at
 
 ZONES = ("a", "b", "c")
 
@@ -151,6 +152,12 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
                 assert lag is not None and lag <= config.acceptable_recovery_lag, (
                     f"task {task} revoked for a successor with lag {lag}"
                 )
+        # A lost member's held tasks are pre-warmed only once half its delay has passed.
+        held_by = after.reserved_for(new.active) if new.active is not None else None
+        if held_by is not None and set(new.warmups) - set(old.warmups):
+            assert world.now >= prewarm_at(held_by.deadline, config.scheduled_rebalance_max_delay), (
+                f"task {task} pre-warmed at {world.now}, before half the delay to {held_by.deadline}"
+            )
         # Copies: distinct members, never the owner, within the configured counts.
         copies = (*new.standbys, *new.warmups)
         assert len(set(copies)) == len(copies) and new.active not in copies, f"task {task}: bad copies {new}"
@@ -302,3 +309,34 @@ def assert_balanced(world: World, setup: Setup) -> None:
         assert all(len(t.standbys) == wanted for t in world.assignment.tasks)
         if not weighted:
             assert max(copies.values()) - min(copies.values()) <= 1, f"copies unbalanced: {copies}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    replicas=st.integers(2, 5),
+    extra=st.integers(0, 12),
+    delay=st.sampled_from([30.0, 300.0]),
+    victim=st.integers(0, 4),
+    elapsed=st.floats(0.0, 0.99),
+    standbys=st.integers(0, 1),
+)
+def test_held_tasks_are_prewarmed_from_half_the_delay_on(
+    replicas: int, extra: int, delay: float, victim: int, elapsed: float, standbys: int
+) -> None:
+    """A lost member's tasks are held with nothing warming elsewhere during the first half of the
+    delay (a bounce wastes nothing), and pre-warmed from then on unless a standby is already warm (a
+    member that never returns still hands them to warm copies); every plan keeps the invariants."""
+    config = RebalanceConfig(
+        scheduled_rebalance_max_delay=delay, standby_replicas=standbys, failover_to_standby=False
+    )
+    world = World.start(AppConfig(replicas + extra, replicas, config))
+    world.converge(100)
+    world.kill(victim % replicas)
+    run(world, "plan", 0, 0)
+    world.now = elapsed * delay
+    run(world, "plan", 0, 0)
+    warming = any(t.warmups for t in world.assignment.tasks)
+    if world.now < delay / 2:
+        assert not warming
+    elif not standbys:  # a standby of a held task is already warm: nothing to pre-warm
+        assert warming

@@ -18,7 +18,14 @@ from streamapp.rebalance.handoff import revoke_moves, warm_handoffs
 from streamapp.rebalance.model import Assignment, Event, EventKind, MemberView, Plan
 from streamapp.rebalance.placement import desired_owners, takeover_owner
 from streamapp.rebalance.quotas import quotas
-from streamapp.rebalance.reservations import HoldRules, held_tasks, prewarm_at, prewarm_due, settle
+from streamapp.rebalance.reservations import (
+    HoldRules,
+    expected_back,
+    held_tasks,
+    prewarm_at,
+    prewarm_due,
+    settle,
+)
 from streamapp.rebalance.roster import Roster
 from streamapp.rebalance.standbys import place_standbys
 
@@ -73,7 +80,8 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
         warm_handoffs(draft, roster, desired, config, probe_due, held_targets)
-        place_standbys(draft, roster, desired, config.standby_replicas, capacity)
+        back = expected_back(draft, delay, now)
+        place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
     else:
         revoke_moves(draft, desired)
