@@ -268,7 +268,12 @@ def test_a_lost_members_copies_are_replaced_from_half_the_delay() -> None:
     world = settled(12, 4, standby_replicas=1, scheduled_rebalance_max_delay=300.0)
     world.kill(1)
     world.replan()
+    world.now = 149
+    world.replan()
+    assert world.assignment.reserved_for(1) is not None
     world.now = 150
     world.replan()
+    assert world.assignment.reserved_for(1) is None, "nothing held: the reservation ends at half the delay"
+    world.converge(20)
     live = {0, 2, 3}
-    assert all(any(m in live for m in t.standbys) for t in world.assignment.tasks)
+    assert all(any(m in live for m in t.standbys) and t.active in live for t in world.assignment.tasks)

@@ -35,7 +35,7 @@ def settle(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
     _release_acknowledged(draft, roster)
     _welcome_back(draft, roster)
     _handle_gone_owners(draft, roster, rules, now)
-    _expire(draft, roster, now)
+    _expire(draft, roster, rules.delay, now)
 
 
 PREWARM_AFTER = 0.5
@@ -84,7 +84,8 @@ def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: flo
     A member that may come back is reserved even when every one of its tasks failed over: balance
     then waits for it (nothing moves among the survivors for a bounce) and it keeps its copies, each
     failed-over task's included — its old owner becomes its standby in place, so the member returns
-    to state it can take back by a handoff without a restore.
+    to state it can take back by a handoff without a restore. Such a reservation, holding no task,
+    ends at the pre-warm point (`_expire`).
     """
     lost: set[int] = set()
     for task, owner in enumerate(draft.active):
@@ -111,10 +112,13 @@ def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: flo
         )
 
 
-def _expire(draft: Draft, roster: Roster, now: float) -> None:
+def _expire(draft: Draft, roster: Roster, delay: float, now: float) -> None:
+    """End reservations at their deadline; one that holds no task (all failed over) ends at its
+    pre-warm point, when the member's copies are replaced anyway, so balance need not wait longer."""
     for member, deadline in sorted(draft.reservations.items()):
         owned = draft.owned_by(member)
-        if now < deadline and member < roster.replicas:
+        until = deadline if owned else min(deadline, prewarm_at(deadline, delay))
+        if now < until and member < roster.replicas:
             continue
         del draft.reservations[member]
         for task in owned:
