@@ -91,11 +91,16 @@ def _keep(
 
 
 def _handing_over(task: int, draft: Draft, roster: Roster, home: list[int | None]) -> int:
-    """1 while a live owner hands the task to another member: the owner keeps the state and, once it
-    has let go, is the caught-up copy the next step picks first; a fresh standby placed meanwhile would
-    restore the task from scratch."""
-    owner = draft.active[task]
-    return int(owner is not None and owner != home[task] and home[task] is not None and roster.is_live(owner))
+    """1 while a live owner hands the task over to a member warming it: the owner keeps the state and,
+    once it has let go, is the caught-up copy the next step picks first; a fresh standby placed
+    meanwhile would restore the task from scratch. A task merely queued for a warmup is not covered."""
+    owner, successor = draft.active[task], home[task]
+    return int(
+        owner is not None
+        and successor != owner
+        and successor in draft.warmups[task]
+        and roster.is_live(owner)
+    )
 
 
 def _fill(
