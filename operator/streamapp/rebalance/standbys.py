@@ -68,12 +68,17 @@ def _keep(
     for task in range(draft.partitions):
         kept: list[int] = []
         live_kept = 0
-        for member in draft.standbys[task]:
+        for member in sorted(draft.standbys[task], key=lambda m: m != home[task]):
             if member in draft.reservations:
                 kept.append(member)
                 if member in expected_back:
                     live_kept += 1
-            elif member == home[task] and member != draft.active[task] and roster.is_live(member):
+            elif (
+                member == home[task]
+                and member != draft.active[task]
+                and roster.is_live(member)
+                and live_kept < per_task
+            ):
                 kept.append(member)
                 live_kept += 1
             elif (
