@@ -149,6 +149,7 @@ def test_sample_manifest_is_a_valid_app() -> None:
             "spec.executor.storage.retainOnScaleIn",
         ),
         (app_with_rebalance(maxWarmupReplicas=0), "spec.rebalance.maxWarmupReplicas"),
+        (app_with_rebalance(maxWarmupReplicasTotal=-1), "spec.rebalance.maxWarmupReplicasTotal"),
         (app_with_rebalance(acceptableRecoveryLag=-1), "spec.rebalance.acceptableRecoveryLag"),
         (
             app_with_rebalance(scheduledRebalanceMaxDelay="5 minutes"),

@@ -65,6 +65,9 @@ def test_streamapp_cel_rules() -> None:
     assert _rules(properties["replicas"])["replicas must be >= 0"] == "self >= 0"
     rebalance = properties["rebalance"]["properties"]
     assert _rules(rebalance["maxWarmupReplicas"])["maxWarmupReplicas must be >= 1"] == "self >= 1"
+    total = _rules(rebalance["maxWarmupReplicasTotal"])
+    assert total["maxWarmupReplicasTotal must be >= 0"] == "self >= 0"
+    assert rebalance["maxWarmupReplicasTotal"]["default"] == 0
     assert _rules(rebalance["acceptableRecoveryLag"])["acceptableRecoveryLag must be >= 0"] == "self >= 0"
     for key in ("scheduledRebalanceMaxDelay", "probingRebalanceInterval"):
         assert f"{key} must be a duration such as 30s, 5m or 1h30m" in _rules(rebalance[key])

@@ -35,6 +35,7 @@ def test_spec_round_trip_and_defaults() -> None:
     [
         ({"protocol": "sticky"}, "protocol"),
         ({"maxWarmupReplicas": 0}, "maxWarmupReplicas"),
+        ({"maxWarmupReplicasTotal": -1}, "maxWarmupReplicasTotal"),
         ({"acceptableRecoveryLag": -1}, "acceptableRecoveryLag"),
         ({"standbyReplicas": "1"}, "standbyReplicas"),
         ({"failoverToStandby": "yes"}, "failoverToStandby"),

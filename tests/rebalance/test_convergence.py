@@ -1,7 +1,8 @@
 """Convergence scenarios built from Kafka Streams' TaskAssignorConvergenceTest, plus stickiness (§5.4).
 
 As in Kafka's test, every copy assigned in a generation is caught up before the next one, and new
-members start with no state. Bounds are the issue's, tighter than Kafka's 2·(S + S·standbys).
+members start with no state. Bounds are the issue's, tighter than Kafka's 2·(S + S·standbys); the
+warmup budget is per destination member, so adding clients is bounded by the most tasks one receives.
 """
 
 from __future__ import annotations
@@ -42,6 +43,37 @@ def test_adding_one_client_converges_within_bound(clients: int, warmups: int) ->
     world.scale(clients + 1)
     generations = world.converge(100)
     assert generations <= math.ceil(tasks / warmups) + 1
+    assert spread(world) <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tasks=st.integers(1, 40),
+    before=st.integers(1, 4),
+    added=st.integers(1, 4),
+    warmups=st.integers(1, 3),
+    total=st.sampled_from([0, 1, 2, 5]),
+)
+def test_adding_clients_converges_within_the_per_destination_bound(
+    tasks: int, before: int, added: int, warmups: int, total: int
+) -> None:
+    """The budget is per destination: new members warm side by side, so adding clients converges within
+    ⌈I/maxWarmupReplicas⌉+2 generations, I the most tasks any one member receives (a batch warms, is
+    revoked while the next warms, is assigned while the next is revoked). A cap on the sum adds at most
+    ⌈S/maxWarmupReplicasTotal⌉ for S moved tasks: a round either fills the cap or gives every
+    destination with tasks left its full share."""
+    world = balanced_world(tasks, before, max_warmup_replicas=warmups, max_warmup_replicas_total=total)
+    initial = owners(world)
+    world.scale(before + added)
+    generations = world.converge(200)
+    final = owners(world)
+    inflow = max(
+        sum(1 for a, b in zip(initial, final, strict=True) if a != b and b == m)
+        for m in range(before + added)
+    )
+    moved = sum(1 for a, b in zip(initial, final, strict=True) if a != b)
+    bound = math.ceil(inflow / warmups) + 2 + (math.ceil(moved / total) if total else 0)
+    assert generations <= bound
     assert spread(world) <= 1
 
 

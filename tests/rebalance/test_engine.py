@@ -39,8 +39,9 @@ def test_bounce_within_delay_keeps_tasks_and_moves_nothing() -> None:
     world.kill(1)
     lost = world.replan()
     assert EventKind.MEMBER_LOST in kinds(world)
-    assert lost.wake_at == 300.0
+    assert lost.wake_at == 150.0, "wakes up to pre-warm once half the delay has passed"
     assert [t.active for t in lost.assignment.tasks] == [t.active for t in before.tasks]
+    assert not any(t.warmups for t in lost.assignment.tasks), "nothing pre-warmed for a likely bounce"
     world.now = 30
     world.revive(1)
     world.replan()
@@ -53,6 +54,9 @@ def test_member_that_never_returns_loses_its_tasks_at_the_deadline() -> None:
     world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
     world.kill(1)
     world.replan()
+    world.now = 150
+    prewarmed = world.replan()
+    assert EventKind.WARMUP_STARTED in kinds(world) and prewarmed.wake_at == 300.0
     world.now = 299.9
     assert world.replan().changed is False
     world.now = 300
@@ -200,3 +204,76 @@ def test_persisted_form_tolerates_dropped_nulls() -> None:
     pruned = {k: v for k, v in data.items() if v is not None}
     pruned["tasks"] = [{k: v for k, v in t.items() if v is not None} for t in data["tasks"]]
     assert Assignment.from_dict(pruned) == world.assignment
+
+
+def _warming(world: World) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for t in world.assignment.tasks:
+        for member in t.warmups:
+            counts[member] = counts.get(member, 0) + 1
+    return counts
+
+
+def test_each_new_member_warms_its_own_budget_at_once() -> None:
+    """`maxWarmupReplicas` is per destination: a scale-out to two new members warms on both."""
+    world = settled(16, 2, max_warmup_replicas=2)
+    world.scale(4)
+    world.replan()
+    assert _warming(world) == {2: 2, 3: 2}
+
+
+def test_the_total_cap_bounds_warmups_across_members() -> None:
+    world = settled(16, 2, max_warmup_replicas=2, max_warmup_replicas_total=3)
+    world.scale(4)
+    world.replan()
+    assert sum(_warming(world).values()) == 3
+    assert all(n <= 2 for n in _warming(world).values())
+
+
+def test_lowering_the_budget_drops_running_warmups_beyond_it() -> None:
+    world = settled(16, 2, max_warmup_replicas=3)
+    world.scale(3)
+    world.replan()
+    assert _warming(world) == {2: 3}
+    world.app = AppConfig(16, 3, RebalanceConfig(max_warmup_replicas=1))
+    world.replan()
+    assert _warming(world) == {2: 1}
+    assert EventKind.WARMUP_CANCELLED in kinds(world)
+
+
+def test_a_failed_over_member_is_held_for_and_keeps_its_copies() -> None:
+    """Every task of the lost member fails over to its standby at once, yet the member is reserved:
+    nothing moves among the survivors and no copy is replaced while it is likely to come back, and its
+    old tasks keep it as their standby, so it takes them back by promotion in place."""
+    world = settled(12, 4, standby_replicas=1, scheduled_rebalance_max_delay=300.0)
+    before = world.assignment
+    lost = {t for t, a in enumerate(before.tasks) if a.active == 1}
+    world.kill(1)
+    result = world.replan()
+    after = world.assignment
+    assert after.reserved_for(1) is not None and result.wake_at == 150.0
+    assert all(after.tasks[t].active != 1 and after.tasks[t].standbys == (1,) for t in lost)
+    assert not any(t.warmups or t.revoking_since is not None for t in after.tasks)
+    kept = [t for t in range(12) if t not in lost]
+    assert all(after.tasks[t].standbys == before.tasks[t].standbys for t in kept)
+    world.now = 30
+    world.revive(1)
+    world.converge(20)
+    events = [e for p in world.history for e in p.events]
+    assert not any(e.kind == EventKind.WARMUP_CANCELLED for e in events)
+    assert sorted(t for t, a in enumerate(world.assignment.tasks) if a.active == 1) == sorted(lost)
+
+
+def test_a_lost_members_copies_are_replaced_from_half_the_delay() -> None:
+    world = settled(12, 4, standby_replicas=1, scheduled_rebalance_max_delay=300.0)
+    world.kill(1)
+    world.replan()
+    world.now = 149
+    world.replan()
+    assert world.assignment.reserved_for(1) is not None
+    world.now = 150
+    world.replan()
+    assert world.assignment.reserved_for(1) is None, "nothing held: the reservation ends at half the delay"
+    world.converge(20)
+    live = {0, 2, 3}
+    assert all(any(m in live for m in t.standbys) and t.active in live for t in world.assignment.tasks)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from world import World
 
 from streamapp.rebalance import PROTOCOLS, AppConfig, Assignment, MemberView, Plan, RebalanceConfig, plan
+from streamapp.rebalance.reservations import prewarm_at
 
 ZONES = ("a", "b", "c")
 
@@ -28,6 +29,7 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
         acceptable_recovery_lag=draw(st.sampled_from([0, 100, 10_000])),
         handoff_lag=draw(st.sampled_from([0, 50])),
         max_warmup_replicas=draw(st.integers(1, 3)),
+        max_warmup_replicas_total=draw(st.sampled_from([0, 1, 4])),
         standby_replicas=draw(st.integers(0, 2)),
         failover_to_standby=draw(st.booleans()),
         drain_on_scale_in=draw(st.booleans()),
@@ -165,6 +167,12 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
                 assert lag is not None and lag <= config.acceptable_recovery_lag, (
                     f"task {task} revoked for a successor with lag {lag}"
                 )
+        # A lost member's held tasks are pre-warmed only once half its delay has passed.
+        held_by = after.reserved_for(new.active) if new.active is not None else None
+        if held_by is not None and set(new.warmups) - set(old.warmups):
+            assert world.now >= prewarm_at(held_by.deadline, config.scheduled_rebalance_max_delay), (
+                f"task {task} pre-warmed at {world.now}, before half the delay to {held_by.deadline}"
+            )
         # Copies: distinct members, never the owner, within the configured counts.
         copies = (*new.standbys, *new.warmups)
         assert len(set(copies)) == len(copies) and new.active not in copies, f"task {task}: bad copies {new}"
@@ -173,11 +181,25 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
         assert all(alive(m) or after.reserved_for(m) for m in new.standbys), (
             f"task {task}: standby on a gone member"
         )
-    warming = sum(1 for t in after.tasks if t.warmups and t.revoking_since is None)
-    if config.protocol == "streamapp":
-        assert warming <= config.max_warmup_replicas
-    else:
-        assert warming == 0
+    check_warmup_budget(config, after)
+
+
+def check_warmup_budget(config: RebalanceConfig, after: Assignment) -> None:
+    """The warmup budget: at most `maxWarmupReplicas` restoring on any one destination member, and at
+    most `maxWarmupReplicasTotal` in all when set (a revoked task's successor has caught up)."""
+    per_member: dict[int, int] = {}
+    for t in after.tasks:
+        if t.revoking_since is None:
+            for member in t.warmups:
+                per_member[member] = per_member.get(member, 0) + 1
+    if config.protocol != "streamapp":
+        assert not per_member
+        return
+    assert all(n <= config.max_warmup_replicas for n in per_member.values()), (
+        f"warming per member {per_member}"
+    )
+    total = sum(per_member.values())
+    assert not config.max_warmup_replicas_total or total <= config.max_warmup_replicas_total, total
 
 
 def check_deadlines(world: World, before: Assignment, result: Plan, observed: list[MemberView]) -> None:
@@ -304,3 +326,34 @@ def assert_balanced(world: World, setup: Setup) -> None:
         assert all(len(t.standbys) == wanted for t in world.assignment.tasks)
         if not weighted:
             assert max(copies.values()) - min(copies.values()) <= 1, f"copies unbalanced: {copies}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    replicas=st.integers(2, 5),
+    extra=st.integers(0, 12),
+    delay=st.sampled_from([30.0, 300.0]),
+    victim=st.integers(0, 4),
+    elapsed=st.floats(0.0, 0.99),
+    standbys=st.integers(0, 1),
+)
+def test_held_tasks_are_prewarmed_from_half_the_delay_on(
+    replicas: int, extra: int, delay: float, victim: int, elapsed: float, standbys: int
+) -> None:
+    """A lost member's tasks are held with nothing warming elsewhere during the first half of the
+    delay (a bounce wastes nothing), and pre-warmed from then on unless a standby is already warm (a
+    member that never returns still hands them to warm copies); every plan keeps the invariants."""
+    config = RebalanceConfig(
+        scheduled_rebalance_max_delay=delay, standby_replicas=standbys, failover_to_standby=False
+    )
+    world = World.start(AppConfig(replicas + extra, replicas, config))
+    world.converge(100)
+    world.kill(victim % replicas)
+    run(world, "plan", 0, 0)
+    world.now = elapsed * delay
+    run(world, "plan", 0, 0)
+    warming = any(t.warmups for t in world.assignment.tasks)
+    if world.now < delay / 2:
+        assert not warming
+    elif not standbys:  # a standby of a held task is already warm: nothing to pre-warm
+        assert warming

@@ -218,3 +218,46 @@ def test_a_scenario_reads_its_rolling_update_block() -> None:
     assert parse_scenario(doc).rolling_update == RolloutConfig()
     custom = parse_scenario({**doc, "rollingUpdate": {"strategy": "inPlace", "maxUnavailable": 2}})
     assert custom.rolling_update == RolloutConfig(strategy="inPlace", max_unavailable=2)
+
+
+def test_a_bounce_within_the_delay_wastes_no_warmup() -> None:
+    """Held tasks are pre-warmed only after half the delay: a member back in 30 s of 5 min finds
+    nothing started elsewhere for its tasks."""
+    result = run("bounce", "streamapp")
+    assert result.wasted_warmups == 0
+    scenario = load_scenario(SCENARIOS / "bounce.yaml").with_protocol("streamapp")
+    slow = replace(scenario, events=(replace(scenario.events[0], restart_after=200.0),))
+    late, _ = simulate(slow)
+    assert late.wasted_warmups > 0, "past half the delay the held tasks are pre-warmed (then dropped)"
+
+
+def churn_scenario(standbys: int) -> Scenario:
+    """48 tasks on 3 members: a 4th joins, then member 1 bounces for 30 s."""
+    return parse_scenario(
+        {
+            "name": "churn",
+            "partitions": 48,
+            "members": 3,
+            "duration": 600,
+            "zones": ["a", "b", "c"],
+            "workload": {"inputRate": 10, "processRate": 40, "restoreRate": 2000, "stateRecords": 20000},
+            "rebalance": {"maxWarmupReplicas": 4, "standbyReplicas": standbys},
+            "events": [{"at": 60, "scale": 4}, {"at": 300, "kill": 1, "restartAfter": 30}],
+        }
+    )
+
+
+def test_standbys_cost_no_more_moves_than_failover_and_return() -> None:
+    """With a standby per task, the bounced member's tasks fail over at once (no downtime) and come back
+    by promoting its copies in place: the scale-out's moves plus two per held task, nothing among the
+    survivors, no warmup thrown away, and no more restored than the new member's copies."""
+    without, _ = simulate(churn_scenario(0))
+    with_standby, _ = simulate(churn_scenario(1))
+    held = 48 // 4
+    assert without.task_movements == 12
+    assert with_standby.task_movements == without.task_movements + 2 * held
+    assert with_standby.wasted_warmups == 0 and with_standby.converged
+    assert with_standby.task_downtime_seconds < without.task_downtime_seconds
+    new_copies = 2 * held  # the new member's actives and standbys, restored once each
+    tailing = 48 * 10 * 600  # every standby tails the input for the whole run
+    assert with_standby.background_restore_records <= new_copies * 20000 * 1.5 + tailing

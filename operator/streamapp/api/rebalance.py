@@ -25,6 +25,7 @@ MINIMUMS: dict[str, int] = {
     "acceptableRecoveryLag": 0,
     "handoffLag": 0,
     "maxWarmupReplicas": 1,
+    "maxWarmupReplicasTotal": 0,
     "standbyReplicas": 0,
 }
 # Durations RebalanceConfig requires to be > 0.
@@ -38,7 +39,10 @@ _DESCRIPTIONS: dict[str, str] = {
     "acceptableRecoveryLag": "A copy with at most this many records left to apply counts as caught up.",
     "handoffLag": "Records a successor may still lack when a planned handoff revokes the owner; 0 makes "
     "the handoff pause only the owner's final batch.",
-    "maxWarmupReplicas": "At most this many warmup copies catch up at once, bounding the extra load.",
+    "maxWarmupReplicas": "At most this many warmup copies catch up at once on each member that receives "
+    "tasks (a warmup loads its destination), so a scale-out to several members warms on all of them.",
+    "maxWarmupReplicasTotal": "At most this many warmup copies catch up at once in the whole app (a cap on "
+    "the restore traffic from the shared store); 0 means no cap beyond maxWarmupReplicas per member.",
     "probingRebalanceInterval": "Fallback re-check of warmups; promotion is event-driven.",
     "standbyReplicas": "Hot copies per task for instant failover; fewer than replicas.",
     "failoverToStandby": "A caught-up standby takes over a lost member's task at once instead of waiting "

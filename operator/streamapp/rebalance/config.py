@@ -65,6 +65,11 @@ class RebalanceConfig:
     `max.poll.interval.ms`, KIP-848's rebalance timeout, both 5 minutes by default): a member that has
     not let go by then is declared lost and its pod replaced, so a deaf or stuck executor cannot stall
     a rebalance for good. It must exceed the longest batch plus a pod start, hence minutes, not seconds.
+
+    `max_warmup_replicas` is counted per destination member, unlike Kafka's group-wide
+    `max.warmup.replicas`, so the migration rate grows with the members receiving tasks while no member
+    restores more than that many at once; `max_warmup_replicas_total` (0: none) caps the app's sum
+    (see `budget`).
     """
 
     protocol: Protocol = "streamapp"
@@ -72,6 +77,7 @@ class RebalanceConfig:
     acceptable_recovery_lag: int = 10_000
     handoff_lag: int = 0
     max_warmup_replicas: int = 2
+    max_warmup_replicas_total: int = 0
     probing_rebalance_interval: float = 600.0
     standby_replicas: int = 0
     failover_to_standby: bool = True
@@ -84,6 +90,7 @@ class RebalanceConfig:
         _require(self.acceptable_recovery_lag >= 0, "acceptableRecoveryLag", "must be >= 0")
         _require(self.handoff_lag >= 0, "handoffLag", "must be >= 0")
         _require(self.max_warmup_replicas >= 1, "maxWarmupReplicas", "must be >= 1")
+        _require(self.max_warmup_replicas_total >= 0, "maxWarmupReplicasTotal", "must be >= 0")
         _require(self.standby_replicas >= 0, "standbyReplicas", "must be >= 0")
         _require(self.probing_rebalance_interval > 0, "probingRebalanceInterval", "must be > 0")
         _require(self.scheduled_rebalance_max_delay >= 0, "scheduledRebalanceMaxDelay", "must be >= 0")
@@ -112,7 +119,13 @@ class RebalanceConfig:
 
 
 _DURATION_FIELDS = {"scheduled_rebalance_max_delay", "probing_rebalance_interval", "revocation_timeout"}
-_INT_FIELDS = {"acceptableRecoveryLag", "handoffLag", "maxWarmupReplicas", "standbyReplicas"}
+_INT_FIELDS = {
+    "acceptableRecoveryLag",
+    "handoffLag",
+    "maxWarmupReplicas",
+    "maxWarmupReplicasTotal",
+    "standbyReplicas",
+}
 _BOOL_FIELDS = {"failoverToStandby", "drainOnScaleIn"}
 
 

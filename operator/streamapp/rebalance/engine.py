@@ -18,7 +18,14 @@ from streamapp.rebalance.handoff import revoke_moves, warm_handoffs
 from streamapp.rebalance.model import Assignment, Event, EventKind, MemberView, Plan
 from streamapp.rebalance.placement import desired_owners, takeover_owner
 from streamapp.rebalance.quotas import quotas
-from streamapp.rebalance.reservations import HoldRules, held_tasks, settle
+from streamapp.rebalance.reservations import (
+    HoldRules,
+    expected_back,
+    held_tasks,
+    prewarm_at,
+    prewarm_due,
+    settle,
+)
 from streamapp.rebalance.roster import Roster
 from streamapp.rebalance.standbys import place_standbys
 
@@ -65,14 +72,17 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
             owned[owner] += 1
     quota = None if draft.reservations else quotas(draft.partitions, roster.live, capacity, owned)
     desired = desired_owners(draft, roster, quota, held, aware, capacity)
-    held_targets = _would_take(draft, roster, held, capacity) if aware else {}
+    delay = config.scheduled_rebalance_max_delay
+    prewarm = prewarm_due(draft, held, delay, now) if aware else set()
+    held_targets = _would_take(draft, roster, prewarm, capacity)
     for task, target in enumerate(desired):
         if target is not None and draft.active[task] is None:
             draft.assign(task, takeover_owner(task, target, roster) if aware else target)
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
         warm_handoffs(draft, roster, desired, config, probe_due, held_targets)
-        place_standbys(draft, roster, desired, config.standby_replicas, capacity)
+        back = expected_back(draft, delay, now)
+        place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
     else:
         revoke_moves(draft, desired)
@@ -124,6 +134,9 @@ def _finish(
     owners = {t.active for t in assignment.tasks}
     removable = tuple(sorted(m for m in roster.members if m >= app.replicas and m not in owners))
     deadlines = [r.deadline for r in assignment.reservations]
+    if app.rebalance.protocol == "streamapp":
+        delay = app.rebalance.scheduled_rebalance_max_delay
+        deadlines += [prewarm_at(r.deadline, delay) for r in assignment.reservations]
     if assignment.next_probe_at is not None:
         deadlines.append(assignment.next_probe_at)
     timeout = app.rebalance.revocation_timeout

@@ -2,8 +2,8 @@
 
 The cooperative baseline revokes at once and lets the new owner restore while nobody processes. The
 state-aware protocol never takes a task from a live, processing owner for a cold one: the destination
-first warms the task in the background (at most `maxWarmupReplicas` at once, a standby counts as warm),
-and the owner is revoked only when the destination reports a lag of at most `handoffLag` — or, at the
+first warms the task in the background (at most `maxWarmupReplicas` at once per destination member,
+and `maxWarmupReplicasTotal` in all when set; a standby counts as warm), and the owner is revoked only when the destination reports a lag of at most `handoffLag` — or, at the
 probing re-check, at most `acceptableRecoveryLag` — so the only pause is the owner's final batch.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from streamapp.rebalance.budget import WarmupBudget
 from streamapp.rebalance.config import RebalanceConfig
 from streamapp.rebalance.draft import Draft
 from streamapp.rebalance.model import EventKind
@@ -54,7 +55,8 @@ def warm_handoffs(
         elif target not in draft.standbys[task]:
             waiting.append(task)
     waiting += [t for t, m in sorted(held_targets.items()) if m not in draft.standbys[t]]
-    _start_warmups(draft, wanted, waiting, config.max_warmup_replicas, roster)
+    budget = WarmupBudget(config.max_warmup_replicas, config.max_warmup_replicas_total)
+    _start_warmups(draft, wanted, waiting, budget, roster)
 
 
 def _moving(draft: Draft, desired: Sequence[int | None]) -> list[int]:
@@ -75,20 +77,26 @@ def _cancel_unwanted_warmups(draft: Draft, desired: Sequence[int | None]) -> Non
 
 
 def _start_warmups(
-    draft: Draft, desired: Sequence[int | None], waiting: list[int], budget: int, roster: Roster
+    draft: Draft, desired: Sequence[int | None], waiting: list[int], budget: WarmupBudget, roster: Roster
 ) -> None:
-    """Keep the warmups already running, start new ones — draining members' tasks first — up to budget."""
+    """Keep the warmups already running, start new ones — draining members' tasks first — within budget.
+
+    Running warmups claim their destination's slots first (a restore half done is not thrown away for
+    a fresh one); one that no longer fits (the budget was lowered) is dropped.
+    """
     running = [t for t in waiting if draft.warmups[t]]
     fresh = sorted(
         (t for t in waiting if not draft.warmups[t]), key=lambda t: (_urgency(draft, roster, t), t)
     )
-    for task in running[budget:]:
+    for task in running:
         for member in draft.warmups[task]:
-            draft.drop_warmup(task, member)
-    for task in fresh[: max(0, budget - len(running))]:
+            if not budget.admit(member):
+                draft.drop_warmup(task, member)
+    for task in fresh:
         target = desired[task]
         assert target is not None
-        draft.add_warmup(task, target)
+        if budget.admit(target):
+            draft.add_warmup(task, target)
 
 
 def _urgency(draft: Draft, roster: Roster, task: int) -> int:

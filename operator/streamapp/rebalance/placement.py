@@ -34,7 +34,8 @@ def desired_owners(
         return desired
     load = dict.fromkeys(roster.live, 0)
     pending: list[int] = []
-    for task in range(draft.partitions):
+    order = _giving_up_warm_first(draft, roster, quota) if state_aware else range(draft.partitions)
+    for task in order:
         if task in held:
             continue
         owner = draft.owner(task)
@@ -43,6 +44,7 @@ def desired_owners(
             load[owner] += 1
         else:
             pending.append(task)
+    pending.sort()
     chooser = _LeastLoaded(load, quota, capacity)
     for task in pending:
         member = _with_state(task, draft, roster, chooser) if state_aware else None
@@ -51,6 +53,38 @@ def desired_owners(
         chooser.take(member)
         desired[task] = member
     return desired
+
+
+def _giving_up_warm_first(draft: Draft, roster: Roster, quota: Mapping[int, int] | None) -> list[int]:
+    """Tasks in the order owners keep them: those warming for, then kept as a standby by, then caught
+    up on, a member below its quota come last.
+
+    An owner above its quota gives up the tasks beyond it; giving up the ones already warming for a
+    member with room (the plan in flight, never thrown away for another) or that such a member keeps a
+    standby of (promoted in place: the standby stays until the handoff, and its member's other copies
+    keep their room) or reports caught up on (a member back from a bounce) turns the move into a
+    promotion of state already there — the owner's state becomes the copy — instead of a warmup from
+    scratch plus a standby moved to make room. The number of moves is unchanged.
+    """
+    if quota is None:
+        return list(range(draft.partitions))
+    owned = dict.fromkeys(roster.live, 0)
+    for task in range(draft.partitions):
+        owner = draft.owner(task)
+        if owner in owned:
+            owned[owner] += 1
+    below = {m for m in roster.live if owned[m] < quota[m]}
+
+    def giving_up(task: int) -> int:
+        if any(member in below for member in draft.warmups[task]):
+            return 3
+        if any(member in below for member in draft.standbys[task]):
+            return 2
+        owner = draft.owner(task)
+        caught_up = (m for lag, m in roster.lags_for(task) if lag <= roster.acceptable_lag)
+        return 1 if any(m in below and m != owner for m in caught_up) else 0
+
+    return sorted(range(draft.partitions), key=lambda task: (giving_up(task), task))
 
 
 def takeover_owner(task: int, desired: int, roster: Roster) -> int:

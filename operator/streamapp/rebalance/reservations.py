@@ -5,6 +5,12 @@ ends when the owner acknowledges it or its pod is gone. A member whose pod is go
 reserved until `scheduledRebalanceMaxDelay` passes (KIP-415), because it usually comes back with its
 state; a caught-up standby may take over at once instead (`failoverToStandby`). The deadline is
 persisted with the assignment, so a restarted operator neither forgets nor extends it.
+
+Held tasks are pre-warmed on whoever would take them, but only once half the delay has passed
+(`PREWARM_AFTER`): most losses are bounces that return well within the delay, and a warmup started at
+the loss is thrown away at the return (two per bounce with the default budget). The second half of the
+delay still lets a member that never returns hand its tasks to warm copies at the deadline. The same
+point holds for the lost member's standby copies: they are replaced on live members only from then on.
 """
 
 from __future__ import annotations
@@ -29,7 +35,26 @@ def settle(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
     _release_acknowledged(draft, roster)
     _welcome_back(draft, roster)
     _handle_gone_owners(draft, roster, rules, now)
-    _expire(draft, roster, now)
+    _expire(draft, roster, rules.delay, now)
+
+
+PREWARM_AFTER = 0.5
+
+
+def prewarm_at(deadline: float, delay: float) -> float:
+    """When pre-warming a reservation's tasks starts: `PREWARM_AFTER` of the delay before `deadline`."""
+    return deadline - delay * (1.0 - PREWARM_AFTER)
+
+
+def expected_back(draft: Draft, delay: float, now: float) -> set[int]:
+    """Reserved members still likely to return (before their pre-warm point): copies are not replaced."""
+    return {m for m, deadline in draft.reservations.items() if now < prewarm_at(deadline, delay)}
+
+
+def prewarm_due(draft: Draft, held: set[int], delay: float, now: float) -> set[int]:
+    """The held tasks whose owner has been away long enough for pre-warming them to be worth it."""
+    back = expected_back(draft, delay, now)
+    return {task for task in held if draft.active[task] not in back}
 
 
 def held_tasks(draft: Draft) -> set[int]:
@@ -54,33 +79,46 @@ def _welcome_back(draft: Draft, roster: Roster) -> None:
 
 
 def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
+    """Fail tasks over to caught-up standbys, hold the rest for their owner, release what cannot wait.
+
+    A member that may come back is reserved even when every one of its tasks failed over: balance
+    then waits for it (nothing moves among the survivors for a bounce) and it keeps its copies, each
+    failed-over task's included — its old owner becomes its standby in place, so the member returns
+    to state it can take back by a handoff without a restore. Such a reservation, holding no task,
+    ends at the pre-warm point (`_expire`).
+    """
+    lost: set[int] = set()
     for task, owner in enumerate(draft.active):
         if owner is None or roster.alive(owner):
             continue
+        holds = rules.delay > 0 and owner < roster.replicas
         standby = _caught_up_standby(task, draft, roster) if rules.failover_to_standby else None
         if standby is not None:
             draft.release(task)
             draft.assign(task, standby, EventKind.FAILED_OVER)
-        elif rules.delay > 0 and owner < roster.replicas:
-            if owner not in draft.reservations:
-                draft.reservations[owner] = now + rules.delay
-                draft.event(
-                    Event(
-                        EventKind.MEMBER_LOST,
-                        owner,
-                        tuple(draft.owned_by(owner)),
-                        f"reserved for {rules.delay:g}s",
-                    )
-                )
-        else:
+            if holds:
+                draft.standbys[task] = (*draft.standbys[task], owner)
+        elif not holds:
             draft.release(task)
             draft.note(EventKind.MEMBER_LOST, owner, task, "released at once")
+        if holds:
+            lost.add(owner)
+    for owner in sorted(lost - set(draft.reservations)):
+        draft.reservations[owner] = now + rules.delay
+        draft.event(
+            Event(
+                EventKind.MEMBER_LOST, owner, tuple(draft.owned_by(owner)), f"reserved for {rules.delay:g}s"
+            )
+        )
 
 
-def _expire(draft: Draft, roster: Roster, now: float) -> None:
+def _expire(draft: Draft, roster: Roster, delay: float, now: float) -> None:
+    """End reservations at their deadline; one that holds no task (all failed over) ends at its
+    pre-warm point, when the member's copies are replaced anyway, so balance need not wait longer."""
     for member, deadline in sorted(draft.reservations.items()):
         owned = draft.owned_by(member)
-        if owned and now < deadline and member < roster.replicas:
+        until = deadline if owned else min(deadline, prewarm_at(deadline, delay))
+        if now < until and member < roster.replicas:
             continue
         del draft.reservations[member]
         for task in owned:

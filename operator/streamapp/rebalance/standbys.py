@@ -9,7 +9,7 @@ the task's state, then round the ring of live members, preferring zones the task
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from streamapp.rebalance.draft import Draft
 from streamapp.rebalance.quotas import quotas
@@ -22,8 +22,13 @@ def place_standbys(
     desired: Sequence[int | None],
     replicas: int,
     capacity: Callable[[int], float],
+    expected_back: Collection[int] = (),
 ) -> None:
-    """Recompute every task's standbys; members reserved after a loss keep theirs untouched."""
+    """Recompute every task's standbys; members reserved after a loss keep theirs untouched.
+
+    A copy on a reserved member still `expected_back` counts as one of the task's standbys: a bounce
+    returns with it, so replacing it at once would restore a copy only to drop it again.
+    """
     per_task = min(replicas, len(roster.live) - 1)
     if per_task <= 0:
         for task in range(draft.partitions):
@@ -41,21 +46,41 @@ def place_standbys(
                 current[member] += 1
     copy_quota = quotas(draft.partitions * (1 + per_task), roster.live, capacity, current)
     room = {m: max(0, copy_quota[m] - actives[m]) for m in roster.live}
-    kept = _keep(draft, roster, home, room, per_task)
+    kept = _keep(draft, roster, home, room, per_task, expected_back)
     _fill(draft, roster, home, room, kept, per_task)
 
 
 def _keep(
-    draft: Draft, roster: Roster, home: list[int | None], room: dict[int, int], per_task: int
+    draft: Draft,
+    roster: Roster,
+    home: list[int | None],
+    room: dict[int, int],
+    per_task: int,
+    expected_back: Collection[int],
 ) -> list[int]:
-    """Keep existing standbys with room; returns how many live standbys each task kept."""
+    """Keep existing standbys with room; returns how many standbys each task kept that count.
+
+    A standby on the member the task is moving to stays until the handoff promotes it in place (it is
+    already counted in that member's load as the task's future home); dropping it would make the
+    handoff warm the same state up again.
+    """
     kept_counts: list[int] = []
     for task in range(draft.partitions):
         kept: list[int] = []
         live_kept = 0
-        for member in draft.standbys[task]:
+        for member in sorted(draft.standbys[task], key=lambda m: m != home[task]):
             if member in draft.reservations:
                 kept.append(member)
+                if member in expected_back:
+                    live_kept += 1
+            elif (
+                member == home[task]
+                and member != draft.active[task]
+                and roster.is_live(member)
+                and live_kept < per_task
+            ):
+                kept.append(member)
+                live_kept += 1
             elif (
                 roster.is_live(member)
                 and member not in (home[task], draft.active[task], *draft.warmups[task])
@@ -66,8 +91,21 @@ def _keep(
                 room[member] -= 1
                 live_kept += 1
         draft.standbys[task] = tuple(kept)
-        kept_counts.append(live_kept)
+        kept_counts.append(live_kept + _handing_over(task, draft, roster, home))
     return kept_counts
+
+
+def _handing_over(task: int, draft: Draft, roster: Roster, home: list[int | None]) -> int:
+    """1 while a live owner hands the task over to a member warming it: the owner keeps the state and,
+    once it has let go, is the caught-up copy the next step picks first; a fresh standby placed
+    meanwhile would restore the task from scratch. A task merely queued for a warmup is not covered."""
+    owner, successor = draft.active[task], home[task]
+    return int(
+        owner is not None
+        and successor != owner
+        and successor in draft.warmups[task]
+        and roster.is_live(owner)
+    )
 
 
 def _fill(

@@ -37,6 +37,7 @@ class SimResult:
     throughput_ratio: float
     min_window_throughput_ratio: float
     revocation_timeouts: int
+    wasted_warmups: int
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with every key present."""

@@ -22,6 +22,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("throughput_ratio", "throughput ratio"),
     ("min_window_throughput_ratio", "worst 60 s window"),
     ("revocation_timeouts", "revocation timeouts"),
+    ("wasted_warmups", "wasted warmups"),
 )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
+from streamapp.rebalance import AppConfig, Assignment, EventKind, MemberView, Plan, member_targets, plan
 from streamapp.rebalance.rollout import MemberPod, RolloutStep, rollout_step
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
@@ -51,6 +51,7 @@ class Simulation:
         self.balanced_since: float | None = None
         self.base_generation = 0
         self.revocation_timeouts = 0
+        self.wasted_warmups = 0
 
     def run(self) -> SimResult:
         """Warm start, then tick until the scenario's duration."""
@@ -76,6 +77,7 @@ class Simulation:
                 break
         self.base_generation = self.assignment.generation
         self.movements = 0
+        self.wasted_warmups = 0
 
     def _tick(self, now: float) -> None:
         tick = self.scenario.tick
@@ -157,6 +159,8 @@ class Simulation:
 
     def _adopt(self, result: Plan) -> None:
         self.assignment = result.assignment
+        cancelled = (e.tasks for e in result.events if e.kind == EventKind.WARMUP_CANCELLED)
+        self.wasted_warmups += sum(len(tasks) for tasks in cancelled)
         for task, state in enumerate(result.assignment.tasks):
             if state.active is None:
                 continue
@@ -318,6 +322,7 @@ class Simulation:
             throughput_ratio=round(total / (expected * scenario.duration), 4) if scenario.duration else 0.0,
             min_window_throughput_ratio=round(min_window_ratio(self.processed, scenario.tick, expected), 4),
             revocation_timeouts=self.revocation_timeouts,
+            wasted_warmups=self.wasted_warmups,
         )
 
 
