@@ -1,4 +1,4 @@
-"""The warmup-budget and copy-churn figures of the README (issue 12, items 5 and 6), one JSON line each.
+"""The warmup-budget and copy-churn figures of the README, one JSON line each.
 
 Runs the simulator under `streamapp` on the 900-task headline reduced to its scale-out (to one new
 member with two budgets, and to three new members), on the full headline with and without a standby
