@@ -106,8 +106,13 @@ def resume_and_check(
     reports: dict[int, Any] = {}
 
     def caught_up() -> bool:
+        # A report can predate the commits by a report interval: wait for one that covers them.
         reports.update(active_reports(api, namespace, 1, since))
-        return bool(reports) and committed_everything(state, log, PARTITIONS)
+        return (
+            bool(reports)
+            and committed_everything(state, log, PARTITIONS)
+            and all(report["appliedOffset"] == log.end_offset(task) for task, report in reports.items())
+        )
 
     wait_for(caught_up, 400, "member 1 back and all input committed")
     return reports
