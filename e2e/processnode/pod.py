@@ -121,8 +121,13 @@ class PodRunner:
         return {"type": kind, "status": status, "lastTransitionTime": self.transitions[kind][1]}
 
     def status(self, current: Json) -> Json:
-        """The pod's full status, keeping the scheduler's PodScheduled condition."""
-        ready = bool(self.containers) and all(c.ready for c in self.containers) and not self.terminating
+        """The pod's full status, keeping the scheduler's PodScheduled condition.
+
+        Readiness follows the probes until the containers exit, terminating or not, as a kubelet's does
+        (readiness probes keep running during graceful termination, kubernetes/kubernetes#110191; an
+        EndpointSlice then shows the pod `serving` and `terminating`): a pod being drained can still say
+        it works."""
+        ready = bool(self.containers) and all(c.ready for c in self.containers)
         conditions = [
             c for c in current.get("status", {}).get("conditions", []) if c["type"] == "PodScheduled"
         ]
