@@ -198,6 +198,7 @@ def test_member_round_trip_and_wire_names() -> None:
             "revoking": [{"task": 4, "epoch": 2, "since": "2026-01-01T00:00:00Z"}, {"task": 5, "epoch": 1}],
             "standby": [7],
             "warmup": [8, 9],
+            "retiring": False,
         },
         "status": {
             "observedGeneration": 5,

@@ -46,6 +46,8 @@ def _value(tp: Any, numbers: typing.Iterator[int]) -> Any:
         return typing.get_args(tp)[-1]
     if origin is tuple:
         return (_value(typing.get_args(tp)[0], numbers),)
+    if tp is bool:
+        return True
     if tp is int:
         return next(numbers)
     if tp is str:

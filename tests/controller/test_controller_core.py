@@ -7,7 +7,7 @@ from typing import Any
 
 from reports import processing_members
 
-from streamapp.api.names import executor_account
+from streamapp.api.names import RESTART_ANNOTATION, executor_account
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 from streamapp.controller.observe import PodState, member_views
@@ -70,9 +70,12 @@ def test_views_trust_lags_only_from_the_current_pod() -> None:
     assert views[1].acked_generation == 3, "an acknowledgement from the old pod still counts"
 
 
-def test_views_treat_unready_and_terminating_pods_as_not_alive() -> None:
-    views = member_views([pod(0, "a", ready=False), pod(1, "b", deleting=True)], [], {}, wanted=3)
-    assert [(v.id, v.alive) for v in views] == [(0, False), (1, False), (2, False)]
+def test_views_treat_unready_and_restarting_pods_as_not_alive() -> None:
+    restarting = pod(1, "b", deleting=True)
+    restarting["metadata"]["annotations"] = {RESTART_ANNOTATION: "true"}
+    unready_leaving = pod(2, "c", ready=False, deleting=True)
+    views = member_views([pod(0, "a", ready=False), restarting, unready_leaving], [], {}, wanted=4)
+    assert [(v.id, v.alive) for v in views] == [(0, False), (1, False), (2, False), (3, False)]
 
 
 def test_an_evicted_pod_is_finished_and_not_alive() -> None:

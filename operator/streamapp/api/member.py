@@ -92,6 +92,14 @@ class StreamAppMemberSpec(Model):
     warmup_tasks: str | None = field(
         default=None, metadata=prop("The warmup tasks as ranges (for kubectl; see warmup).")
     )
+    retiring: bool = field(
+        default=False,
+        metadata=prop(
+            "The member is leaving (a rolling update's handoff, or its pod is being deleted by someone "
+            "else: an eviction, a node drain): on SIGTERM its executor keeps following this target until "
+            "it owns nothing, within the pod's grace period, instead of stopping at once."
+        ),
+    )
 
     @staticmethod
     def of(
@@ -102,6 +110,7 @@ class StreamAppMemberSpec(Model):
         revoking: Mapping[int, int],
         standby: Iterable[int],
         warmup: Iterable[int],
+        retiring: bool = False,
     ) -> StreamAppMemberSpec:
         """The spec of a target (tasks → epochs for owned tasks): lists in task order, so the same
         target always serializes the same way, and each set again as ranges for kubectl."""
@@ -117,6 +126,7 @@ class StreamAppMemberSpec(Model):
             revoking_tasks=task_ranges(revoking),
             standby_tasks=task_ranges(standby),
             warmup_tasks=task_ranges(warmup),
+            retiring=retiring,
         )
 
     def active_epochs(self) -> dict[int, int]:

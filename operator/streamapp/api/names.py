@@ -22,6 +22,7 @@ __all__ = [
     "MANAGED_BY",
     "MEMBERS",
     "MEMBER_LABEL",
+    "RESTART_ANNOTATION",
     "REVISION_LABEL",
     "VERSION",
     "executor_account",
@@ -37,6 +38,8 @@ MEMBER_LABEL = "streamapp.dev/member"
 REVISION_LABEL = "streamapp.dev/pod-template-hash"
 # When a rolling update began handing the member's tasks off before replacing its pod (epoch seconds).
 HANDOFF_ANNOTATION = "streamapp.dev/handoff-started"
+# On a member pod the operator deletes itself (a restart, not a drain): its tasks wait for the new pod.
+RESTART_ANNOTATION = "streamapp.dev/operator-restart"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
 
 

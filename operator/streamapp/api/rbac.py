@@ -55,13 +55,14 @@ def operator_cluster_role_rules() -> list[Rule]:
         _rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
         _rule(GROUP, [f"{members}/status"], ["get", "patch"]),
         # Member pods (watched; `get` is also granted to executors; `patch` marks a rolling update's
-        # handoff on the pod), their state volumes.
+        # handoff, and the operator's own deletions, on the pod), their state volumes.
         _rule("", ["pods"], [*READ, "create", "patch", "delete"]),
         _rule("", ["persistentvolumeclaims"], ["create", "delete"]),
         # The other children are watched too, so one deleted or altered by hand is repaired on the
-        # next pass: the headless Service, the PDB, each member's ServiceAccount, Role and binding.
+        # next pass: the headless Service, the PDB (patched to follow rollingUpdate.maxUnavailable),
+        # each member's ServiceAccount, Role and binding.
         _rule("", ["services"], [*READ, "create"]),
-        _rule("policy", ["poddisruptionbudgets"], [*READ, "create"]),
+        _rule("policy", ["poddisruptionbudgets"], [*READ, "create", "patch"]),
         _rule("", ["serviceaccounts"], [*READ, "create", "delete"]),
         _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], [*READ, "create", "patch", "delete"]),
         # Events on apps for `kubectl describe`.

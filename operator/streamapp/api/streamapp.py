@@ -282,6 +282,16 @@ class Executor(Model):
     resources: dict[str, Any] | None = field(
         default=None, metadata=prop("Container resources (requests/limits).")
     )
+    termination_grace_period_seconds: int = field(
+        default=60,
+        metadata=prop(
+            "Grace period of the member pods: when a pod is deleted by someone else (an eviction, a node "
+            "drain, kubectl delete), its executor keeps handing its tasks over for this long, minus a "
+            "margin to commit, before it stops; a podTemplate that sets its own value wins.",
+            minimum=1,
+            maximum=3600,
+        ),
+    )
     spark_conf: dict[str, str] | None = field(
         default=None, metadata=prop("Spark settings, e.g. spark.master or spark.sql.shuffle.partitions.")
     )

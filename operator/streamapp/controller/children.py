@@ -34,6 +34,9 @@ from streamapp.api.streamapp import S3_SECRET_KEYS, StateStore, StreamApp
 from streamapp.rebalance import MemberTarget
 
 STATE_MOUNT = "/var/lib/streamapp"
+# Of a member pod's grace period, what its executor keeps back after a drain to commit its last
+# batches and exit before the kubelet's SIGKILL (at most half the period).
+DRAIN_MARGIN_SECONDS = 10
 
 
 def owner_reference(app: StreamApp) -> dict[str, Any]:
@@ -48,12 +51,15 @@ def owner_reference(app: StreamApp) -> dict[str, Any]:
     }
 
 
-def member_spec(app: str, member: int, target: MemberTarget | None, generation: int) -> dict[str, Any]:
+def member_spec(
+    app: str, member: int, target: MemberTarget | None, generation: int, retiring: bool = False
+) -> dict[str, Any]:
     """A StreamAppMember's spec: the member's target at the generation that last changed it, in the
-    wire form of `api.member.StreamAppMemberSpec` (the model the executor parses it with)."""
+    wire form of `api.member.StreamAppMemberSpec` (the model the executor parses it with); `retiring`
+    tells its executor to finish handing over on SIGTERM rather than stop at once."""
     target = target or MemberTarget({}, {}, (), ())
     spec = StreamAppMemberSpec.of(
-        app, member, generation, target.active, target.revoking, target.standby, target.warmup
+        app, member, generation, target.active, target.revoking, target.standby, target.warmup, retiring
     )
     return spec.to_dict()
 
@@ -116,11 +122,13 @@ def _pod(app: StreamApp, member: int) -> dict[str, Any]:
     template = copy.deepcopy(executor.pod_template or {})
     template_meta = template.get("metadata") or {}
     pod_spec: dict[str, Any] = copy.deepcopy(template.get("spec") or {})
+    pod_spec.setdefault("terminationGracePeriodSeconds", executor.termination_grace_period_seconds)
+    drain = drain_seconds(int(pod_spec["terminationGracePeriodSeconds"]))
     container: dict[str, Any] = {
         "name": "executor",
         "image": executor.image,
         "command": list(executor.command),
-        "env": _env(app, member),
+        "env": [*_env(app, member), {"name": "STREAMAPP_DRAIN_SECONDS", "value": str(drain)}],
         "ports": [{"name": "http", "containerPort": 8080}],
         "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 2},
         "securityContext": container_security_context(),
@@ -162,6 +170,12 @@ def _pod(app: StreamApp, member: int) -> dict[str, Any]:
         },
         "spec": pod_spec,
     }
+
+
+def drain_seconds(grace: int) -> int:
+    """How long an executor whose pod is deleted may go on handing its tasks over: the grace period
+    minus the margin it needs to commit and exit, so the handoff never races the kubelet's SIGKILL."""
+    return max(0, grace - min(DRAIN_MARGIN_SECONDS, grace // 2))
 
 
 def _merge_container(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,13 +241,16 @@ def headless_service(app: StreamApp) -> dict[str, Any]:
 
 
 def disruption_budget(app: StreamApp) -> dict[str, Any]:
-    """At most one member voluntarily disrupted at a time (drains go one node at a time)."""
+    """At most `rollingUpdate.maxUnavailable` members voluntarily disrupted at a time: evictions and
+    node drains get the same budget of missing members as a rolling update, so neither can take more
+    members away than the app was told it may lose."""
     name = app.metadata.name
+    unavailable = app.spec.rolling_update.max_unavailable
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": _app_meta(app, name),
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {APP_LABEL: name}}},
+        "spec": {"maxUnavailable": unavailable, "selector": {"matchLabels": {APP_LABEL: name}}},
     }
 
 

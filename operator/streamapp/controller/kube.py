@@ -15,7 +15,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION
+from streamapp.api.names import APPS, GROUP, MEMBERS, RESTART_ANNOTATION, VERSION
 
 log = logging.getLogger(__name__)
 Body = Mapping[str, Any]
@@ -96,6 +96,12 @@ class Kube:
         self._guard()
         self.rbac.patch_namespaced_role(name, namespace, {"rules": rules})
 
+    def patch_budget(self, namespace: str, name: str, max_unavailable: int) -> None:
+        """Set the app's PodDisruptionBudget to `maxUnavailable` (it follows rollingUpdate's)."""
+        self._guard()
+        body = {"spec": {"maxUnavailable": max_unavailable}}
+        self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body)
+
     def delete(self, namespace: str, kind: str, name: str) -> None:
         """Delete a member's ServiceAccount, Role or RoleBinding (already gone: fine)."""
         self._guard()
@@ -107,8 +113,11 @@ class Kube:
         _tolerate_missing(lambda: deleters[kind](name, namespace))
 
     def delete_pod(self, namespace: str, name: str) -> None:
-        """Delete a member pod (its grace period lets the executor commit and stop)."""
+        """Delete a member pod the operator restarts itself (its grace period lets the executor commit
+        and stop). The pod is first marked so: a pod deleted by anyone else (an eviction, a node drain)
+        is what the operator drains, handing its tasks over while its executor still runs."""
         self._guard()
+        self.annotate_pod(namespace, name, {RESTART_ANNOTATION: "true"})
         _tolerate_missing(lambda: self.core.delete_namespaced_pod(name, namespace))
 
     def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:

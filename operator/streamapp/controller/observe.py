@@ -1,7 +1,9 @@
 """What the operator sees, turned into what the engine needs (functional core, no I/O).
 
 Liveness comes from the kubelet: a member is alive while its pod exists, is not being deleted and
-is Ready. Lags come from the member's status only when the report was made by the pod that exists
+is Ready. A pod someone else is deleting (an eviction, a node drain) whose executor is still Ready is
+*draining*: alive, but retiring, so the engine hands its tasks over at once while the executor finishes
+them within its grace period; a pod the operator deletes itself (a restart) is not alive. Lags come from the member's status only when the report was made by the pod that exists
 now (`status.podUID`), because a report from before a restart says nothing about what state
 survived; so do fenced tasks, since a new pod takes over afresh. Acknowledgements count whoever made
 them: an old pod that acknowledged a revocation did let go. Store epochs count whoever reported them
@@ -17,7 +19,13 @@ from typing import Any
 
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberStatus, TaskReport
-from streamapp.api.names import GROUP, HANDOFF_ANNOTATION, MEMBER_LABEL, REVISION_LABEL
+from streamapp.api.names import (
+    GROUP,
+    HANDOFF_ANNOTATION,
+    MEMBER_LABEL,
+    RESTART_ANNOTATION,
+    REVISION_LABEL,
+)
 from streamapp.api.streamapp import StreamApp
 from streamapp.rebalance import MemberView
 
@@ -63,6 +71,7 @@ class PodState:
     finished: bool = False
     revision: str = ""
     handoff_since: float | None = None
+    restarted: bool = False
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -72,6 +81,7 @@ class PodState:
         if member is None or not str(member).isdigit():
             return None
         status = pod.get("status") or {}
+        annotations = meta.get("annotations") or {}
         conditions = status.get("conditions") or []
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
         return PodState(
@@ -83,13 +93,20 @@ class PodState:
             node=(pod.get("spec") or {}).get("nodeName"),
             finished=status.get("phase") in ("Failed", "Succeeded"),
             revision=str((meta.get("labels") or {}).get(REVISION_LABEL, "")),
-            handoff_since=_seconds((meta.get("annotations") or {}).get(HANDOFF_ANNOTATION)),
+            handoff_since=_seconds(annotations.get(HANDOFF_ANNOTATION)),
+            restarted=RESTART_ANNOTATION in annotations,
         )
 
     @property
     def alive(self) -> bool:
         """Ready and not on its way out."""
         return self.ready and not self.terminating and not self.finished
+
+    @property
+    def draining(self) -> bool:
+        """Deleted by someone else (an eviction, a node drain, kubectl delete) while its executor is
+        still Ready: it can hand its tasks over before it goes."""
+        return self.terminating and self.ready and not self.finished and not self.restarted
 
 
 def _seconds(value: object) -> float | None:
@@ -131,7 +148,7 @@ def member_status(body: Body) -> StreamAppMemberStatus:
 def _view(
     member: int, pod: PodState | None, status: StreamAppMemberStatus, zones: Mapping[str, str]
 ) -> MemberView:
-    alive = pod is not None and pod.alive
+    alive = pod is not None and (pod.alive or pod.draining)
     fresh = pod is not None and status.pod_uid == pod.uid
     reports = status.tasks
     lags = {t.task: t.lag for t in reports if fresh and t.lag is not None}
@@ -144,6 +161,7 @@ def _view(
         acked_generation=status.observed_generation or 0,
         store_epochs=store_epochs(reports),
         fenced=frozenset(t.task for t in reports if fresh and t.role == "active" and t.fenced_by),
+        retiring=pod is not None and pod.draining,
     )
 
 

@@ -96,6 +96,7 @@ def reconcile(
     warm = config.rebalance.protocol == "streamapp"
     step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm)
     views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
+    handing_off = rollout.handing_off(views, step)
     views = rollout.mark_retiring(views, step)
     plan_started = time.perf_counter()
     result = plan(config, views, previous, now)
@@ -113,7 +114,7 @@ def reconcile(
     if any(current.get(key) != value for key, value in status.items()):
         written = kube.patch_app_status(namespace, name, status, app["metadata"].get("resourceVersion"))
     _repair_supporting(kube, model, result, observed)
-    _write_member_specs(kube, model, result, observed.members)
+    _write_member_specs(kube, model, result, observed.members, handing_off)
     rollout.act(kube, name, namespace, step, pods)
     _manage_pods(kube, model, config, result, pods, observed.members)
     _report(kube, app, result, previous, metrics)
@@ -174,14 +175,18 @@ def _pods(bodies: Iterable[Body]) -> dict[int, PodState]:
     return pods
 
 
-def _write_member_specs(kube: Kube, app: StreamApp, result: Plan, members: Iterable[Body]) -> None:
-    """Write each member's target where it changed; create the StreamAppMember when missing."""
+def _write_member_specs(
+    kube: Kube, app: StreamApp, result: Plan, members: Iterable[Body], retiring: frozenset[int]
+) -> None:
+    """Write each member's target where it changed, with `retiring` set for the members handing off;
+    create the StreamAppMember when missing."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
     targets = member_targets(result.assignment)
     replicas = app.spec.replicas
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
-        wanted = children.member_spec(name, member, targets.get(member), result.assignment.generation)
+        generation = result.assignment.generation
+        wanted = children.member_spec(name, member, targets.get(member), generation, member in retiring)
         current = existing.get(member)
         if current is None:
             if member < replicas or member in targets:

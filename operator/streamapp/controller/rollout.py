@@ -1,7 +1,8 @@
 """Rolling updates in the operator: observed pods in, the rollout's step out, and acting on it.
 
 The decisions are `rebalance.rollout.rollout_step` (pure); this module reads the pods' revision label
-and handoff annotation into it, marks members that hand off as retiring for the engine, persists when
+and handoff annotation into it, marks members that hand off as retiring for the engine (and, with
+those whose pod someone else deletes, for their executors), persists when
 a handoff began on the pod itself (so a restarted operator neither restarts nor forgets its timeout),
 and reports the rollout in the status: `updatedReplicas`, `currentRevision`, `updateRevision` and the
 `Progressing` condition.
@@ -45,6 +46,13 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
     """Members handing off, and those whose pod is about to go, get nothing new from the engine."""
     leaving = set(rollout.retiring) | set(rollout.delete)
     return [dataclasses.replace(v, retiring=True) if v.id in leaving else v for v in views]
+
+
+def handing_off(views: Iterable[MemberView], rollout: RolloutStep) -> frozenset[int]:
+    """Members whose executor is told it is retiring (finish the handoff on SIGTERM): those a rollout
+    hands off and those whose pod someone else is deleting (already `retiring` in their view) — never
+    one whose pod the rollout deletes for a restart in place, whose tasks wait for its new pod."""
+    return frozenset(rollout.retiring) | frozenset(v.id for v in views if v.retiring)
 
 
 def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mapping[int, PodState]) -> None:

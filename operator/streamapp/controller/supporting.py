@@ -20,13 +20,17 @@ from streamapp.controller.kube import Kube
 Body = Mapping[str, Any]
 IDENTITY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
 # What must match for an existing object to count as intact (the rest is the API server's or the
-# user's business: annotations, extra labels, defaulted fields).
-_CONTENT = {"Role": ("rules",), "RoleBinding": ("roleRef", "subjects")}
+# user's business: annotations, extra labels, defaulted fields); dotted paths reach into a field.
+_CONTENT = {
+    "Role": ("rules",),
+    "RoleBinding": ("roleRef", "subjects"),
+    "PodDisruptionBudget": ("spec.maxUnavailable",),
+}
 
 
 @dataclass(frozen=True)
 class Repair:
-    """One write: create a missing object, patch a drifted Role, or delete a stale object (a
+    """One write: create a missing object, patch a drifted Role or PDB, or delete a stale object (a
     RoleBinding's roleRef cannot change in place; the next pass creates it anew)."""
 
     action: Literal["create", "patch", "delete"]
@@ -53,7 +57,7 @@ def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
         current = seen.pop(key, None)
         if current is None:
             fixes.append(Repair("create", *key, body))
-        elif any(current.get(field) != body.get(field) for field in _CONTENT.get(key[0], ())):
+        elif any(_at(current, path) != _at(body, path) for path in _CONTENT.get(key[0], ())):
             action: Literal["patch", "delete"] = "delete" if key[0] == "RoleBinding" else "patch"
             fixes.append(Repair(action, *key, body))
     for (kind, name), body in sorted(seen.items()):
@@ -62,11 +66,21 @@ def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
     return fixes
 
 
+def _at(body: Body, path: str) -> Any:
+    """The value at a dotted path (None where a step is missing)."""
+    value: Any = body
+    for step in path.split("."):
+        value = value.get(step) if isinstance(value, Mapping) else None
+    return value
+
+
 def apply(kube: Kube, namespace: str, fixes: Iterable[Repair]) -> None:
     """Perform the repairs (each write tolerates a concurrent identical one)."""
     for fix in fixes:
         if fix.action == "create":
             kube.create(namespace, dict(fix.body))
+        elif fix.action == "patch" and fix.kind == "PodDisruptionBudget":
+            kube.patch_budget(namespace, fix.name, int(fix.body["spec"]["maxUnavailable"]))
         elif fix.action == "patch":
             kube.patch_role_rules(namespace, fix.name, list(fix.body["rules"]))
         else:
