@@ -5,9 +5,11 @@ acknowledge, report) and the PySpark runtime (process, warm up, stand by, hand o
 pipeline come from the environment the operator gives the pod. Spark starts before the pod reports
 ready, so a member never looks alive while it cannot yet process; readiness also lapses while the
 membership client cannot hear its target (the API server out of reach for longer than a bound), and
-returns, with no restart, once it can. On SIGTERM (pod deletion) every
-task finishes its batch and commits before the process exits; if processing fails, the process exits
-non-zero and the kubelet restarts it (committed work is never lost: only manifested batches count).
+returns, with no restart, once it can. On SIGTERM (pod deletion) a member the operator marked
+`retiring` first finishes handing its tasks over, within `STREAMAPP_DRAIN_SECONDS` (`executor.drain`);
+then every task finishes its batch and commits before the process exits. If processing fails, the
+process exits non-zero and the kubelet restarts it (committed work is never lost: only manifested
+batches count).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.api.streamapp import LocalStoreKind
-from streamapp.executor import blobstore
+from streamapp.executor import blobstore, drain
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.blobstore import BlobStore
 from streamapp.executor.kafkaclient import (
@@ -84,6 +86,7 @@ class PodSettings:
     kafka_source: KafkaEndpoint | None = None
     kafka_sink: KafkaEndpoint | None = None
     exactly_once: bool = True
+    drain_seconds: float = 0.0
 
     @staticmethod
     def from_env(env: Mapping[str, str]) -> PodSettings:
@@ -130,6 +133,7 @@ class PodSettings:
             kafka_source=kafka_source,
             kafka_sink=kafka_sink,
             exactly_once=bool((sink_spec.get("kafka") or {}).get("exactlyOnce", True)),
+            drain_seconds=float(env.get("STREAMAPP_DRAIN_SECONDS") or 0),
         )
 
     def source(self) -> Source:
@@ -279,8 +283,8 @@ def run(args: argparse.Namespace) -> int:
     pipelines.warm_up(pipeline, session(settings.spark))
     registry = CollectorRegistry()
     plane = RuntimeDataPlane(executor, registry)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: _stop(stop, signum, frame))
+    stop, terminated = threading.Event(), threading.Event()
+    signal.signal(signal.SIGTERM, lambda signum, frame: _stop(terminated, signum, frame))
     membership = MembershipClient(
         _api(),
         settings.namespace,
@@ -295,6 +299,19 @@ def run(args: argparse.Namespace) -> int:
     failures: list[BaseException] = []
     worker = threading.Thread(target=_work, args=(plane, stop, failures), name="tasks", daemon=True)
     worker.start()
+    pod = settings.pod_name or f"{settings.app}-{settings.member}"
+    threading.Thread(
+        target=drain.follow_until_drained,
+        args=(
+            terminated,
+            stop,
+            settings.drain_seconds,
+            lambda: drain.restarted_by_operator(_api(), settings.namespace, pod),
+            lambda: (membership.seen, membership.current),
+        ),
+        name="drain",
+        daemon=True,
+    ).start()
     log.info("member %s of %s/%s ready", settings.member, settings.namespace, settings.app)
     membership.run(stop)
     worker.join()

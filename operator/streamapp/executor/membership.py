@@ -186,6 +186,10 @@ class MembershipClient:
         self.settings = settings or ClientSettings()
         self.clock = clock
         self.applied = 0
+        # The newest target seen (its `retiring` counts even when its generation is not new) and the
+        # one applied last: what a draining executor still owns.
+        self.seen: StreamAppMemberSpec | None = None
+        self.current: StreamAppMemberSpec | None = None
         self.watcher: threading.Thread | None = None
         self._seen: queue.Queue[Mapping[str, Any]] = queue.Queue()
         self._uid: str | None = None
@@ -229,6 +233,7 @@ class MembershipClient:
         except ValidationError as error:
             log.warning("%s: ignoring a target that does not parse: %s", self.name, error)
             return
+        self.seen = target
         self.follow(target)
 
     def follow(self, target: StreamAppMemberSpec) -> None:
@@ -237,6 +242,7 @@ class MembershipClient:
             return
         self.data_plane.apply(target)
         self.applied = target.generation
+        self.current = target
         self._reassert_at = 0.0
         self.report()
 
