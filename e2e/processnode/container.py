@@ -189,6 +189,9 @@ class ContainerRunner:
         }
         if signal_name:
             self.last_termination["message"] = f"killed by {signal_name}"
+        # When a container's main process ends, whatever it left running goes with it (the PID
+        # namespace ends); a process group is the nearest thing here.
+        procfs.signal_group(self.process.pid, signal.SIGKILL)
         self.process = None
         for prober in self.probers.values():
             prober.stop()
@@ -198,9 +201,15 @@ class ContainerRunner:
             self._pidfile = None
 
     def signal(self, sig: signal.Signals) -> None:
-        """Signal the container's process group (the command and anything it spawned)."""
-        if self.process is not None:
+        """Signal the container as a container runtime does: SIGTERM to its main process only (PID 1
+        of a container; what it spawned, e.g. a JVM, keeps running while it shuts down gracefully),
+        SIGKILL to everything in it (the command and anything it spawned)."""
+        if self.process is None:
+            return
+        if sig == signal.SIGKILL:
             procfs.signal_group(self.process.pid, sig)
+        else:
+            self.process.send_signal(sig)
 
     def status(self, image: str) -> Json:
         """The container's entry in ``status.containerStatuses``."""
