@@ -1,7 +1,7 @@
 """The StreamApp status the operator writes: intent, counts, members, conditions (pure).
 
-`intent` is the engine's persisted assignment — written before any child is touched, so a restarted
-operator resumes the handoff it was in. The rest is for people and tools: `kubectl get sapp`
+`intent` is the engine's persisted assignment (in the compact form of `controller.intent`) — written
+before any child is touched, so a restarted operator resumes the handoff it was in. The rest is for people and tools: `kubectl get sapp`
 columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.names import member_name, selector
+from streamapp.controller import intent
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, MemberView, Plan
 
@@ -328,7 +329,7 @@ def app_status(
             now,
             int(meta.get("generation") or 0),
         ),
-        "intent": assignment.to_dict(),
+        "intent": intent.encode(assignment),
     }
     if result.changed:
         status["lastRebalance"] = {
