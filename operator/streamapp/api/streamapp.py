@@ -376,7 +376,12 @@ class TaskCounts(Model):
 
 @dataclass(frozen=True, kw_only=True)
 class MemberSummary(Model):
-    """One member as the operator sees it; its StreamAppMember lists the tasks themselves."""
+    """One member as the operator sees it; its StreamAppMember lists the tasks themselves.
+
+    Only what changes when the assignment or the pod does: a per-member lag here would change with
+    every report and make each of 1,000 members' reports rewrite the app's status. Each copy's lag is
+    in the member's own status; the app keeps aggregates (`inputLag`).
+    """
 
     id: int = field(metadata=prop("Static member id; the pod is <app>-<id>."))
     pod: str | None = field(default=None, metadata=prop("Name of the member's pod, when it exists."))
@@ -389,7 +394,6 @@ class MemberSummary(Model):
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))
     standby: int = field(default=0, metadata=prop("How many tasks the member keeps hot copies of."))
     warmup: int = field(default=0, metadata=prop("How many tasks the member is warming up."))
-    lag: int = field(default=0, metadata=prop("Records the member's copies still have to apply, summed."))
 
 
 @dataclass(frozen=True, kw_only=True)
