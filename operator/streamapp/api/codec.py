@@ -8,12 +8,13 @@ Encoding writes camelCase keys and leaves out unset optional fields.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar, Union
 
-from streamapp.api.fields import Rule, ValidationError, is_required, model_rules, prop_of, wire_name
+from streamapp.api.fields import Prop, Rule, ValidationError, is_required, model_rules, prop_of, wire_name
 
 T = TypeVar("T")
 
@@ -37,51 +38,89 @@ def optional_inner(tp: Any) -> Any | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Slot:
+    """One field of a model as decoding needs it, worked out once per class: a member's report of
+    100,000 copies is decoded field by field, and introspection per field would dominate a reconcile."""
+
+    name: str
+    key: str
+    meta: Prop
+    type: Any
+    required: bool
+    rules: tuple[Rule, ...]
+
+
+_SLOTS: dict[type, tuple[tuple[_Slot, ...], str | None]] = {}
+
+
+def _slots(cls: type) -> tuple[tuple[_Slot, ...], str | None]:
+    """The decodable fields of a model and the name of its `rest` field (open objects), if any."""
+    if cls not in _SLOTS:
+        slots: list[_Slot] = []
+        rest: str | None = None
+        for field in dataclasses.fields(cls):
+            meta = prop_of(field)
+            if meta.rest:
+                rest = field.name
+                continue
+            key = wire_name(field)
+            slots.append(
+                _Slot(
+                    field.name,
+                    key,
+                    meta,
+                    field_types(cls)[field.name],
+                    is_required(field),
+                    meta.all_rules(key),
+                )
+            )
+        _SLOTS[cls] = (tuple(slots), rest)
+    return _SLOTS[cls]
+
+
 def decode(cls: type[T], data: object, path: str) -> T:
     """A model instance from its wire dict."""
     if not isinstance(data, Mapping):
         raise ValidationError(path, f"expected an object, got {data!r}")
     values: dict[str, Any] = {}
-    known: set[str] = set()
-    rest_field: str | None = None
-    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
-        meta = prop_of(field)
-        if meta.rest:
-            rest_field = field.name
-            continue
-        key = wire_name(field)
-        known.add(key)
-        raw = data.get(key)
-        child = f"{path}.{key}"
+    slots, rest_field = _slots(cls)
+    for slot in slots:
+        raw = data.get(slot.key)
+        child = f"{path}.{slot.key}"
         if raw is None:
-            if is_required(field):
+            if slot.required:
                 raise ValidationError(child, "required")
             continue
-        value = (
-            meta.codec.decode(raw, child)
-            if meta.codec
-            else decode_value(field_types(cls)[field.name], raw, child)
-        )
-        _check_rules(meta.all_rules(key), value, child)
+        meta = slot.meta
+        value = meta.codec.decode(raw, child) if meta.codec else decode_value(slot.type, raw, child)
+        _check_rules(slot.rules, value, child)
         _check_bounds(meta.max_length, meta.max_items, value, child)
-        values[field.name] = value
-    unknown = {k: v for k, v in data.items() if k not in known}
-    if rest_field is not None:
-        values[rest_field] = dict(unknown)
-    elif unknown:
-        raise ValidationError(path, f"unknown field(s) {', '.join(sorted(unknown))}")
+        values[slot.name] = value
+    if rest_field is not None or len(data) > len(values):
+        known = {slot.key for slot in slots}
+        unknown = {k: v for k, v in data.items() if k not in known}
+        if rest_field is not None:
+            values[rest_field] = dict(unknown)
+        elif unknown:
+            raise ValidationError(path, f"unknown field(s) {', '.join(sorted(unknown))}")
     instance = cls(**values)
     _check_rules(model_rules(cls), instance, path)
     return instance
 
 
+@functools.cache
+def _shape(tp: Any) -> tuple[Any | None, Any, bool]:
+    """(`X` of `X | None` or None, the type's origin, whether it is a model), once per type."""
+    return optional_inner(tp), typing.get_origin(tp), dataclasses.is_dataclass(tp)
+
+
 def decode_value(tp: Any, raw: object, path: str) -> Any:
     """A Python value of type `tp` from a wire value."""
-    inner = optional_inner(tp)
+    inner, origin, model = _shape(tp)
     if inner is not None:
         return decode_value(inner, raw, path)
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if model:
         return decode(typing.cast(type, tp), raw, path)
     if origin is Literal:
         choices = typing.get_args(tp)

@@ -29,6 +29,7 @@ from streamapp.controller.status import (
     invalid_spec_status,
     merge_conditions,
     moved,
+    status_changes,
 )
 from streamapp.rebalance import (
     AppConfig,
@@ -126,8 +127,7 @@ def _write_status(kube: Kube, app: Body, status: Mapping[str, Any]) -> Body | No
     whole status (the intent, 1,000 member rows) for it would make every report of every member cost
     the API server and etcd a rewrite of the largest object. Returns the app as written, or None.
     """
-    current = app.get("status") or {}
-    changed = {key: value for key, value in status.items() if current.get(key) != value}
+    changed = status_changes(app, status)
     if not changed:
         return None
     meta = app["metadata"]

@@ -296,6 +296,12 @@ def moved(previous: Assignment, current: Assignment) -> int:
     )
 
 
+def status_changes(app: Body, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `status` that differ from the app's current status: the merge patch to send."""
+    current = app.get("status") or {}
+    return {key: value for key, value in status.items() if current.get(key) != value}
+
+
 def app_status(
     app: Body,
     result: Plan,
