@@ -233,7 +233,7 @@ def member_writes(before: Assignment, after: Assignment) -> int:
 
 
 def scale_out(
-    config: AppConfig, settled: Plan, views: list[MemberView], step_seconds: float
+    config: AppConfig, settled: Plan, views: list[MemberView], step_seconds: float, max_steps: int
 ) -> tuple[int, int, int, float]:
     """A scale-out by 10% run to the end, every warmup reporting caught up and every member acking at
     once: (steps, bytes written before, bytes written after, milliseconds of the first plan)."""
@@ -247,7 +247,7 @@ def scale_out(
     steps = written_old = written_new = 0
     first_ms = 0.0
     now = 1.0
-    while steps < 500:
+    while steps < max_steps:
         started = time.process_time()
         result = plan(grown, views, previous, now)
         if steps == 0:
@@ -277,7 +277,7 @@ def scale_out(
     return steps, written_old, written_new, first_ms
 
 
-def measure(partitions: int, members: int, standbys: int, runs: int) -> Row:
+def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: int) -> Row:
     config = AppConfig(partitions, members, RebalanceConfig(standby_replicas=standbys))
     settled, views = settle(config, members)
     assignment = settled.assignment
@@ -300,7 +300,7 @@ def measure(partitions: int, members: int, standbys: int, runs: int) -> Row:
         started = time.process_time()
         plan(config, views, assignment, 1.0)
         times.append((time.process_time() - started) * 1000)
-    steps, rebalance_old, rebalance_new, scale_ms = scale_out(config, settled, views, 5.0)
+    steps, rebalance_old, rebalance_new, scale_ms = scale_out(config, settled, views, 5.0, max_steps)
     stored = app_body(partitions, members, standbys, status)
     reconcile_ms, reconcile_written = reconcile_without_change(stored, bodies, assignment, runs)
     return Row(
@@ -369,14 +369,16 @@ def main() -> int:
     parser.add_argument("--write", type=Path, help="write the Markdown report here (default: print it)")
     parser.add_argument("--runs", type=int, default=5, help="plans per median")
     parser.add_argument("--tasks", default="1000,10000,100000", help="comma-separated task counts to measure")
+    parser.add_argument("--standbys", default="0,1", help="comma-separated standbyReplicas to measure")
+    parser.add_argument("--max-steps", type=int, default=500, help="stop a scale-out after this many steps")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     rows = []
     for partitions, members in SHAPES:
         if str(partitions) not in args.tasks.split(","):
             continue
-        for standbys in (0, 1):
-            rows.append(measure(partitions, members, standbys, args.runs))
+        for standbys in map(int, args.standbys.split(",")):
+            rows.append(measure(partitions, members, standbys, args.runs, args.max_steps))
             print(json.dumps(rows[-1].__dict__), flush=True)
     text = report(rows, args.runs, (load, os.getloadavg()[0]))
     if args.write:
