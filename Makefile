@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo unit lint bench chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo unit lint bench bench-scale chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,10 @@ bench: $(STAMP)
 	$(PY) bench/stores.py --write bench/results/stores.md
 	PYTHONPATH=e2e $(PY) bench/kafkabench.py --write bench/results/kafka.md
 	$(PY) bench/run.py --write bench/RESULTS.md
+
+## bench-scale: object sizes, bytes written and plan()/reconcile CPU of one app at 1k, 10k and 100k tasks (not part of make test), writes bench/results/scale.md
+bench-scale: $(STAMP)
+	$(PY) bench/scale.py --write bench/results/scale.md
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries

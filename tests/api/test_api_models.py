@@ -54,9 +54,7 @@ def test_round_trip_is_lossless_once_defaulted() -> None:
             }
         ],
         "tasks": {"active": 12, "warming": 0, "reserved": 0, "unassigned": 0, "revoking": 0},
-        "members": [
-            {"id": 0, "pod": "counts-0", "phase": "Ready", "active": 4, "standby": 0, "warmup": 0, "lag": 0}
-        ],
+        "members": [{"id": 0, "pod": "counts-0", "phase": "Ready", "active": 4, "standby": 0, "warmup": 0}],
         "lastRebalance": {"time": "2026-01-01T00:00:00Z", "reason": "ScaleOut", "moved": 2},
         "intent": {"generation": 7, "tasks": [{"task": 0, "active": 0}]},
     }

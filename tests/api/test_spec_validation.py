@@ -131,7 +131,8 @@ def test_the_longest_name_leaves_every_child_name_a_dns_label() -> None:
 @pytest.mark.parametrize(
     "body",
     [
-        app(partitions=MAX_PARTITIONS, replicas=MAX_REPLICAS, rebalance={"standbyReplicas": 3}),
+        app(partitions=MAX_PARTITIONS, replicas=MAX_REPLICAS, rebalance={"standbyReplicas": 1}),
+        app(partitions=MAX_PARTITIONS // 4, replicas=MAX_REPLICAS, rebalance={"standbyReplicas": 7}),
         executor(storage={"size": "1Gi"}),
         app(
             rollingUpdate={

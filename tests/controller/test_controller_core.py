@@ -9,7 +9,7 @@ from reports import processing_members
 
 from streamapp.api.names import RESTART_ANNOTATION, executor_account
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children
+from streamapp.controller import children, intent
 from streamapp.controller.observe import PodState, member_views
 from streamapp.controller.status import app_status, conditions, merge_conditions
 from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
@@ -150,7 +150,7 @@ def test_status_counts_conditions_and_intent() -> None:
     assert status["readyReplicas"] == 2 and status["selector"] == "streamapp.dev/app=counts"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True" and ready["observedGeneration"] == 4
-    assert Assignment.from_dict(status["intent"]) == result.assignment
+    assert intent.decode(status["intent"]) == result.assignment
 
 
 def test_ready_pods_are_not_enough_every_owner_must_confirm_its_tasks() -> None:

@@ -9,6 +9,7 @@ from kubernetes import client
 from operator_support import APP, Operators, app, create_app, reasons, scale
 
 from localcluster.waiting import wait_for
+from streamapp.controller.recovery import read_intent
 
 
 def degraded(api: client.ApiClient, namespace: str) -> dict[str, Any]:
@@ -81,8 +82,11 @@ def test_a_damaged_intent_is_rebuilt_from_the_members_and_later_scales_apply(
     scale(api_client, namespace, 3)
 
     def rebuilt_and_scaled() -> bool:
-        status = app(api_client, namespace).get("status") or {}
-        tasks = (status.get("intent") or {}).get("tasks")
-        return isinstance(tasks, list) and len(tasks) == 4 and status.get("replicas") == 3
+        body = app(api_client, namespace)
+        try:
+            readable = len(read_intent(body, 4).tasks) == 4
+        except ValueError:
+            return False
+        return readable and (body.get("status") or {}).get("replicas") == 3
 
     wait_for(rebuilt_and_scaled, 120, "a readable intent again and the scale applied")

@@ -8,12 +8,13 @@ Encoding writes camelCase keys and leaves out unset optional fields.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar, Union
 
-from streamapp.api.fields import Rule, ValidationError, is_required, model_rules, prop_of, wire_name
+from streamapp.api.fields import Prop, Rule, ValidationError, is_required, model_rules, prop_of, wire_name
 
 T = TypeVar("T")
 
@@ -37,39 +38,64 @@ def optional_inner(tp: Any) -> Any | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Slot:
+    """One field of a model as decoding needs it, worked out once per class: a member's report of
+    100,000 copies is decoded field by field, and introspection per field would dominate a reconcile."""
+
+    name: str
+    key: str
+    meta: Prop
+    decoder: Callable[[object, str], Any]
+    required: bool
+    rules: tuple[Rule, ...]
+
+
+_SLOTS: dict[type, tuple[tuple[_Slot, ...], str | None]] = {}
+
+
+def _slots(cls: type) -> tuple[tuple[_Slot, ...], str | None]:
+    """The decodable fields of a model and the name of its `rest` field (open objects), if any."""
+    if cls not in _SLOTS:
+        slots: list[_Slot] = []
+        rest: str | None = None
+        for field in dataclasses.fields(cls):
+            meta = prop_of(field)
+            if meta.rest:
+                rest = field.name
+                continue
+            key = wire_name(field)
+            decoder = meta.codec.decode if meta.codec else _decoder(field_types(cls)[field.name])
+            slots.append(_Slot(field.name, key, meta, decoder, is_required(field), meta.all_rules(key)))
+        _SLOTS[cls] = (tuple(slots), rest)
+    return _SLOTS[cls]
+
+
 def decode(cls: type[T], data: object, path: str) -> T:
     """A model instance from its wire dict."""
     if not isinstance(data, Mapping):
         raise ValidationError(path, f"expected an object, got {data!r}")
     values: dict[str, Any] = {}
-    known: set[str] = set()
-    rest_field: str | None = None
-    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
-        meta = prop_of(field)
-        if meta.rest:
-            rest_field = field.name
-            continue
-        key = wire_name(field)
-        known.add(key)
-        raw = data.get(key)
-        child = f"{path}.{key}"
+    slots, rest_field = _slots(cls)
+    for slot in slots:
+        raw = data.get(slot.key)
+        child = f"{path}.{slot.key}"
         if raw is None:
-            if is_required(field):
+            if slot.required:
                 raise ValidationError(child, "required")
             continue
-        value = (
-            meta.codec.decode(raw, child)
-            if meta.codec
-            else decode_value(field_types(cls)[field.name], raw, child)
-        )
-        _check_rules(meta.all_rules(key), value, child)
-        _check_bounds(meta.max_length, meta.max_items, value, child)
-        values[field.name] = value
-    unknown = {k: v for k, v in data.items() if k not in known}
-    if rest_field is not None:
-        values[rest_field] = dict(unknown)
-    elif unknown:
-        raise ValidationError(path, f"unknown field(s) {', '.join(sorted(unknown))}")
+        value = slot.decoder(raw, child)
+        if slot.rules:
+            _check_rules(slot.rules, value, child)
+        _check_bounds(slot.meta.max_length, slot.meta.max_items, value, child)
+        values[slot.name] = value
+    if rest_field is not None or len(data) > len(values):
+        known = {slot.key for slot in slots}
+        unknown = {k: v for k, v in data.items() if k not in known}
+        if rest_field is not None:
+            values[rest_field] = dict(unknown)
+        elif unknown:
+            raise ValidationError(path, f"unknown field(s) {', '.join(sorted(unknown))}")
     instance = cls(**values)
     _check_rules(model_rules(cls), instance, path)
     return instance
@@ -77,28 +103,45 @@ def decode(cls: type[T], data: object, path: str) -> T:
 
 def decode_value(tp: Any, raw: object, path: str) -> Any:
     """A Python value of type `tp` from a wire value."""
+    return _decoder(tp)(raw, path)
+
+
+@functools.cache
+def _decoder(tp: Any) -> Callable[[object, str], Any]:
+    """The function that decodes wire values of type `tp`, built once per type: a member's report of
+    thousands of copies must not pay type introspection per value."""
     inner = optional_inner(tp)
     if inner is not None:
-        return decode_value(inner, raw, path)
+        return _decoder(inner)
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
-        return decode(typing.cast(type, tp), raw, path)
+        model = typing.cast(type, tp)
+        return lambda raw, path: decode(model, raw, path)
     if origin is Literal:
-        choices = typing.get_args(tp)
-        if raw not in choices:
-            raise ValidationError(path, f"expected one of {', '.join(map(str, choices))}, got {raw!r}")
-        return raw
+        return functools.partial(_decode_literal, typing.get_args(tp))
     if origin is tuple:
-        if not isinstance(raw, list | tuple):
-            raise ValidationError(path, f"expected a list, got {raw!r}")
-        item = typing.get_args(tp)[0]
-        return tuple(decode_value(item, v, f"{path}[{i}]") for i, v in enumerate(raw))
+        return functools.partial(_decode_tuple, _decoder(typing.get_args(tp)[0]))
     if origin is dict:
-        if not isinstance(raw, Mapping):
-            raise ValidationError(path, f"expected an object, got {raw!r}")
-        value_type = typing.get_args(tp)[1]
-        return {str(k): decode_value(value_type, v, f"{path}.{k}") for k, v in raw.items()}
-    return _decode_scalar(tp, raw, path)
+        return functools.partial(_decode_dict, _decoder(typing.get_args(tp)[1]))
+    return functools.partial(_decode_scalar, tp)
+
+
+def _decode_literal(choices: tuple[Any, ...], raw: object, path: str) -> Any:
+    if raw not in choices:
+        raise ValidationError(path, f"expected one of {', '.join(map(str, choices))}, got {raw!r}")
+    return raw
+
+
+def _decode_tuple(item: Callable[[object, str], Any], raw: object, path: str) -> tuple[Any, ...]:
+    if not isinstance(raw, list | tuple):
+        raise ValidationError(path, f"expected a list, got {raw!r}")
+    return tuple(item(v, f"{path}[{i}]") for i, v in enumerate(raw))
+
+
+def _decode_dict(value: Callable[[object, str], Any], raw: object, path: str) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ValidationError(path, f"expected an object, got {raw!r}")
+    return {str(k): value(v, f"{path}.{k}") for k, v in raw.items()}
 
 
 def _decode_scalar(tp: Any, raw: object, path: str) -> Any:
@@ -132,17 +175,29 @@ def _check_bounds(max_length: int | None, max_items: int | None, value: object, 
         raise ValidationError(path, f"must have at most {max_items} items")
 
 
+_FIELDS: dict[type, tuple[tuple[str, str, Any, bool], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[tuple[str, str, Any, bool], ...]:
+    """(attribute, wire key, codec, is the rest of an open object) per field, once per class."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = tuple(
+            (field.name, wire_name(field), prop_of(field).codec, prop_of(field).rest)
+            for field in dataclasses.fields(cls)
+        )
+    return _FIELDS[cls]
+
+
 def encode(obj: object) -> Any:
     """The wire form of a model instance or value: camelCase keys, unset optional fields left out."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if hasattr(type(obj), "__dataclass_fields__") and not isinstance(obj, type):
         out: dict[str, Any] = {}
-        for field in dataclasses.fields(obj):
-            meta = prop_of(field)
-            value = getattr(obj, field.name)
-            if meta.rest:
+        for name, key, codec, rest in _fields(type(obj)):
+            value = getattr(obj, name)
+            if rest:
                 out.update(encode(value))
             elif value is not None:
-                out[wire_name(field)] = meta.codec.encode(value) if meta.codec else encode(value)
+                out[key] = codec.encode(value) if codec else encode(value)
         return out
     if isinstance(obj, tuple | list):
         return [encode(v) for v in obj]

@@ -28,12 +28,14 @@ MAX_NAME_LENGTH = 256
 MAX_PATH_LENGTH = 4096
 MAX_CONDITIONS = 8
 
-# The engine's persisted assignment (status.intent) takes ~90 bytes per task and ~5 per standby copy;
-# the whole StreamApp must stay under etcd's 1.5 MiB object limit (~17,000 tasks) with room for the
-# members summary (~130 bytes per member). At these maxima the status stays near 1.2 MB
+# The supported maxima, from bench/results/scale.md (make bench-scale). The persisted assignment
+# (status.intent, controller/intent.py) takes ~0.1 byte per task for a planned app and at most ~3
+# bytes per task copy when owners, standbys and epochs are scattered at random; the member rows take
+# ~90 bytes per member. At 100,000 tasks, one standby each and 1,000 members the worst case stays
+# near 0.7 MB, under 1 MiB and well inside etcd's 1.5 MiB request limit
 # (tests/controller/test_admission.py builds it).
-MAX_PARTITIONS = 10_000
-MAX_TASK_COPIES = 40_000
+MAX_PARTITIONS = 100_000
+MAX_TASK_COPIES = 200_000
 MAX_REPLICAS = 1_000
 # Children are named <app>-<id> (pod, its hostname, StreamAppMember, the member's ServiceAccount and
 # Role) and <app>-state-<id> (claim): all must be DNS labels of at most 63 characters for every id below
@@ -386,7 +388,12 @@ class TaskCounts(Model):
 
 @dataclass(frozen=True, kw_only=True)
 class MemberSummary(Model):
-    """One member as the operator sees it; its StreamAppMember lists the tasks themselves."""
+    """One member as the operator sees it; its StreamAppMember lists the tasks themselves.
+
+    Only what changes when the assignment or the pod does: a per-member lag here would change with
+    every report and make each of 1,000 members' reports rewrite the app's status. Each copy's lag is
+    in the member's own status; the app keeps aggregates (`inputLag`).
+    """
 
     id: int = field(metadata=prop("Static member id; the pod is <app>-<id>."))
     pod: str | None = field(default=None, metadata=prop("Name of the member's pod, when it exists."))
@@ -399,7 +406,6 @@ class MemberSummary(Model):
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))
     standby: int = field(default=0, metadata=prop("How many tasks the member keeps hot copies of."))
     warmup: int = field(default=0, metadata=prop("How many tasks the member is warming up."))
-    lag: int = field(default=0, metadata=prop("Records the member's copies still have to apply, summed."))
 
 
 @dataclass(frozen=True, kw_only=True)

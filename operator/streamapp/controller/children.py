@@ -68,8 +68,11 @@ def same_target(spec: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether a member's current spec already says what `wanted` says (generation aside).
 
     Every field of the model counts, the kubectl range strings too, so a member written before a
-    field existed gets it on the next pass; a spec that does not parse is rewritten.
+    field existed gets it on the next pass; a spec that does not parse is rewritten. Equal wire forms
+    say the same without parsing either (the common case, at 1,000 members in every reconcile).
     """
+    if {**spec, "generation": 0} == {**wanted, "generation": 0}:
+        return True
     try:
         current = StreamAppMemberSpec.from_dict(spec)
     except ValidationError:

@@ -24,7 +24,7 @@ from streamapp.controller.handlers import register as register_handlers
 from streamapp.controller.handlers import watch_only_members
 from streamapp.controller.kube import Kube
 from streamapp.controller.leader import LeaseConfig, LeaseLock
-from streamapp.controller.loops import AppLoops
+from streamapp.controller.loops import MIN_RECONCILE_INTERVAL_SECONDS, AppLoops
 from streamapp.controller.metrics import Metrics
 
 log = logging.getLogger("streamapp.operator")
@@ -51,6 +51,14 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="run pod templates that ask for privileges (privileged, host namespaces, hostPath, root, "
         "added capabilities); by default such apps are refused with reason InvalidSpec",
+    )
+    parser.add_argument(
+        "--min-reconcile-interval",
+        type=float,
+        default=MIN_RECONCILE_INTERVAL_SECONDS,
+        metavar="SECONDS",
+        help="least time between two reconciles of one app: member reports meanwhile coalesce into one "
+        f"(default {MIN_RECONCILE_INTERVAL_SECONDS:g})",
     )
     parser.add_argument("--no-leader-election", action="store_true", help="act without holding the Lease")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
@@ -156,7 +164,12 @@ async def _act(
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
     policy = PodPolicy(allow_privileged=args.allow_privileged_pod_templates)
-    loops = AppLoops(Kube(api, leading=lambda: not stop.is_set()), metrics, policy)
+    loops = AppLoops(
+        Kube(api, leading=lambda: not stop.is_set()),
+        metrics,
+        policy,
+        min_interval=args.min_reconcile_interval,
+    )
     register_handlers(registry, loops, explicit_kubeconfig=bool(args.kubeconfig))
     settings = kopf.OperatorSettings()
     watch_only_members(settings)

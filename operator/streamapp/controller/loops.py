@@ -31,6 +31,14 @@ Body = Mapping[str, Any]
 
 RESYNC_SECONDS = 30.0
 DEBOUNCE_SECONDS = 0.05
+# Reports coalesce: whatever wakes a loop (1,000 members reporting every 2 s is 500 wakes a second)
+# sets one flag, and the next reconcile starts no sooner than this after the previous one started, so
+# one reconcile covers every report since. It bounds the operator's CPU per app at (reconcile time /
+# interval) and delays a reaction (a lost member, a deadline) by at most this.
+MIN_RECONCILE_INTERVAL_SECONDS = 1.0
+# And no sooner than the last reconcile took, again: a reconcile of a large app (seconds at 100,000
+# tasks, bench/results/scale.md) then keeps its loop busy at most half the time, whatever the size.
+BUSY_FRACTION = 0.5
 # A loop whose reconcile keeps failing (the API server away) tries again within this; any watch event
 # (the API server back, the app scaled) wakes it at once anyway.
 MAX_BACKOFF_SECONDS = 10.0
@@ -56,6 +64,8 @@ class AppLoops:
     metrics: Metrics
     policy: PodPolicy = STRICT
     clock: Callable[[], float] = time.time
+    min_interval: float = MIN_RECONCILE_INTERVAL_SECONDS
+    step: Callable[[Kube, Observed, float, Metrics, PodPolicy], Outcome] = reconcile
     apps: dict[Key, Body] = field(default_factory=dict)
     wakeups: dict[Key, asyncio.Event] = field(default_factory=dict)
     tasks: dict[Key, asyncio.Task[None]] = field(default_factory=dict)
@@ -72,7 +82,8 @@ class AppLoops:
         self.wake(key)
 
     def wake(self, key: Key) -> None:
-        """Something about the app or its children changed: reconcile soon."""
+        """Something about the app or its children changed: reconcile soon (one reconcile for every
+        wake since the last one started: the flag is set, not counted)."""
         event = self.wakeups.get(key)
         if event is not None:
             event.set()
@@ -104,9 +115,10 @@ class AppLoops:
                 zones=sources.zones(),
                 supporting=tuple(sources.supporting(key)),
             )
+            started = time.monotonic()
             try:
                 outcome = await asyncio.to_thread(
-                    reconcile, self.kube, observed, self.clock(), self.metrics, self.policy
+                    self.step, self.kube, observed, self.clock(), self.metrics, self.policy
                 )
                 failures = 0
             except ApiException as error:
@@ -124,7 +136,7 @@ class AppLoops:
                 outcome = await self._failed(key, failures, f"{type(error).__name__}: {error}")
             if outcome.app is not None and _newer_or_same(self.apps.get(key), outcome.app):
                 self.apps[key] = outcome.app
-            await self._sleep(wakeup, outcome.wake_at)
+            await self._sleep(wakeup, outcome.wake_at, started + self._spacing(time.monotonic() - started))
 
     async def _failed(self, key: Key, failures: int, error: str) -> Outcome:
         """Retry with exponential back-off; once failures persist, say so in status and an Event
@@ -139,11 +151,17 @@ class AppLoops:
             written = None
         return Outcome(retry_at, written)
 
-    async def _sleep(self, wakeup: asyncio.Event, wake_at: float | None) -> None:
+    def _spacing(self, took: float) -> float:
+        """Seconds from one reconcile's start to the next one's at the earliest."""
+        return max(self.min_interval, took / BUSY_FRACTION)
+
+    async def _sleep(self, wakeup: asyncio.Event, wake_at: float | None, earliest: float) -> None:
+        """Until woken or `wake_at`, then until `earliest` (monotonic) at least: wakes meanwhile only
+        keep the flag set, so one reconcile covers them all."""
         timeout = RESYNC_SECONDS if wake_at is None else min(RESYNC_SECONDS, max(0.0, wake_at - self.clock()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wakeup.wait(), timeout)
-        await asyncio.sleep(DEBOUNCE_SECONDS)
+        await asyncio.sleep(max(DEBOUNCE_SECONDS, earliest - time.monotonic()))
 
 
 def _body(error: ApiException) -> str:

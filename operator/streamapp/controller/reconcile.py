@@ -29,6 +29,7 @@ from streamapp.controller.status import (
     invalid_spec_status,
     merge_conditions,
     moved,
+    status_changes,
 )
 from streamapp.rebalance import (
     AppConfig,
@@ -109,10 +110,7 @@ def reconcile(
         current_conditions(app), [progressing], stamp, int(app["metadata"].get("generation") or 0)
     )
     metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
-    current = app.get("status") or {}
-    written = None
-    if any(current.get(key) != value for key, value in status.items()):
-        written = kube.patch_app_status(namespace, name, status, app["metadata"].get("resourceVersion"))
+    written = _write_status(kube, app, status)
     _repair_supporting(kube, model, result, observed)
     _write_member_specs(kube, model, result, observed.members, handing_off)
     rollout.act(kube, name, namespace, step, pods)
@@ -121,6 +119,20 @@ def reconcile(
     metrics.reconcile_seconds.observe(time.perf_counter() - started)
     wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
     return Outcome(min(wake, default=None), written)
+
+
+def _write_status(kube: Kube, app: Body, status: Mapping[str, Any]) -> Body | None:
+    """Patch only the status fields that differ from the app as read, and nothing when none does.
+
+    A member report usually changes one aggregate (`inputLag`) or nothing the app shows: sending the
+    whole status (the intent, 1,000 member rows) for it would make every report of every member cost
+    the API server and etcd a rewrite of the largest object. Returns the app as written, or None.
+    """
+    changed = status_changes(app, status)
+    if not changed:
+        return None
+    meta = app["metadata"]
+    return kube.patch_app_status(meta["namespace"], meta["name"], changed, meta.get("resourceVersion"))
 
 
 def current_conditions(app: Body) -> list[Body]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from streamapp.controller.intent import decode
 from streamapp.rebalance import Assignment
 from streamapp.rebalance.model import TaskAssignment
 
@@ -26,7 +27,7 @@ def read_intent(app: Body, partitions: int) -> Assignment:
     if not data:
         return Assignment()
     try:
-        intent = Assignment.from_dict(data)
+        intent = decode(data)
     except (TypeError, KeyError, AttributeError, ValueError) as error:
         raise ValueError(f"status.intent is unreadable: {error}") from error
     if intent.tasks and len(intent.tasks) != partitions:

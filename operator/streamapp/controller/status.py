@@ -1,17 +1,19 @@
 """The StreamApp status the operator writes: intent, counts, members, conditions (pure).
 
-`intent` is the engine's persisted assignment — written before any child is touched, so a restarted
-operator resumes the handoff it was in. The rest is for people and tools: `kubectl get sapp`
+`intent` is the engine's persisted assignment (in the compact form of `controller.intent`) — written
+before any child is touched, so a restarted operator resumes the handoff it was in. The rest is for people and tools: `kubectl get sapp`
 columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.names import member_name, selector
+from streamapp.controller import intent
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, MemberView, Plan
 
@@ -203,7 +205,14 @@ def merge_conditions(
 def members_summary(
     app: str, assignment: Assignment, views: Sequence[MemberView], pods: Mapping[int, PodState], replicas: int
 ) -> list[dict[str, Any]]:
-    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`)."""
+    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`).
+
+    Counted in one pass over the tasks: at 100,000 tasks and 1,000 members a count per member would
+    walk the tasks a thousand times in every reconcile.
+    """
+    active: Counter[int] = Counter(t.active for t in assignment.tasks if t.active is not None)
+    standby: Counter[int] = Counter(m for t in assignment.tasks for m in t.standbys)
+    warmup: Counter[int] = Counter(m for t in assignment.tasks for m in t.warmups)
     rows = []
     for view in views:
         pod = pods.get(view.id)
@@ -213,7 +222,7 @@ def members_summary(
             else "Ready"
             if view.alive
             else "Lost"
-            if any(t.active == view.id for t in assignment.tasks)
+            if active[view.id]
             else "Starting"
         )
         rows.append(
@@ -221,10 +230,9 @@ def members_summary(
                 "id": view.id,
                 "pod": pod.name if pod else member_name(app, view.id),
                 "phase": phase,
-                "active": sum(1 for t in assignment.tasks if t.active == view.id),
-                "standby": sum(1 for t in assignment.tasks if view.id in t.standbys),
-                "warmup": sum(1 for t in assignment.tasks if view.id in t.warmups),
-                "lag": sum(view.lags.values()),
+                "active": active[view.id],
+                "standby": standby[view.id],
+                "warmup": warmup[view.id],
             }
         )
     return rows
@@ -288,6 +296,12 @@ def moved(previous: Assignment, current: Assignment) -> int:
     )
 
 
+def status_changes(app: Body, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `status` that differ from the app's current status: the merge patch to send."""
+    current = app.get("status") or {}
+    return {key: value for key, value in status.items() if current.get(key) != value}
+
+
 def app_status(
     app: Body,
     result: Plan,
@@ -328,7 +342,7 @@ def app_status(
             now,
             int(meta.get("generation") or 0),
         ),
-        "intent": assignment.to_dict(),
+        "intent": intent.encode(assignment),
     }
     if result.changed:
         status["lastRebalance"] = {

@@ -140,8 +140,8 @@ class Draft:
                 active=self.active[t],
                 epoch=self.epoch[t],
                 revoking_since=self.revoking[t],
-                standbys=tuple(sorted(self.standbys[t])),
-                warmups=tuple(sorted(self.warmups[t])),
+                standbys=_sorted(self.standbys[t]),
+                warmups=_sorted(self.warmups[t]),
                 revoking_at=self.revoking_at[t],
             )
             for t in range(self.partitions)
@@ -160,9 +160,17 @@ class Draft:
         )
 
 
-def _targets(tasks: tuple[TaskAssignment, ...]) -> tuple[TaskAssignment, ...]:
-    """The tasks without revocation times: re-stamping a time changes no member's target."""
-    return tuple(replace(t, revoking_at=None) for t in tasks)
+def _targets(tasks: tuple[TaskAssignment, ...]) -> list[tuple[object, ...]]:
+    """The tasks without revocation times: re-stamping a time changes no member's target.
+
+    Plain tuples of the fields, not copies of the tasks: this runs on every plan, over every task.
+    """
+    return [(t.active, t.epoch, t.revoking_since, t.standbys, t.warmups) for t in tasks]
+
+
+def _sorted(members: tuple[int, ...]) -> tuple[int, ...]:
+    """The copies in id order (most tasks have none or one: nothing to sort)."""
+    return members if len(members) < 2 else tuple(sorted(members))
 
 
 def _sort_member(member: int | None) -> int:

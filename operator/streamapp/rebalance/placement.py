@@ -74,6 +74,8 @@ def _giving_up_warm_first(draft: Draft, roster: Roster, quota: Mapping[int, int]
         if owner in owned:
             owned[owner] += 1
     below = {m for m in roster.live if owned[m] < quota[m]}
+    if not below:  # balanced: every task ranks 0, the order is the tasks' own (the common case)
+        return list(range(draft.partitions))
 
     def giving_up(task: int) -> int:
         if any(member in below for member in draft.warmups[task]):

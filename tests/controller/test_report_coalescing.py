@@ -1,0 +1,79 @@
+"""A burst of member reports wakes one reconcile, not one each, and reconciles of one app start at
+least `min_interval` apart (the per-app flag of controller.loops)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+from streamapp.controller.loops import AppLoops, Sources
+from streamapp.controller.metrics import Metrics
+from streamapp.controller.reconcile import Outcome
+
+KEY = ("ns", "counts")
+APP = {"metadata": {"namespace": "ns", "name": "counts", "resourceVersion": "1"}}
+SOURCES = Sources(pods=lambda k: [], members=lambda k: [], zones=dict, supporting=lambda k: [])
+
+
+class BlockingReconcile:
+    """Counts reconciles and their start times; the first one waits until `release` is set."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.release = threading.Event()
+
+    def __call__(self, *args: Any) -> Outcome:
+        self.starts.append(time.monotonic())
+        self.release.wait(60)
+        return Outcome(None, None)
+
+
+async def until(condition: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
+def test_reports_during_a_reconcile_coalesce_into_one_more() -> None:
+    async def scenario() -> tuple[list[float], float]:
+        step = BlockingReconcile()
+        loops = AppLoops(None, Metrics(), min_interval=0.3, step=step)  # type: ignore[arg-type]
+        loops.upsert(KEY, APP, SOURCES)
+        await until(lambda: len(step.starts) == 1)
+        for _ in range(500):  # 1,000 members reporting every 2 s, for one second
+            loops.wake(KEY)
+        await asyncio.sleep(0.4)
+        released = time.monotonic()
+        step.release.set()
+        await until(lambda: len(step.starts) == 2)
+        await asyncio.sleep(0.5)  # any further reconcile would follow within the debounce
+        await loops.stop_all()
+        return step.starts, released
+
+    starts, released = asyncio.run(scenario())
+    assert len(starts) == 2, "500 wakes while one reconcile ran make one more reconcile"
+    # The first reconcile took at least (released - starts[0]); the next starts no sooner than that
+    # again after it ended (BUSY_FRACTION 0.5), and the 0.4 s it was held exceeds min_interval.
+    assert starts[1] - released >= released - starts[0]
+
+
+def test_without_wakes_a_loop_waits_for_its_deadline() -> None:
+    async def scenario() -> int:
+        step = BlockingReconcile()
+        step.release.set()
+        loops = AppLoops(None, Metrics(), min_interval=0.0, step=step)  # type: ignore[arg-type]
+        loops.upsert(KEY, APP, SOURCES)
+        await until(lambda: len(step.starts) == 1)
+        await asyncio.sleep(0.5)
+        await loops.stop_all()
+        return len(step.starts)
+
+    assert asyncio.run(scenario()) == 1
+
+
+def test_a_slow_reconcile_spaces_the_next_one_to_keep_the_loop_half_idle() -> None:
+    loops = AppLoops(None, Metrics(), min_interval=1.0)  # type: ignore[arg-type]
+    assert loops._spacing(0.2) == 1.0
+    assert loops._spacing(3.0) == 6.0

@@ -1,0 +1,73 @@
+"""A member report writes to the app only what it changed: lag stays out of the per-member rows, and
+the status patch carries the fields that differ from the app as read (nothing when none does)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from streamapp.controller import reconcile
+from streamapp.controller.observe import PodState
+from streamapp.controller.status import app_status
+from streamapp.rebalance import AppConfig, Assignment, MemberView, plan
+
+APP: dict[str, Any] = {
+    "metadata": {"name": "counts", "namespace": "ns", "uid": "u", "generation": 1, "resourceVersion": "5"},
+    "spec": {"replicas": 2, "partitions": 4},
+}
+PODS = {m: PodState(m, f"counts-{m}", f"uid-{m}", True, False, None) for m in (0, 1)}
+NOW = "2026-01-01T00:00:00Z"
+
+
+@dataclass
+class RecordingKube:
+    """Records status patches (handler-level logic only)."""
+
+    patches: list[dict[str, Any]] = field(default_factory=list)
+
+    def patch_app_status(
+        self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None = None
+    ) -> dict[str, Any]:
+        self.patches.append(status)
+        return {**APP, "status": status}
+
+
+def report(member: int, task_lags: dict[int, int]) -> dict[str, Any]:
+    """Member `member`'s current pod reports its active tasks with these input lags."""
+    tasks = [{"task": t, "role": "active", "epoch": 1, "inputLag": lag} for t, lag in task_lags.items()]
+    return {
+        "spec": {"memberId": member, "generation": 1},
+        "status": {"podUID": f"uid-{member}", "tasks": tasks},
+    }
+
+
+def settled() -> tuple[Any, list[MemberView]]:
+    views = [MemberView(m, acked_generation=1) for m in (0, 1)]
+    return plan(AppConfig(4, 2), views, Assignment(), 0.0), views
+
+
+def test_copy_lags_do_not_change_the_status() -> None:
+    result, views = settled()
+    behind = [replace(v, lags={0: 5_000, 1: 70, 2: 3, 3: 9}) for v in views]
+    assert app_status(APP, result, Assignment(), views, PODS, NOW) == app_status(
+        APP, result, Assignment(), behind, PODS, NOW
+    )
+    assert all("lag" not in row for row in app_status(APP, result, Assignment(), views, PODS, NOW)["members"])
+
+
+def test_a_report_patches_only_what_it_changed_and_a_repeated_one_nothing() -> None:
+    result, views = settled()
+    owners = {m: [t for t, a in enumerate(result.assignment.tasks) if a.active == m] for m in (0, 1)}
+    members = [report(m, dict.fromkeys(owners[m], 10)) for m in (0, 1)]
+    kube = RecordingKube()
+    first = app_status(APP, result, Assignment(), views, PODS, NOW, members)
+    written = reconcile._write_status(kube, APP, first)  # type: ignore[arg-type]
+    assert kube.patches == [first] and "intent" in first
+
+    members[0] = report(0, dict.fromkeys(owners[0], 3))
+    later = app_status(written, result, Assignment(), views, PODS, NOW, members)  # type: ignore[arg-type]
+    reconcile._write_status(kube, written, later)  # type: ignore[arg-type]
+    assert kube.patches[1] == {"inputLag": 3 * len(owners[0]) + 10 * len(owners[1])}
+
+    reconcile._write_status(kube, {**APP, "status": later}, later)  # type: ignore[arg-type]
+    assert len(kube.patches) == 2, "nothing changed: nothing written"
