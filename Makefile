@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo unit lint bench chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo unit lint bench bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ bench: $(STAMP)
 	$(PY) bench/stores.py --write bench/results/stores.md
 	PYTHONPATH=e2e $(PY) bench/kafkabench.py --write bench/results/kafka.md
 	$(PY) bench/run.py --write bench/RESULTS.md
+
+## bench-cluster: the rebalance scenarios on the local cluster with real executors, eager, cooperative and
+## streamapp side by side, then the simulator calibrated from the run beside it (about 35 min on 2 cores;
+## BENCH_ARGS=--quick: about 20 min); writes bench/results/cluster.md. Never part of make test.
+bench-cluster: $(STAMP) k8s-binaries helm
+	@mkdir -p $(OUT)
+	$(PY) bench/cluster.py --out $(OUT) $(BENCH_ARGS)
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries
