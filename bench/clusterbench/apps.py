@@ -70,10 +70,12 @@ class BenchApp:
         app = self.custom().get_namespaced_custom_object(GROUP, VERSION, self.namespace, APPS, APP)
         return dict(app.get("status") or {})
 
-    def patch(self, spec: dict[str, Any]) -> None:
-        self.custom().patch_namespaced_custom_object(
+    def patch(self, spec: dict[str, Any]) -> int:
+        """Patch the spec; the app's new metadata.generation."""
+        app = self.custom().patch_namespaced_custom_object(
             GROUP, VERSION, self.namespace, APPS, APP, {"spec": spec}
         )
+        return int(app["metadata"]["generation"])
 
     def scale(self, replicas: int) -> None:
         """Through the /scale subresource, as `kubectl scale` and an HPA do."""
@@ -130,14 +132,21 @@ class BenchApp:
             (at := self.commits.last_commit(p)) is not None and at > moment for p in range(self.partitions)
         )
 
-    def caught_up_standbys(self, lag: int) -> bool:
-        """Every task has a standby copy at most `lag` records behind."""
-        ready = set()
-        for report in self.member_reports():
-            for task in report.get("tasks") or []:
-                if task["role"] == "standby" and task.get("lag") is not None and task["lag"] <= lag:
-                    ready.add(int(task["task"]))
-        return len(ready) == self.partitions
+    def caught_up_standbys(self, generation: int, lag: int) -> bool:
+        """The operator has planned spec `generation`, and every standby copy it placed (the members'
+        `standby` counts) reports at most `lag` records behind. The engine places standbys only under
+        `streamapp`; under the other protocols there are none to wait for."""
+        status = self.status()
+        if (status.get("observedGeneration") or 0) < generation:
+            return False
+        placed = sum(m.get("standby", 0) for m in status.get("members") or [])
+        caught_up = sum(
+            1
+            for report in self.member_reports()
+            for task in report.get("tasks") or []
+            if task["role"] == "standby" and task.get("lag") is not None and task["lag"] <= lag
+        )
+        return caught_up >= placed
 
     def busiest_member(self) -> int:
         members = self.status().get("members") or []

@@ -28,6 +28,7 @@ class Context:
     victim: dict[str, int] = field(default_factory=dict)
     restarts_before: dict[str, int] = field(default_factory=dict)
     began: dict[str, float] = field(default_factory=dict)
+    generation: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,13 @@ def _return(app: BenchApp, ctx: Context) -> None:
 
 
 def _standbys(app: BenchApp, ctx: Context) -> None:
-    app.patch({"rebalance": {"standbyReplicas": 1, "failoverToStandby": True}})
+    patch = {"rebalance": {"standbyReplicas": 1, "failoverToStandby": True}}
+    ctx.generation[app.protocol] = app.patch(patch)
     app.event("standbyReplicas 1")
 
 
 def _standbys_ready(app: BenchApp, ctx: Context) -> bool:
-    return app.caught_up_standbys(RECOVERY_LAG)
+    return app.caught_up_standbys(ctx.generation[app.protocol], RECOVERY_LAG)
 
 
 def _roll(app: BenchApp, ctx: Context) -> None:

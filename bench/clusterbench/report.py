@@ -136,7 +136,9 @@ def render(results: dict[str, Any]) -> str:
         "member returns (not measured);",
         "5. **permanent-loss-standby**: `standbyReplicas: 1` is set, the run waits until every task has a "
         "standby within `acceptableRecoveryLag` (not measured), then the same loss; afterwards the quota goes "
-        "and `standbyReplicas` is back to 0;",
+        "and `standbyReplicas` is back to 0. The engine places standbys only under `streamapp` (eager and "
+        "cooperative keep none: `rebalance.engine._drop_copies_off_live_members`), so for those two this is "
+        "a second loss without a standby;",
         "6. **rolling-restart**: `executor.image` changed (the process node ignores images, but the pod "
         "template's hash changes, so the operator rolls every member's pod).",
         "",
@@ -182,8 +184,12 @@ def calibration_section(results: dict[str, Any]) -> list[str]:
         f"- process rate {_fmt(cal['process_rate_per_task'])} records/s per task: the most records per "
         "second any batch committed while input flowed, from its task's previous commit (the biggest "
         "batches follow a stand-still: the backlog in one go; a lower bound of what a task can do);",
-        f"- pod start {cal['pod_start_s']:.1f} s: the streamapp bounce's longest gap minus its usual gap "
+        f"- pod start {cal['pod_start_s']:.1f} s: the streamapp bounce's longest gap minus its usual gap and the task start "
         "(a restart that restores only the delta: what remains is the pod and executor starting);",
+        f"- task start {cal.get('task_start_s', 0.0):.1f} s: the streamapp scale-out's worst task stall (a "
+        "handoff that restores nothing while blocking: what remains is the handoff's round trips and the "
+        "new owner's first batch); the simulator charges it whenever a task starts as active. The "
+        "streamapp scale-out row is therefore fitted, not predicted;",
         f"- restore rate {_fmt(cal['restore_rate_per_task'])} rows/s per task: the highest ratio, over "
         "measured rows, of rows restored blocking to stall seconds (a lower bound: a stall also contains "
         "the start of the task);",
