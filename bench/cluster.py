@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -114,6 +115,7 @@ def interruptible() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/cluster.py", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller state, lower rate, shorter holds")
+    parser.add_argument("--only", action="append", default=[], help="run only this phase (repeatable)")
     parser.add_argument("--out", type=Path, default=Path("out"), help="where the apps' files go")
     parser.add_argument("--write", type=Path, default=RESULTS / "cluster.md")
     parser.add_argument("--from-json", type=Path, help="no cluster: compare and report from this JSON")
@@ -125,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
         results = derive(*raw.load(args.from_raw))
     else:
         settings = Settings.quick(args.out) if args.quick else Settings(args.out)
-        command = "make bench-cluster" + (" BENCH_ARGS=--quick" if args.quick else "")
+        settings = replace(settings, only=tuple(args.only))
+        command = f"bench/cluster.py {shlex.join(sys.argv[1:] if argv is None else argv)}"
         print(f"invoked as: {shlex.join(sys.argv)}", flush=True)
         with interruptible():
             results = derive(*measure(settings, command))
@@ -133,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.write.with_suffix(".json")
     json_path.write_text(json.dumps(results, indent=1) + "\n")
     args.write.write_text(report.render(results))
+    args.write.with_name("cluster-headline.md").write_text(report.headline(results))
     print(f"wrote {args.write} and {json_path}")
     failed = [p for p, text in results["exactly_once"].items() if not text.startswith("ok")]
     return 1 if failed else 0

@@ -132,13 +132,17 @@ class BenchApp:
             (at := self.commits.last_commit(p)) is not None and at > moment for p in range(self.partitions)
         )
 
+    def observed(self, generation: int) -> bool:
+        """The operator has acted on spec `generation` (its status says so)."""
+        return int(self.status().get("observedGeneration") or 0) >= generation
+
     def caught_up_standbys(self, generation: int, lag: int) -> bool:
         """The operator has planned spec `generation`, and every standby copy it placed (the members'
         `standby` counts) reports at most `lag` records behind. The engine places standbys only under
         `streamapp`; under the other protocols there are none to wait for."""
-        status = self.status()
-        if (status.get("observedGeneration") or 0) < generation:
+        if not self.observed(generation):
             return False
+        status = self.status()
         placed = sum(m.get("standby", 0) for m in status.get("members") or [])
         caught_up = sum(
             1

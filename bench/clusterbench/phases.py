@@ -107,12 +107,18 @@ def _standbys(app: BenchApp, ctx: Context) -> None:
     app.event("standbyReplicas 1")
 
 
+def _rolled(app: BenchApp, ctx: Context) -> bool:
+    """Settled on the new revision: the operator must have seen the change first (until then the
+    status still shows the old revision everywhere, which looks settled)."""
+    return app.observed(ctx.generation[app.protocol]) and app.settled(2)
+
+
 def _standbys_ready(app: BenchApp, ctx: Context) -> bool:
     return app.caught_up_standbys(ctx.generation[app.protocol], RECOVERY_LAG)
 
 
 def _roll(app: BenchApp, ctx: Context) -> None:
-    app.patch({"executor": {"image": ROLLED_IMAGE}})
+    ctx.generation[app.protocol] = app.patch({"executor": {"image": ROLLED_IMAGE}})
     app.event("executor.image changed")
 
 
@@ -128,5 +134,5 @@ def story() -> list[Phase]:
         Phase("standbys-warm", 2, _standbys, _standbys_ready, measured=False, estimate_s=60),
         Phase("permanent-loss-standby", 2, _lose, _survived, estimate_s=40, prepare=_no_room),
         Phase("return-again", 1, _return, settled, measured=False, estimate_s=90),
-        Phase("rolling-restart", 2, _roll, settled, estimate_s=180),
+        Phase("rolling-restart", 2, _roll, _rolled, estimate_s=180),
     ]

@@ -202,3 +202,35 @@ def calibration_section(results: dict[str, Any]) -> list[str]:
         if any(r["phase"] == scenario and "predicted" in r for r in results["rows"]):
             out += [f"### {scenario}", "", comparison_table(results["rows"], scenario), ""]
     return out
+
+
+def headline(results: dict[str, Any]) -> str:
+    """The figures `bench/RESULTS.md` carries (bench/results/cluster-headline.md, included by
+    bench/run.py): per scenario and protocol, the worst task's stall, blocking restore and worst window."""
+    s = results["settings"]
+    lines = [
+        "# On the local cluster: real executors (bench/results/cluster.md)",
+        "",
+        f"`{results['command']}` on {results['date']}, {results['machine']['nproc']} cores, load average "
+        f"{results['load_start']:.0f}–{results['load_end']:.0f} (shared). Three count apps side by side, one "
+        f"per protocol, {s['partitions']} tasks, 2 members, {s['rate']:.0f} records/s each, state pre-loaded "
+        f"({results['calibration']['state_rows_per_task']:,} keys per task), claims, "
+        f"`scheduledRebalanceMaxDelay: {s['delay']}`; measured from the commit manifests (stall: what commit "
+        "gaps added beyond the task's usual gap) and, for restores, from the executors' member status. Full "
+        "tables, plots and the simulator's prediction beside each row: [results/cluster.md](results/cluster.md).",
+        "",
+        "| scenario | protocol | worst task stall s | stall s, all tasks | usual gap s | restored blocking "
+        "| restored background | worst 60 s throughput |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scenario in SCENARIOS:
+        for protocol in PROTOCOLS:
+            for row in results["rows"]:
+                if row["phase"] == scenario and row["protocol"] == protocol:
+                    gaps = row["gaps"]
+                    lines.append(
+                        f"| {scenario} | {protocol} | {_fmt(gaps['worst_task_stall_s'])} | {_fmt(gaps['stall_s'])} "
+                        f"| {_fmt(row['usual_gap_s'])} | {_fmt(row['restored_blocking'])} "
+                        f"| {_fmt(row['restored_background'])} | {row['worst_60s']:.0%} |"
+                    )
+    return "\n".join(lines) + "\n"

@@ -45,6 +45,7 @@ class Settings:
     hold_s: float = 60.0
     delay: str = "90s"
     phase_timeout_s: float = 900.0
+    only: tuple[str, ...] = ()  # run only these phases (a scenario measured again); empty: all
 
     @staticmethod
     def quick(out: Path) -> Settings:
@@ -220,7 +221,7 @@ def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
         hold(run, settings.steady_s)
         progress.step_done(settings.steady_s)
         ctx = Context(cluster)
-        phases = story()
+        phases = [p for p in story() if not settings.only or p.name in settings.only]
         for index, phase in enumerate(phases, 1):
             try:
                 go_through(run, phase, ctx, progress, f"{index}/{len(phases)}")
@@ -237,7 +238,7 @@ def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
 
 
 def estimate_s(settings: Settings) -> float:
-    phases = story()
+    phases = [p for p in story() if not settings.only or p.name in settings.only]
     holds = sum(settings.hold_s for p in phases if p.measured)
     return PRELOAD_ESTIMATE_S + settings.steady_s + holds + sum(p.estimate_s for p in phases)
 
