@@ -109,10 +109,8 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
     settings = run.settings
     streamapp = {r["phase"]: r for r in measured if r["protocol"] == "streamapp"}
     bounce = streamapp.get("bounce")
-    handoff = streamapp.get("scale-out")
-    task_start = handoff["gaps"]["worst_task_stall_s"] if handoff else 0.0
-    # the bounced tasks stand still for the pod's restart and then for their start as active again
-    pod_start = bounce["gaps"]["longest_s"] - bounce["usual_gap_s"] - task_start if bounce else 20.0
+    # the bounced tasks stand still for the pod's restart (Spark start, warm-up round) and nothing else
+    pod_start = bounce["gaps"]["longest_s"] - bounce["usual_gap_s"] if bounce else 20.0
     process_rate = max((_batch_rate(app, run) for app in run.apps), default=0.0)
     candidates = [
         r["restored_blocking"] / r["gaps"]["stall_s"]
@@ -125,7 +123,6 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "batch_interval_s": statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0,
         "process_rate_per_task": round(process_rate, 1),
         "pod_start_s": round(max(pod_start, 1.0), 1),
-        "task_start_s": round(task_start, 1),
         "restore_rate_per_task": round(max(candidates), 1) if candidates else None,
         "state_rows_per_task": round(statistics.mean(rows_per_task)) if rows_per_task else 0,
     }

@@ -128,7 +128,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         "1. **scale-out** 2 → 3 via `/scale`; 2. **scale-in** 3 → 2;",
         "3. **bounce**: SIGKILL of the busiest member's executor process group (its JVM too); the pod restarts "
-        "it in place, within the delay;",
+        "it in place; the scenario means a return within the delay (whether it was is in the notes below);",
         "4. **permanent-loss**: a ResourceQuota of one pod fewer than exist is created in the app's namespace, "
         "then the busiest member's pod is deleted with no grace period (a node gone): the operator cannot "
         "create it again (the quota refuses it), as when no node has room for it; its claim stays. Scale-in "
@@ -165,6 +165,9 @@ def render(results: dict[str, Any]) -> str:
         out += [f"## {scenario}", "", measured_table(results["rows"], scenario), ""]
         out += [f"![{scenario}](cluster-{scenario}.png)", ""]
     out += calibration_section(results)
+    notes = Path(__file__).resolve().parents[1] / "results" / "cluster-notes.md"
+    if notes.exists():  # what was found out about a recorded run, by hand, kept across regenerations
+        out += ["", notes.read_text()]
     return "\n".join(out) + "\n"
 
 
@@ -184,12 +187,8 @@ def calibration_section(results: dict[str, Any]) -> list[str]:
         f"- process rate {_fmt(cal['process_rate_per_task'])} records/s per task: the most records per "
         "second any batch committed while input flowed, from its task's previous commit (the biggest "
         "batches follow a stand-still: the backlog in one go; a lower bound of what a task can do);",
-        f"- pod start {cal['pod_start_s']:.1f} s: the streamapp bounce's longest gap minus its usual gap and the task start "
+        f"- pod start {cal['pod_start_s']:.1f} s: the streamapp bounce's longest gap minus its usual gap "
         "(a restart that restores only the delta: what remains is the pod and executor starting);",
-        f"- task start {cal.get('task_start_s', 0.0):.1f} s: the streamapp scale-out's worst task stall (a "
-        "handoff that restores nothing while blocking: what remains is the handoff's round trips and the "
-        "new owner's first batch); the simulator charges it whenever a task starts as active. The "
-        "streamapp scale-out row is therefore fitted, not predicted;",
         f"- restore rate {_fmt(cal['restore_rate_per_task'])} rows/s per task: the highest ratio, over "
         "measured rows, of rows restored blocking to stall seconds (a lower bound: a stall also contains "
         "the start of the task);",

@@ -49,7 +49,6 @@ def scenario_doc(
             "stateRecords": max(1, calibration["state_rows_per_task"]),
             "reportInterval": REPORT_INTERVAL_S,
             "podStartSeconds": calibration["pod_start_s"],
-            "taskStartSeconds": calibration.get("task_start_s", 0.0),
         },
         "rebalance": {
             "protocol": row["protocol"],
