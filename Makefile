@@ -62,8 +62,9 @@ bench: $(STAMP)
 	$(PY) bench/run.py --write bench/RESULTS.md
 
 ## bench-cluster: the rebalance scenarios on the local cluster with real executors, eager, cooperative and
-## streamapp side by side, then the simulator calibrated from the run beside it (about 35 min on 2 cores;
-## BENCH_ARGS=--quick: about 20 min); writes bench/results/cluster.md. Never part of make test.
+## streamapp side by side, then the simulator calibrated from the run beside it; writes bench/results/cluster.md.
+## BENCH_ARGS=--quick took 48 min on 2 cores at load average ~40 (executors start in minutes there); the
+## default run is larger and longer. Never part of make test.
 bench-cluster: $(STAMP) k8s-binaries helm
 	@mkdir -p $(OUT)
 	$(PY) bench/cluster.py --out $(OUT) $(BENCH_ARGS)
