@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo unit lint bench bench-scale chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo unit lint bench bench-scale bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +64,14 @@ bench: $(STAMP)
 ## bench-scale: object sizes, bytes written and plan()/reconcile CPU of one app at 1k, 10k and 100k tasks (not part of make test), writes bench/results/scale.md
 bench-scale: $(STAMP)
 	$(PY) bench/scale.py --write bench/results/scale.md
+
+## bench-cluster: the rebalance scenarios on the local cluster with real executors, eager, cooperative and
+## streamapp side by side, then the simulator calibrated from the run beside it; writes bench/results/cluster.md.
+## BENCH_ARGS=--quick took 48 min on 2 cores at load average ~40 (executors start in minutes there); the
+## default run is larger and longer. Never part of make test.
+bench-cluster: $(STAMP) k8s-binaries helm
+	@mkdir -p $(OUT)
+	$(PY) bench/cluster.py --out $(OUT) $(BENCH_ARGS)
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries

@@ -183,17 +183,19 @@ def engine_cost(quick: bool) -> str:
     return "\n".join(rows)
 
 
-# Results the other benchmarks of `make bench` record, included one heading level down.
-RECORDED = ("dataplane", "localstores", "stores", "kafka")
+# Results the other benchmarks of `make bench` (and `make bench-cluster`, first) record, included one
+# heading level down.
+RECORDED = ("cluster-headline", "dataplane", "localstores", "stores", "kafka")
 
 
 def recorded() -> str:
-    """The recorded figures of the data-plane benchmarks (bench/results/<name>.md), in order."""
+    """The recorded figures of the cluster and data-plane benchmarks (bench/results/<name>.md), in order."""
     sections = []
     for name in RECORDED:
         path = HERE / "results" / f"{name}.md"
         if not path.exists():
-            sections.append(f"## {name}\n\nNot recorded yet: run `make bench`.")
+            command = "make bench-cluster" if name.startswith("cluster") else "make bench"
+            sections.append(f"## {name}\n\nNot recorded yet: run `{command}`.")
             continue
         sections.append(
             "\n".join(

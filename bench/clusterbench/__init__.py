@@ -1,0 +1,1 @@
+"""The rebalance benchmark on the local cluster with real executors (`bench/cluster.py`)."""

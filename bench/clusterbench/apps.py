@@ -1,0 +1,192 @@
+"""One benchmark app on the cluster: a count app under one protocol, in a namespace of its own.
+
+Everything the phases do to an app goes through the API a user has (`/scale`, patches of the spec, pod
+deletion, a ResourceQuota) or is a crash (SIGKILL of the executor's process group on the process node).
+Each app has its own namespace so a quota that keeps one member's pod from coming back touches no other.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from clusterbench.measure import RestoreCounter
+from demo.commits import CommitLog
+from demo.driver import kill_member, restarts
+from localcluster.controlplane import LocalCluster
+from realapps import app_on_process_node
+from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
+from streamapp.executor.layout import StateLayout
+from streamapp.executor.source import FileLog
+
+APP = "counts"
+QUOTA = "no-room"
+
+
+@dataclass
+class BenchApp:
+    """A protocol's app: its files, its namespace, what it committed and restored so far."""
+
+    protocol: str
+    root: Path
+    partitions: int
+    api: client.ApiClient | None  # None: a run read back from its raw JSON (nothing asked of the cluster)
+    events: list[tuple[float, str]] = field(default_factory=list)
+    restored: RestoreCounter = field(default_factory=RestoreCounter)
+    restore_samples: list[tuple[float, int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.log = FileLog(self.root / "input")
+        self.state = StateLayout(self.root / "state")
+        self.commits = CommitLog(self.state, self.partitions)
+
+    @property
+    def namespace(self) -> str:
+        return f"bench-{self.protocol}"
+
+    # --- the API ---------------------------------------------------------------------------------
+
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api)
+
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    def create(self, replicas: int, rebalance: dict[str, Any]) -> None:
+        """The app (its namespace exists); every member keeps its local state on a claim."""
+        body = app_on_process_node(APP, self.root.resolve(), self.partitions, replicas, **rebalance)
+        # the operator's own readiness probe (/readyz: Spark started and following its target), not the
+        # tests' always-ready one: a member counts only once it can process, as in a real deployment
+        del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]
+        body["spec"]["rebalance"]["protocol"] = self.protocol
+        body["spec"]["executor"]["storage"] = {"size": "1Gi"}
+        self.custom().create_namespaced_custom_object(GROUP, VERSION, self.namespace, APPS, body)
+
+    def status(self) -> dict[str, Any]:
+        app = self.custom().get_namespaced_custom_object(GROUP, VERSION, self.namespace, APPS, APP)
+        return dict(app.get("status") or {})
+
+    def patch(self, spec: dict[str, Any]) -> int:
+        """Patch the spec; the app's new metadata.generation."""
+        app = self.custom().patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, APPS, APP, {"spec": spec}
+        )
+        return int(app["metadata"]["generation"])
+
+    def scale(self, replicas: int) -> None:
+        """Through the /scale subresource, as `kubectl scale` and an HPA do."""
+        self.custom().patch_namespaced_custom_object_scale(
+            GROUP, VERSION, self.namespace, APPS, APP, {"spec": {"replicas": replicas}}
+        )
+
+    def member_reports(self) -> list[dict[str, Any]]:
+        items = self.custom().list_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, MEMBERS, label_selector=selector(APP)
+        )["items"]
+        return [dict(item.get("status") or {}) for item in items]
+
+    def pods(self) -> list[client.V1Pod]:
+        return list(self.core().list_namespaced_pod(self.namespace, label_selector=selector(APP)).items)
+
+    # --- what is observed each poll --------------------------------------------------------------
+
+    def poll(self) -> None:
+        """Read new manifests and add what the executors report having restored."""
+        self.commits.poll()
+        seen: dict[tuple[str, int, str], tuple[int, int]] = {}
+        for report in self.member_reports():
+            for task in report.get("tasks") or []:
+                key = (str(report.get("podUID")), int(task["task"]), str(task["role"]))
+                seen[key] = (int(task.get("restoredBlocking") or 0), int(task.get("restoredBackground") or 0))
+        self.restored.observe(seen)
+        self.restore_samples.append((time.time(), self.restored.blocking, self.restored.background))
+
+    def event(self, label: str) -> None:
+        self.events.append((time.time(), label))
+
+    # --- conditions the phases wait for ----------------------------------------------------------
+
+    def settled(self, replicas: int) -> bool:
+        """`replicas` members each owning a task, nothing in flight, every pod of the current revision."""
+        status = self.status()
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        active = {m["id"]: m.get("active", 0) for m in status.get("members") or []}
+        tasks = status.get("tasks") or {}
+        return (
+            sorted(active) == list(range(replicas))
+            and all(active.values())
+            and conditions.get("Rebalancing") == "False"
+            and not tasks.get("warming")
+            and not tasks.get("reserved")
+            and status.get("currentRevision") == status.get("updateRevision")
+            and status.get("updatedReplicas") == replicas
+        )
+
+    def committed_since(self, moment: float) -> bool:
+        """Every task committed a batch after `moment` (epoch seconds)."""
+        return all(
+            (at := self.commits.last_commit(p)) is not None and at > moment for p in range(self.partitions)
+        )
+
+    def observed(self, generation: int) -> bool:
+        """The operator has acted on spec `generation` (its status says so)."""
+        return int(self.status().get("observedGeneration") or 0) >= generation
+
+    def caught_up_standbys(self, generation: int, lag: int) -> bool:
+        """The operator has planned spec `generation`, and every standby copy it placed (the members'
+        `standby` counts) reports at most `lag` records behind. The engine places standbys only under
+        `streamapp`; under the other protocols there are none to wait for."""
+        if not self.observed(generation):
+            return False
+        status = self.status()
+        placed = sum(m.get("standby", 0) for m in status.get("members") or [])
+        caught_up = sum(
+            1
+            for report in self.member_reports()
+            for task in report.get("tasks") or []
+            if task["role"] == "standby" and task.get("lag") is not None and task["lag"] <= lag
+        )
+        return caught_up >= placed
+
+    def busiest_member(self) -> int:
+        members = self.status().get("members") or []
+        return int(max(members, key=lambda m: (m.get("active", 0), -m["id"]))["id"])
+
+    def pod_restarts(self, member: int) -> int:
+        return restarts(self.core().read_namespaced_pod(f"{APP}-{member}", self.namespace))
+
+    def pod_exists(self, member: int) -> bool:
+        return any(p.metadata.name == f"{APP}-{member}" for p in self.pods())
+
+    # --- disruptions -----------------------------------------------------------------------------
+
+    def kill(self, cluster: LocalCluster, member: int) -> None:
+        """SIGKILL the member's executor (its JVM too); its pod restarts it in place."""
+        kill_member(cluster, self.core().read_namespaced_pod(f"{APP}-{member}", self.namespace))
+
+    def no_room(self) -> None:
+        """A quota of the pods that exist now minus one: the next pod deleted cannot be created again,
+        as when its node is gone and no other has room. Returns once the quota counts the pods (only
+        then does admission enforce it)."""
+        hard = len(self.pods()) - 1
+        self.core().create_namespaced_resource_quota(
+            self.namespace, {"metadata": {"name": QUOTA}, "spec": {"hard": {"pods": str(hard)}}}
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            quota = self.core().read_namespaced_resource_quota(QUOTA, self.namespace)
+            if quota.status and quota.status.used and "pods" in quota.status.used:
+                return
+            time.sleep(0.5)
+        raise TimeoutError(f"{self.namespace}: quota never counted the pods")
+
+    def lose(self, member: int) -> None:
+        """Delete the member's pod at once (no grace: a node gone); its claim stays."""
+        self.core().delete_namespaced_pod(f"{APP}-{member}", self.namespace, grace_period_seconds=0)
+
+    def room_again(self) -> None:
+        self.core().delete_namespaced_resource_quota(QUOTA, self.namespace)

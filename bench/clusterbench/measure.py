@@ -1,0 +1,136 @@
+"""What one phase cost, measured from outside the executors; pure.
+
+Inputs are what an observer sees on the shared store: every accepted batch with the time its manifest
+was published (`Commit`), and every input record's append timestamp. From them, per phase window:
+
+- commit gaps per task: the longest interval between two commits of a partition (a task that stood
+  still), and the *stall*: what every gap longer than twice the task's usual gap added beyond the usual
+  one, summed (the batch cadence itself is not downtime);
+- end-to-end latency: a record's append time to the publication of the manifest of the batch that
+  committed it, percentiles over the records appended in the window;
+- the worst 60-s window of committed input records, as a fraction of the input rate.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from demo.commits import Commit
+
+WINDOW_S = 60.0
+STALL_FACTOR = 2.0
+
+
+@dataclass(frozen=True)
+class Gaps:
+    """Commit gaps of one phase over all tasks: the longest, and the summed stalls."""
+
+    longest_s: float
+    longest_task: int
+    stall_s: float
+    stalled_tasks: int
+    worst_task_stall_s: float
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Append-to-commit latency percentiles (seconds) of the records appended in a window."""
+
+    records: int
+    p50_s: float
+    p99_s: float
+    max_s: float
+
+
+def usual_gap(commits: Sequence[Commit], partition: int) -> float:
+    """The median interval between a partition's commits over the whole run: its batch cadence."""
+    times = sorted(c.at for c in commits if c.partition == partition)
+    between = [b - a for a, b in itertools.pairwise(times)]
+    return statistics.median(between) if between else 0.0
+
+
+def phase_gaps(commits: Sequence[Commit], usual: Mapping[int, float], since: float, until: float) -> Gaps:
+    """Gaps of every partition inside `[since, until]`. A gap is bounded on the left by the partition's
+    last commit before `since` (the stand-still the phase's action started counts whole) and on the right
+    by `until` (a task that has not committed again by the window's end stood still until then)."""
+    longest, longest_task, stall, stalled, worst = 0.0, -1, 0.0, 0, 0.0
+    for partition, cadence in usual.items():
+        times = sorted(c.at for c in commits if c.partition == partition and c.at <= until)
+        before = [t for t in times if t < since]
+        inside = [t for t in times if t >= since]
+        edges = [before[-1] if before else since, *inside, until]
+        task_stall = 0.0
+        for earlier, later in itertools.pairwise(edges):
+            gap = later - earlier
+            if gap > longest:
+                longest, longest_task = gap, partition
+            if gap > STALL_FACTOR * cadence:
+                task_stall += gap - cadence
+        stall += task_stall
+        stalled += task_stall > 0
+        worst = max(worst, task_stall)
+    return Gaps(longest, longest_task, stall, stalled, worst)
+
+
+def latencies(commits: Sequence[Commit], stamps: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every committed record's (append time, latency), from its partition's timestamps by offset."""
+    appended, waited = [], []
+    for commit in commits:
+        times = stamps[commit.partition][commit.start : commit.end]
+        appended.append(times)
+        waited.append(commit.at - times)
+    if not appended:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(appended), np.concatenate(waited)
+
+
+def window_latency(appended: np.ndarray, waited: np.ndarray, since: float, until: float) -> Latency:
+    """Percentiles over the records appended in `[since, until)`."""
+    inside = waited[(appended >= since) & (appended < until)]
+    if inside.size == 0:
+        return Latency(0, 0.0, 0.0, 0.0)
+    p50, p99 = np.percentile(inside, [50, 99])
+    return Latency(int(inside.size), float(p50), float(p99), float(inside.max()))
+
+
+def worst_window(commits: Sequence[Commit], rate: float, since: float, until: float) -> float:
+    """The fewest input records committed in any `WINDOW_S`-second window inside `[since, until]`, over
+    what arrived in it (`rate` records/s); a window shorter than the phase is the phase itself."""
+    width = min(WINDOW_S, until - since)
+    if width <= 0 or rate <= 0:
+        return 0.0
+    seconds = int(np.ceil(until - since))
+    per_second = np.zeros(seconds + 1)
+    for commit in commits:
+        if since <= commit.at <= until:
+            per_second[int(commit.at - since)] += commit.end - commit.start
+    span = max(1, int(width))
+    sums = np.convolve(per_second, np.ones(span), mode="valid")
+    return float(sums.min()) / (rate * span)
+
+
+@dataclass
+class RestoreCounter:
+    """Rows restored, summed over every copy an executor reported, across resets.
+
+    A member reports per copy (task and role) the rows that copy has restored so far; a new pod or a
+    copy dropped and made again starts from zero. The counter adds every increase it sees and takes a
+    drop as a restart from zero, so its totals only grow."""
+
+    blocking: int = 0
+    background: int = 0
+    last: dict[tuple[str, int, str], tuple[int, int]] | None = None
+
+    def observe(self, reports: Mapping[tuple[str, int, str], tuple[int, int]]) -> None:
+        """`reports`: (pod UID, task, role) → (restoredBlocking, restoredBackground) as reported now."""
+        last = self.last or {}
+        for key, (blocking, background) in reports.items():
+            before = last.get(key, (0, 0))
+            self.blocking += blocking - before[0] if blocking >= before[0] else blocking
+            self.background += background - before[1] if background >= before[1] else background
+        self.last = {**last, **reports}

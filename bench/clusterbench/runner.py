@@ -1,0 +1,287 @@
+"""The benchmark run: one app per protocol, side by side, through the same phases in lockstep.
+
+All apps share the cluster, the operator and the two cores, get the same input at the same rate and the
+same pre-loaded state, and each phase's action hits all of them within a second; so what one protocol's
+rebalance costs the machine, the others feel too, at the same moments.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes import client, config
+
+from clusterbench.apps import BenchApp
+from clusterbench.phases import Context, Phase, story
+from demo.install import CHART, LOCAL_VALUES, RELEASE, Helm
+from localcluster.controlplane import LocalCluster
+from realapps import committed_everything
+from streamapp.executor.generate import GenerateSpec, generate
+from streamapp.executor.source import FileLog
+
+PROTOCOLS = ("eager", "cooperative", "streamapp")
+RELEASE_NAMESPACE = "streamapp-system"
+POLL_S = 1.0
+PROGRESS_S = 15.0
+PRELOAD_ESTIMATE_S = 300.0  # executors starting and the pre-load committed, on 2 shared cores
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The size of a run. State: `preload` records over `keys` distinct keys, before anything is measured."""
+
+    out: Path
+    partitions: int = 4
+    rate: float = 100.0
+    preload: int = 1_500_000
+    keys: int = 800_000
+    steady_s: float = 60.0
+    hold_s: float = 60.0
+    delay: str = "90s"
+    phase_timeout_s: float = 900.0
+    only: tuple[str, ...] = ()  # run only these phases (a scenario measured again); empty: all
+
+    @staticmethod
+    def quick(out: Path) -> Settings:
+        return Settings(
+            out, rate=40.0, preload=300_000, keys=150_000, steady_s=20.0, hold_s=20.0, delay="60s"
+        )
+
+
+@dataclass
+class Window:
+    """When one app went through one phase (epoch seconds): its action, recovery, end of hold."""
+
+    phase: str
+    protocol: str
+    members: int
+    started: float
+    recovered: float | None = None
+    ended: float = 0.0
+    victim: int | None = None
+
+
+@dataclass
+class Run:
+    """Everything the run saw, for the analysis."""
+
+    settings: Settings
+    apps: list[BenchApp] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
+    preload_s: dict[str, float] = field(default_factory=dict)
+    fed_from: float = 0.0
+    fed_until: float = 0.0
+    failed: str | None = None  # the phase that failed, and why: the phases before it are still measured
+
+
+class Progress:
+    """Progress lines with the time since start and an estimate of what is left: the estimates of the
+    steps not done yet, less the time already spent in the current one."""
+
+    def __init__(self, total_estimate_s: float) -> None:
+        self.began = self.step_began = time.monotonic()
+        self.left_s = total_estimate_s
+        self.last = 0.0
+
+    def say(self, text: str) -> None:
+        now = time.monotonic()
+        left = max(0.0, self.left_s - (now - self.step_began))
+        print(f"[{(now - self.began) / 60:5.1f} min, ETA ~{left / 60:.0f} min] {text}", flush=True)
+        self.last = now
+
+    def step_done(self, estimate_s: float) -> None:
+        self.left_s -= estimate_s
+        self.step_began = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self.last >= PROGRESS_S
+
+
+def install_operator(helm: Helm, namespaces: list[str]) -> None:
+    """The chart as users install it, watching the apps' namespaces (each must exist first)."""
+    import yaml
+
+    values = helm.home / "bench-values.yaml"
+    values.write_text(yaml.safe_dump({"watchNamespaces": namespaces, "replicaCount": 1}))
+    helm.run(
+        "install", RELEASE, str(CHART), "-n", RELEASE_NAMESPACE, "--create-namespace",
+        "-f", str(LOCAL_VALUES), "-f", str(values), "--wait", "--timeout", "300s",
+    )  # fmt: skip
+
+
+@contextmanager
+def feeding(logs: list[FileLog], settings: Settings) -> Iterator[None]:
+    """Every app's input appended at the same rate, the same records, until the block ends."""
+    stopped = threading.Event()
+    spec = GenerateSpec(partitions=settings.partitions, count=None, rate=settings.rate, keys=settings.keys)
+    feeders = [
+        threading.Thread(
+            target=generate, args=(log, spec), kwargs={"tick": 1.0, "stopped": stopped.is_set}, daemon=True
+        )
+        for log in logs
+    ]
+    for feeder in feeders:
+        feeder.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        for feeder in feeders:
+            feeder.join()
+
+
+def poll_all(run: Run) -> None:
+    for app in run.apps:
+        app.poll()
+
+
+def wait_all(
+    run: Run, progress: Progress, what: str, check: dict[str, object], timeout_s: float
+) -> dict[str, float]:
+    """Poll until every app's check holds; when each first held (epoch seconds). An app still not done
+    at the timeout is left as it is (its window has no recovery time) so the others go on."""
+    done: dict[str, float] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(done) < len(run.apps) and time.monotonic() < deadline:
+        poll_all(run)
+        for app in run.apps:
+            if app.protocol not in done and check[app.protocol]():  # type: ignore[operator]
+                done[app.protocol] = time.time()
+        if progress.due():
+            waiting = [a.protocol for a in run.apps if a.protocol not in done]
+            progress.say(f"{what}: waiting for {', '.join(waiting) or 'nothing'}")
+        time.sleep(POLL_S)
+    return done
+
+
+def hold(run: Run, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        poll_all(run)
+        time.sleep(POLL_S)
+
+
+def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number: str) -> None:
+    """One phase for every app: the actions, the waits for recovery, the hold."""
+    settings = run.settings
+    if phase.prepare is not None:
+        for app in run.apps:
+            phase.prepare(app, ctx)
+    progress.say(f"phase {number} {phase.name}: acting on every app")
+    windows = {}
+    for app in run.apps:
+        windows[app.protocol] = Window(phase.name, app.protocol, phase.members, time.time())
+        phase.start(app, ctx)
+        windows[app.protocol].victim = ctx.victim.get(app.protocol)
+    checks = {app.protocol: (lambda app=app: phase.done(app, ctx)) for app in run.apps}
+    done = wait_all(run, progress, f"phase {number} {phase.name}", checks, settings.phase_timeout_s)
+    for protocol, window in windows.items():
+        window.recovered = done.get(protocol)
+    progress.step_done(phase.estimate_s)
+    if phase.measured:
+        progress.say(f"phase {number} {phase.name}: recovered; holding {settings.hold_s:.0f}s")
+        hold(run, settings.hold_s)
+        progress.step_done(settings.hold_s)
+        ended = time.time()
+        for window in windows.values():
+            window.ended = ended
+            run.windows.append(window)
+
+
+def preload(run: Run, progress: Progress) -> None:
+    """Every app's input starts with the same `preload` records; wait until each has committed them."""
+    settings = run.settings
+    spec = GenerateSpec(partitions=settings.partitions, count=settings.preload, keys=settings.keys)
+    for app in run.apps:
+        generate(app.log, spec)
+    progress.say(f"pre-loaded {settings.preload:,} records over {settings.keys:,} keys into each app's input")
+    created = time.time()
+    checks = {
+        app.protocol: (lambda app=app: committed_everything(app.state, app.log, settings.partitions))
+        for app in run.apps
+    }
+    done = wait_all(run, progress, "processing the pre-load", checks, settings.phase_timeout_s * 2)
+    run.preload_s = {protocol: at - created for protocol, at in done.items()}
+    progress.step_done(PRELOAD_ESTIMATE_S)
+
+
+def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
+    """Pre-load, steady state, every phase, then the rest of the input committed."""
+    settings = run.settings
+    preload(run, progress)
+    with feeding([app.log for app in run.apps], settings):
+        run.fed_from = time.time()
+        progress.say(f"input flowing: {settings.rate:.0f} records/s per app; steady {settings.steady_s:.0f}s")
+        hold(run, settings.steady_s)
+        progress.step_done(settings.steady_s)
+        ctx = Context(cluster)
+        phases = [p for p in story() if not settings.only or p.name in settings.only]
+        for index, phase in enumerate(phases, 1):
+            try:
+                go_through(run, phase, ctx, progress, f"{index}/{len(phases)}")
+            except Exception as error:  # an API error or a missing process: keep what was measured
+                run.failed = f"{phase.name}: {error!r}"
+                progress.say(f"phase {phase.name} failed, measuring the phases before it: {error!r}")
+                break
+        run.fed_until = time.time()
+    checks = {
+        app.protocol: (lambda app=app: committed_everything(app.state, app.log, settings.partitions))
+        for app in run.apps
+    }
+    wait_all(run, progress, "committing the rest of the input", checks, settings.phase_timeout_s)
+
+
+def estimate_s(settings: Settings) -> float:
+    phases = [p for p in story() if not settings.only or p.name in settings.only]
+    holds = sum(settings.hold_s for p in phases if p.measured)
+    return PRELOAD_ESTIMATE_S + settings.steady_s + holds + sum(p.estimate_s for p in phases)
+
+
+def run_on_cluster(settings: Settings) -> Run:
+    """Cluster up (unless running), operator installed, apps created, the benchmark; everything this
+    started is stopped however it ends."""
+    run = Run(settings)
+    progress = Progress(estimate_s(settings))
+    cluster = LocalCluster()
+    started_here = not cluster.is_running()
+    with ExitStack() as stack:
+        progress.say(
+            "starting the local control plane" if started_here else "using the running control plane"
+        )
+        cluster.up()
+        if started_here:
+            stack.callback(cluster.down)
+        api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
+        stack.callback(api.close)
+        workdir = settings.out / "cluster-bench"
+        shutil.rmtree(workdir, ignore_errors=True)
+        rebalance = {"scheduledRebalanceMaxDelay": settings.delay}
+        run.apps = [BenchApp(p, workdir / p, settings.partitions, api) for p in PROTOCOLS]
+        for app in run.apps:
+            app.core().create_namespace({"metadata": {"name": app.namespace}})
+        helm = Helm(cluster.kubeconfig)
+        stack.callback(shutil.rmtree, helm.home, True)
+        progress.say("installing the operator with its Helm chart")
+        install_operator(helm, [app.namespace for app in run.apps])
+        stack.callback(_remove, helm, api, [app.namespace for app in run.apps], started_here)
+        for app in run.apps:
+            app.create(2, rebalance)
+            app.event("app created: 2 members")
+        benchmark(run, cluster, progress)
+    return run
+
+
+def _remove(helm: Helm, api: client.ApiClient, namespaces: list[str], started_here: bool) -> None:
+    """On a cluster someone else started: the release and the apps' namespaces go, the cluster stays."""
+    if started_here:
+        return
+    helm.run("uninstall", RELEASE, "-n", RELEASE_NAMESPACE, "--wait")
+    core = client.CoreV1Api(api)
+    for name in [*namespaces, RELEASE_NAMESPACE]:
+        core.delete_namespace(name)

@@ -1,0 +1,111 @@
+"""The simulator on the measured phases, with rates calibrated from the run; predicted beside measured.
+
+Each measured (phase, protocol) becomes a scenario file: the app's shape when the phase's action
+started, the action at t=0, the phase's length as the duration, and the workload the run measured
+(`analysis.calibration`). The simulator's downtime is time a task had no owner able to process; the
+measured stall is what commit gaps added beyond the task's usual gap, which is the same thing seen from
+the store (the usual gap, the batch cadence, is not downtime in either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from streamapp.sim.scenario import load_scenario
+from streamapp.sim.simulator import simulate
+
+REPORT_INTERVAL_S = 2.0  # the executor's default --report-interval
+
+
+def scenario_doc(
+    row: dict[str, Any], calibration: dict[str, Any], partitions: int, delay: str
+) -> dict[str, Any]:
+    """The simulator's scenario for one measured row."""
+    phase = row["phase"]
+    victim = row.get("victim") or 0
+    events: dict[str, dict[str, Any]] = {
+        "scale-out": {"at": 0, "scale": 3},
+        "scale-in": {"at": 0, "scale": 2},
+        "bounce": {"at": 0, "kill": victim, "restartAfter": calibration["pod_start_s"]},
+        "permanent-loss": {"at": 0, "kill": victim},
+        "permanent-loss-standby": {"at": 0, "kill": victim},
+        "rolling-restart": {"at": 0, "rollingRestart": True},
+    }
+    standby = phase == "permanent-loss-standby"
+    return {
+        "name": f"{phase} (calibrated)",
+        "partitions": partitions,
+        "members": row["members"],
+        "duration": max(1, round(row["seconds"])),
+        "workload": {
+            "localState": "claim",
+            "inputRate": calibration["input_rate_per_task"],
+            "processRate": calibration["process_rate_per_task"],
+            "restoreRate": calibration["restore_rate_per_task"],
+            "stateRecords": max(1, calibration["state_rows_per_task"]),
+            "reportInterval": REPORT_INTERVAL_S,
+            "podStartSeconds": calibration["pod_start_s"],
+        },
+        "rebalance": {
+            "protocol": row["protocol"],
+            "scheduledRebalanceMaxDelay": delay,
+            "standbyReplicas": 1 if standby else 0,
+            "failoverToStandby": True,
+        },
+        "events": [events[phase]],
+    }
+
+
+def write_scenarios(
+    rows: Sequence[dict[str, Any]], calibration: dict[str, Any], partitions: int, delay: str, folder: Path
+) -> list[Path]:
+    """One calibrated scenario file per measured row (protocol in the name), written under `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for row in rows:
+        path = folder / f"{row['phase']}-{row['protocol']}.yaml"
+        doc = scenario_doc(row, calibration, partitions, delay)
+        path.write_text(
+            f"# calibrated from the cluster run (bench/results/cluster.md)\n{yaml.safe_dump(doc)}"
+        )
+        paths.append(path)
+    return paths
+
+
+def predict(path: Path) -> dict[str, Any]:
+    """The simulator's figures for one calibrated scenario, in the measured rows' terms."""
+    result, _ = simulate(load_scenario(path))
+    return {
+        "worst_task_stall_s": result.max_task_downtime_seconds,
+        "stall_s": result.task_downtime_seconds,
+        "restored_blocking": result.blocking_restore_records,
+        "restored_background": result.background_restore_records,
+        "worst_60s": result.min_window_throughput_ratio,
+        "time_to_balance_s": result.time_to_balance_seconds,
+    }
+
+
+def measured_terms(row: dict[str, Any]) -> dict[str, Any]:
+    """A measured row's figures under the names `predict` uses."""
+    return {
+        "worst_task_stall_s": row["gaps"]["worst_task_stall_s"],
+        "stall_s": row["gaps"]["stall_s"],
+        "restored_blocking": row["restored_blocking"],
+        "restored_background": row["restored_background"],
+        "worst_60s": row["worst_60s"],
+        "time_to_balance_s": row["recovered_s"],
+    }
+
+
+def error(predicted: float | None, measured: float | None) -> str:
+    """`predicted - measured`, and relative to measured when that is not zero."""
+    if predicted is None or measured is None:
+        return "—"
+    difference = predicted - measured
+    if measured == 0:
+        return f"{difference:+,.4g}"
+    return f"{difference:+,.4g} ({difference / abs(measured):+.0%})"

@@ -1,0 +1,114 @@
+"""The cluster benchmark's measurements from commits and input timestamps (bench/clusterbench/measure.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from clusterbench.measure import (
+    RestoreCounter,
+    latencies,
+    phase_gaps,
+    usual_gap,
+    window_latency,
+    worst_window,
+)
+from demo.commits import Commit
+
+
+def commits_every(partition: int, times: list[float], per_batch: int = 10) -> list[Commit]:
+    return [Commit(partition, i, i * per_batch, (i + 1) * per_batch, "m0", at) for i, at in enumerate(times)]
+
+
+def test_the_usual_gap_is_the_median_cadence() -> None:
+    assert usual_gap(commits_every(0, [0, 2, 4, 6, 20, 22]), 0) == 2.0
+
+
+def test_a_stand_still_counts_beyond_the_usual_gap_and_from_the_last_commit_before_the_window() -> None:
+    # task 0 commits every 2 s but stands still from 10 to 30; task 1 never stops
+    task0 = commits_every(0, [0, 2, 4, 6, 8, 10, 30, 32, 34])
+    task1 = commits_every(1, [float(t) for t in range(0, 36, 2)])
+    gaps = phase_gaps([*task0, *task1], {0: 2.0, 1: 2.0}, since=12.0, until=34.0)
+    assert gaps.longest_s == 20.0
+    assert gaps.longest_task == 0
+    assert gaps.stall_s == 18.0
+    assert gaps.worst_task_stall_s == 18.0
+    assert gaps.stalled_tasks == 1
+
+
+def test_a_task_that_never_commits_again_stood_still_until_the_window_ends() -> None:
+    gaps = phase_gaps(commits_every(0, [0, 2, 4]), {0: 2.0}, since=5.0, until=50.0)
+    assert gaps.longest_s == 46.0
+    assert gaps.stall_s == 44.0
+
+
+def test_latency_is_commit_time_minus_append_time_of_each_record_in_the_window() -> None:
+    stamps = {0: np.array([0.0, 0.0, 1.0, 1.0, 5.0])}
+    commits = [Commit(0, 0, 0, 3, "m0", 2.0), Commit(0, 1, 3, 5, "m0", 9.0)]
+    appended, waited = latencies(commits, stamps)
+    assert waited.tolist() == [2.0, 2.0, 1.0, 8.0, 4.0]
+    latency = window_latency(appended, waited, since=1.0, until=6.0)
+    assert latency.records == 3
+    assert latency.max_s == 8.0
+    assert latency.p50_s == 4.0
+
+
+def test_the_worst_window_finds_the_dip_and_compares_it_with_the_input_rate() -> None:
+    # 10 records/s committed every second for 200 s except nothing from 100 to 130, then a catch-up
+    commits = [Commit(0, t, 10 * t, 10 * t + 10, "m0", float(t)) for t in range(200) if not 100 <= t < 130]
+    commits.append(Commit(0, 999, 0, 300, "m0", 130.5))
+    assert worst_window(commits, rate=10.0, since=0.0, until=199.0) == pytest.approx(30 / 60)
+
+
+def test_restored_rows_add_up_across_reports_and_restarts() -> None:
+    counter = RestoreCounter()
+    counter.observe({("pod-a", 0, "active"): (100, 0), ("pod-a", 1, "warmup"): (0, 50)})
+    counter.observe({("pod-a", 0, "active"): (120, 0), ("pod-a", 1, "warmup"): (0, 80)})
+    counter.observe({("pod-a", 0, "active"): (5, 0)})  # the copy was made again: it starts from zero
+    assert (counter.blocking, counter.background) == (125, 80)
+
+
+CALIBRATION = {
+    "input_rate_per_task": 10.0,
+    "process_rate_per_task": 100.0,
+    "restore_rate_per_task": 5_000.0,
+    "state_rows_per_task": 30_000,
+    "pod_start_s": 20.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("phase", "members"),
+    [
+        ("scale-out", 2),
+        ("scale-in", 3),
+        ("bounce", 2),
+        ("permanent-loss", 2),
+        ("permanent-loss-standby", 2),
+        ("rolling-restart", 2),
+    ],
+)
+def test_every_measured_phase_becomes_a_valid_calibrated_scenario(phase: str, members: int) -> None:
+    from clusterbench.simcompare import scenario_doc
+    from streamapp.sim.scenario import parse_scenario
+
+    row = {"phase": phase, "protocol": "streamapp", "members": members, "seconds": 120.0, "victim": 1}
+    scenario = parse_scenario(scenario_doc(row, CALIBRATION, partitions=4, delay="60s"))
+    assert scenario.members == members
+    assert scenario.workload.restore_rate == 5_000.0
+    assert scenario.rebalance.standby_replicas == (1 if phase == "permanent-loss-standby" else 0)
+    assert len(scenario.events) == 1
+
+
+def test_the_calibrated_bounce_under_streamapp_predicts_no_full_restore(tmp_path: Path) -> None:
+    from clusterbench.simcompare import predict, write_scenarios
+
+    row = {"phase": "bounce", "protocol": "streamapp", "members": 2, "seconds": 120.0, "victim": 1}
+    (path,) = write_scenarios([row], CALIBRATION, partitions=4, delay="60s", folder=tmp_path)
+    predicted = predict(path)
+    assert predicted["restored_blocking"] < CALIBRATION["state_rows_per_task"]
