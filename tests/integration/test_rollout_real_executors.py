@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from dataplane_checks import check_partition
+from handoff_timeline import HandoffTimeline, batch_interval_before, gap_lines
 from kubernetes import client, config
 from operator_support import APP, Operators, app, reasons
 
@@ -43,7 +44,7 @@ from streamapp.executor.source import FileLog
 
 PARTITIONS = 6
 REPLICAS = 3
-KEYS = 3_000
+KEYS = 20_000
 RATE = 60.0  # records per second over all partitions
 REPORT = os.environ.get("STREAMAPP_ROLLOUT_REPORT")
 
@@ -71,6 +72,7 @@ class Watch:
         self.api, self.namespace = api, namespace
         # (pod uid, task) → the largest restoredBlocking its active report showed.
         self.blocking: dict[tuple[str, int], int] = {}
+        self.timeline = HandoffTimeline()
 
     def reports(self) -> tuple[dict[str, list[dict[str, Any]]], dict[str, client.V1Pod]]:
         listed: dict[str, Any] = client.CustomObjectsApi(self.api).list_namespaced_custom_object(
@@ -79,6 +81,7 @@ class Watch:
         pods = client.CoreV1Api(self.api).list_namespaced_pod(self.namespace, label_selector=selector(APP))
         live = [p for p in pods.items if p.metadata.deletion_timestamp is None]
         reports = current_reports(listed["items"], live)
+        self.timeline.saw(time.time(), listed["items"], reports)
         by_name = {p.metadata.name: p for p in live}
         for name, tasks in reports.items():
             for task in tasks:
@@ -106,43 +109,39 @@ class Watch:
         )
 
 
-def app_events(api: client.ApiClient, namespace: str) -> list[tuple[float, str]]:
-    """(epoch seconds, reason: message) of the operator's Events on the app, for the gap table."""
-    events = client.CoreV1Api(api).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={APP}"
-    )
-    found = []
-    for event in events.items:
-        at = event.last_timestamp or event.event_time or event.first_timestamp
-        if at is not None:
-            found.append((at.timestamp(), f"{event.reason}: {(event.message or '')[:60]}"))
-    return sorted(found)
-
-
-def render(gaps: list[downtime.Gap], events: list[tuple[float, str]], since: float, until: float) -> str:
+def render(
+    gaps: list[downtime.Gap], commits: CommitLog, watch: Watch, state_rows: int, since: float, until: float
+) -> str:
     longest = max(gaps, key=lambda g: g.seconds)
+    before = batch_interval_before(commits.commits, longest.partition, longest.ends - longest.seconds)
     usual = statistics.median(g.usual for g in gaps)
     return "\n".join(
         [
             "# Rolling update of real executors (image change under flowing input)",
             "",
-            f"Recorded by `STREAMAPP_ROLLOUT_REPORT=bench/results/rollout.md STREAMAPP_CLUSTER_DIR=... "
-            f".venv/bin/python -m pytest -q tests/integration/test_rollout_real_executors.py` on "
-            f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: {REPLICAS} real executors on the process node, "
-            f"{PARTITIONS} tasks, {RATE:.0f} records/s, `rollingUpdate.strategy: auto` (handoff), "
-            f"no standbys, emptyDir local state (every moved task is restored on its successor).",
+            "Recorded by `STREAMAPP_ROLLOUT_REPORT=bench/results/rollout.md STREAMAPP_CLUSTER_DIR=... "
+            ".venv/bin/python -m pytest -q tests/integration/test_rollout_real_executors.py` on "
+            f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC (load average {os.getloadavg()[0]:.0f} on "
+            f"{os.cpu_count()} cores): {REPLICAS} real executors on the process node, {PARTITIONS} tasks, "
+            f"{RATE:.0f} records/s, `rollingUpdate.strategy: auto` (handoff), no standbys, emptyDir "
+            "local state (every moved task is restored on its successor).",
             "",
-            f"- rollout: {until - since:.0f} s from the image change to every pod replaced and the app "
-            "balanced",
+            f"- rollout: {until - since:.0f} s from the image change to every pod replaced and the app balanced",
             f"- longest per-task commit gap during the rollout: **{longest.seconds:.1f} s** (task "
-            f"{longest.partition}); median of the tasks' usual gap between batches (one batch): "
-            f"**{usual:.1f} s**",
+            f"{longest.partition}); one batch just before it took {before:.1f} s; the median over tasks "
+            f"of the usual gap between commits during the rollout: {usual:.1f} s",
+            f"- rows a task's new owner restored while active (restoredBlocking), largest seen: "
+            f"{max(watch.blocking.values())}; keys of state in the smallest partition at the change "
+            f"(what a cold takeover restores at least): {state_rows}",
             "",
-            "Per task, times in seconds since the image change; events are the operator's on the app "
-            "(each Event kind is listed once, at its last occurrence) that fell inside the gap:",
+            "Per task, times in seconds since the image change. *batch before*: median gap between the "
+            "task's last five commits before its longest gap. Handoff steps as polled from outside "
+            "(at each of the test's polls): `revoke mX gN` the old owner's spec lists the task as revoking (generation N), "
+            "`ack` its status acknowledged that generation, `assign mY eK` the task is active in mY's "
+            "spec at epoch K, `active` mY's running process reports it active.",
             "",
             "```",
-            downtime.table(gaps, events, since),
+            *gap_lines(gaps, commits.commits, watch.timeline, since),
             "```",
             "",
         ]
@@ -162,7 +161,7 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
     log = FileLog(tmp_path / "input")
     state = StateLayout(tmp_path / "state")
     watch = Watch(api_client, namespace)
-    generate(log, GenerateSpec(partitions=PARTITIONS, count=3_000, keys=KEYS, seed=1))
+    generate(log, GenerateSpec(partitions=PARTITIONS, count=6_000, keys=KEYS, seed=1))
     operators.start()
     body = app_on_process_node(APP, tmp_path, PARTITIONS, replicas=REPLICAS)
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
@@ -233,7 +232,7 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
     commits = CommitLog(state, PARTITIONS)
     commits.poll()
     gaps = downtime.per_task(commits.commits, PARTITIONS, since, until)
-    text = render(gaps, app_events(api_client, namespace), since, until)
+    text = render(gaps, commits, watch, state_rows, since, until)
     print(text)
     if REPORT:
         Path(REPORT).write_text(text)
