@@ -107,6 +107,12 @@ def named(name: str) -> dict[str, Any]:
             app(partitions=MAX_PARTITIONS, replicas=10, rebalance={"standbyReplicas": 9}),
             "spec.rebalance.standbyReplicas",
         ),
+        (executor(memberCapacity=[{"member": 0, "cpu": "0"}]), "spec.executor.memberCapacity[0].cpu"),
+        (executor(memberCapacity=[{"member": 0, "cpu": "0.0m"}]), "spec.executor.memberCapacity[0].cpu"),
+        (executor(memberCapacity=[{"member": 1, "cpu": "2 cores"}]), "spec.executor.memberCapacity[0].cpu"),
+        (executor(memberCapacity=[{"member": 1, "cpu": "1Gi"}]), "spec.executor.memberCapacity[0].cpu"),
+        (executor(memberCapacity=[{"member": -1, "cpu": "1"}]), "spec.executor.memberCapacity[0].member"),
+        (executor(memberCapacity=[{"member": 1}]), "spec.executor.memberCapacity[0].cpu"),
         (app(rollingUpdate={"maxUnavailable": 0}), "spec.rollingUpdate.maxUnavailable"),
         (app(rollingUpdate={"strategy": "surge"}), "spec.rollingUpdate.strategy"),
         (app(rollingUpdate={"handoffTimeout": "soon"}), "spec.rollingUpdate.handoffTimeout"),
@@ -143,6 +149,8 @@ def test_the_longest_name_leaves_every_child_name_a_dns_label() -> None:
             }
         ),
         executor(storage={"size": "0.5Ti"}),
+        executor(memberCapacity=[{"member": 2, "cpu": "2"}, {"member": 0, "cpu": "500m"}]),
+        executor(memberCapacity=[{"member": MAX_REPLICAS - 1, "cpu": ".25"}]),
         pipeline(stateStore={"uri": "file:///tmp/pytest-of-root/state"}),
         pipeline(source={"type": "file", "path": "/in", "options": {"chunk": 10}}, options={"x": 1}),
         template(

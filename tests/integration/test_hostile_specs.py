@@ -165,6 +165,18 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
     ("size-lots", at("spec.executor.storage.size", "lots"), "spec.executor.storage.size", "quantity"),
     ("size-zero", at("spec.executor.storage.size", "0Gi"), "spec.executor.storage.size", "more than zero"),
     ("size-negative", at("spec.executor.storage.size", "-1Gi"), "spec.executor.storage.size", "quantity"),
+    (
+        "capacity-zero",
+        at("spec.executor.memberCapacity", [{"member": 1, "cpu": "0m"}]),
+        "spec.executor.memberCapacity[0].cpu",
+        "more than zero",
+    ),
+    (
+        "capacity-memory",
+        at("spec.executor.memberCapacity", [{"member": 1, "cpu": "1Gi"}]),
+        "spec.executor.memberCapacity[0].cpu",
+        "CPU cores such as 2, 1.5 or 500m",
+    ),
     ("image-empty", at("spec.executor.image", ""), "spec.executor.image", "image reference"),
     ("image-spaces", at("spec.executor.image", "my image"), "spec.executor.image", "image reference"),
     ("image-missing", at("spec.executor", {}), "spec.executor.image", "Required"),

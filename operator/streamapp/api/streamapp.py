@@ -18,6 +18,7 @@ from streamapp.api.kafka import KafkaTopic
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
+from streamapp.api.quantity import cpu_cores
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE
 from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
@@ -51,6 +52,7 @@ DNS_1123_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 # keys only: short-lived credentials come from the pods' identity (no Secret) instead.
 S3_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 IMAGE_PATTERN = "^[!-~]+$"
+CPU_PATTERN = "^([0-9]+|[0-9]*[.][0-9]+)m?$"
 
 # Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
 # server skips CEL rules once an enum fails.
@@ -261,6 +263,31 @@ class Storage(Model):
 
 
 @dataclass(frozen=True, kw_only=True)
+class MemberCapacity(Model):
+    """One member's capacity set explicitly, instead of read from its pod's CPU request."""
+
+    member: int = field(
+        metadata=prop("Static member id.", minimum=0, maximum=MAX_REPLICAS - 1),
+    )
+    cpu: str = field(
+        metadata=prop(
+            "Capacity in CPU cores, written as a CPU request (2, 1.5, 500m): the member is given tasks in "
+            "proportion to it against the other members' capacities.",
+            max_length=32,
+            pattern=CPU_PATTERN,
+            pattern_message="memberCapacity[].cpu must be CPU cores such as 2, 1.5 or 500m",
+            rules=(
+                Rule(
+                    "self.matches('[1-9]')",
+                    "memberCapacity[].cpu must be more than zero",
+                    lambda cpu: any(c in "123456789" for c in cpu),
+                ),
+            ),
+        )
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Executor(Model):
     """The executor pods: image, command, resources and Spark settings of every member."""
 
@@ -306,6 +333,24 @@ class Executor(Model):
         ),
     )
     storage: Storage = field(default_factory=Storage, metadata=prop("Per-member state volumes."))
+    member_capacity: tuple[MemberCapacity, ...] = field(
+        default=(),
+        metadata=prop(
+            "Members whose capacity is set here rather than read from their pod's CPU request (in "
+            "cores; 1 without a request). Tasks are balanced in proportion to capacity.",
+            list_map_keys=("member",),
+            max_items=MAX_REPLICAS,
+        ),
+    )
+
+    def capacity_overrides(self) -> dict[int, float]:
+        """Member id → capacity in cores, for the members `memberCapacity` names."""
+        overrides = {}
+        for entry in self.member_capacity:
+            cores = cpu_cores(entry.cpu)
+            if cores is not None:
+                overrides[entry.member] = cores
+        return overrides
 
 
 @dataclass(frozen=True, kw_only=True)

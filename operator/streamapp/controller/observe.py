@@ -7,7 +7,8 @@ them within its grace period; a pod the operator deletes itself (a restart) is n
 now (`status.podUID`), because a report from before a restart says nothing about what state
 survived; so do fenced tasks, since a new pod takes over afresh. Acknowledgements count whoever made
 them: an old pod that acknowledged a revocation did let go. Store epochs count whoever reported them
-too: the store never forgets an epoch, so any report is a lower bound for the next one.
+too: the store never forgets an epoch, so any report is a lower bound for the next one. Capacity comes
+from the pod that runs now (its CPU request, `controller.capacity`) unless the spec sets it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from streamapp.api.names import (
     REVISION_LABEL,
 )
 from streamapp.api.streamapp import StreamApp
+from streamapp.controller.capacity import DEFAULT_CAPACITY, member_capacity, pod_capacity
 from streamapp.rebalance import MemberView
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,7 @@ class PodState:
     revision: str = ""
     handoff_since: float | None = None
     restarted: bool = False
+    capacity: float = DEFAULT_CAPACITY
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -95,6 +98,7 @@ class PodState:
             revision=str((meta.get("labels") or {}).get(REVISION_LABEL, "")),
             handoff_since=_seconds(annotations.get(HANDOFF_ANNOTATION)),
             restarted=RESTART_ANNOTATION in annotations,
+            capacity=pod_capacity(pod),
         )
 
     @property
@@ -122,8 +126,10 @@ def member_views(
     members: Iterable[Body],
     zones: Mapping[str, str],
     wanted: int,
+    capacities: Mapping[int, float] | None = None,
 ) -> list[MemberView]:
-    """One view per member that has a pod, a StreamAppMember, or an id below `wanted`."""
+    """One view per member that has a pod, a StreamAppMember, or an id below `wanted`; `capacities`
+    overrides what the pods' CPU requests say for the members it names (`spec.executor.memberCapacity`)."""
     pod_by_id: dict[int, PodState] = {}
     for body in pods:
         state = PodState.of(body)
@@ -131,7 +137,8 @@ def member_views(
             pod_by_id[state.member] = state
     status_by_id = {int(m["spec"]["memberId"]): member_status(m) for m in members if "spec" in m}
     ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
-    return [_view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones) for i in ids]
+    overrides = capacities or {}
+    return [_view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones, overrides.get(i)) for i in ids]
 
 
 def member_status(body: Body) -> StreamAppMemberStatus:
@@ -146,7 +153,11 @@ def member_status(body: Body) -> StreamAppMemberStatus:
 
 
 def _view(
-    member: int, pod: PodState | None, status: StreamAppMemberStatus, zones: Mapping[str, str]
+    member: int,
+    pod: PodState | None,
+    status: StreamAppMemberStatus,
+    zones: Mapping[str, str],
+    capacity: float | None,
 ) -> MemberView:
     alive = pod is not None and (pod.alive or pod.draining)
     fresh = pod is not None and status.pod_uid == pod.uid
@@ -157,6 +168,7 @@ def _view(
         id=member,
         alive=alive,
         zone=zone,
+        capacity=member_capacity(pod.capacity if pod is not None else None, capacity),
         lags=lags,
         acked_generation=status.observed_generation or 0,
         store_epochs=store_epochs(reports),

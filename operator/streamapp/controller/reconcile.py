@@ -96,7 +96,8 @@ def reconcile(
     rolling = model.spec.rolling_update.config()
     warm = config.rebalance.protocol == "streamapp"
     step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm)
-    views = member_views(observed.pods, observed.members, observed.zones, config.replicas)
+    capacities = model.spec.executor.capacity_overrides()
+    views = member_views(observed.pods, observed.members, observed.zones, config.replicas, capacities)
     handing_off = rollout.handing_off(views, step)
     views = rollout.mark_retiring(views, step)
     plan_started = time.perf_counter()

@@ -14,6 +14,8 @@ last few manifests before it fences and processes:
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -35,6 +37,8 @@ from streamapp.executor.replica import Replica
 from streamapp.executor.sink import Sink
 from streamapp.executor.source import Source
 from streamapp.executor.state import rows_table
+
+log = logging.getLogger(__name__)
 
 
 class Role(StrEnum):
@@ -130,6 +134,9 @@ class Task:
         self.batches_since_snapshot = 0
         self.swept_through = -1
         self.expiry: Expiry | None = None  # the owner's watermark, set up at takeover
+        # When the takeover finished, until the first batch after it commits (both are logged, so a
+        # handoff's stand-still can be split into takeover, waiting for a round, and the first batch).
+        self.took_over_at: float | None = None
 
     @property
     def head(self) -> Head:
@@ -208,6 +215,7 @@ class Task:
         Returns the manifests applied plus one for the takeover itself, so a step that only took over
         still counts as work done.
         """
+        began = time.monotonic()
         applied = self.replica.catch_up()
         while self.head.epoch < self.epoch:
             fence = Manifest(
@@ -233,6 +241,15 @@ class Task:
         self.owning = True
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
+        self.took_over_at = time.monotonic()
+        log.info(
+            "partition %d taken over at epoch %d in %.1f s (%d manifests applied, %d records waiting)",
+            self.partition,
+            self.epoch,
+            self.took_over_at - began,
+            applied,
+            self.backlog,
+        )
         return applied + 1
 
     @property
@@ -278,6 +295,15 @@ class Task:
             changed = self.expiry.expire(self.replica.state, self.expiry.admit(changed))
         committed = self._commit(start, end, changed)
         self.replica.apply_own(committed, changed)
+        if self.took_over_at is not None:
+            log.info(
+                "partition %d: first batch at epoch %d (%d records) committed %.1f s after the takeover",
+                self.partition,
+                self.epoch,
+                end - start,
+                time.monotonic() - self.took_over_at,
+            )
+            self.took_over_at = None
         if self.expiry is not None:
             self.expiry.observe(key for key, value in changed.items() if value is not None)
         self._publish()
