@@ -333,8 +333,8 @@ class Executor(Model):
         ),
     )
     storage: Storage = field(default_factory=Storage, metadata=prop("Per-member state volumes."))
-    member_capacity: tuple[MemberCapacity, ...] = field(
-        default=(),
+    member_capacity: tuple[MemberCapacity, ...] | None = field(
+        default=None,
         metadata=prop(
             "Members whose capacity is set here rather than read from their pod's CPU request (in "
             "cores; 1 without a request). Tasks are balanced in proportion to capacity.",
@@ -346,7 +346,7 @@ class Executor(Model):
     def capacity_overrides(self) -> dict[int, float]:
         """Member id → capacity in cores, for the members `memberCapacity` names."""
         overrides = {}
-        for entry in self.member_capacity:
+        for entry in self.member_capacity or ():
             cores = cpu_cores(entry.cpu)
             if cores is not None:
                 overrides[entry.member] = cores
