@@ -19,6 +19,7 @@ from operator_support import APP, Operators, app, reasons
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
+from streamapp.controller import intent
 from streamapp.executor import manifest as manifests
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -77,7 +78,7 @@ def test_a_re_created_app_resumes_above_the_store_epochs_exactly_once(
 
     def resumed() -> dict[str, Any] | None:
         status = app(api_client, namespace).get("status") or {}
-        epochs = [t.get("epoch", 0) for t in (status.get("intent") or {}).get("tasks") or []]
+        epochs = [t.epoch for t in intent.decode(status["intent"]).tasks] if status.get("intent") else []
         conditions = {c["type"]: (c["status"], c["reason"]) for c in status.get("conditions") or []}
         done = (
             len(epochs) == PARTITIONS
