@@ -23,7 +23,15 @@ from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from processnode import procfs
 from realapps import app_on_process_node, committed_everything
-from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name, state_claim_name
+from streamapp.api.names import (
+    APPS,
+    GROUP,
+    MEMBERS,
+    RESTART_ANNOTATION,
+    VERSION,
+    member_name,
+    state_claim_name,
+)
 from streamapp.executor import changelog
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -70,6 +78,16 @@ def claim_directory(api: client.ApiClient, namespace: str, member: int) -> Path:
 
 def checkpoints(local: Path, tasks: set[int]) -> dict[int, Checkpoint]:
     return {p: Checkpoint.parse((local / f"p={p}" / CHECKPOINT).read_bytes()) for p in tasks}
+
+
+def restart_in_place(api: client.ApiClient, namespace: str, member: int) -> None:
+    """Delete the member's pod as the operator does for a restart in place: marked first, so its tasks
+    wait for the new pod. (A pod deleted without the mark is drained instead, its tasks handed to
+    the other members: tests/integration/test_eviction_handoff.py.)"""
+    core = client.CoreV1Api(api)
+    name = member_name(APP, member)
+    core.patch_namespaced_pod(name, namespace, {"metadata": {"annotations": {RESTART_ANNOTATION: "true"}}})
+    core.delete_namespaced_pod(name, namespace)
 
 
 def pod_uid(api: client.ApiClient, namespace: str, member: int) -> str | None:
@@ -132,9 +150,9 @@ def test_a_member_with_its_claim_replays_only_the_delta(
     held = set(active_reports(api_client, namespace, 1, datetime.min.replace(tzinfo=UTC)))
     assert held, "member 1 owns tasks"
 
-    # 1. The pod is deleted and re-created (a bounce within the delay); it checkpoints on SIGTERM.
+    # 1. The pod is restarted in place (a bounce within the delay); it checkpoints on SIGTERM.
     uid = pod_uid(api_client, namespace, 1)
-    client.CoreV1Api(api_client).delete_namespaced_pod(member_name(APP, 1), namespace)
+    restart_in_place(api_client, namespace, 1)
     wait_for(lambda: pod_uid(api_client, namespace, 1) not in (None, uid), 120, "member 1's new pod")
     deleted_at = datetime.now(UTC)
     # What the new pod will replay: every batch committed after its checkpoint (none: nobody processes
@@ -175,7 +193,7 @@ def test_a_member_without_a_claim_restores_in_full(
     # The keys of each task's state when its member goes: all of them must come back from the store.
     keys = {task: len(set(log.read_arrow(task).column("key").to_pylist())) for task in held}
     uid = pod_uid(api_client, namespace, 1)
-    client.CoreV1Api(api_client).delete_namespaced_pod(member_name(APP, 1), namespace)
+    restart_in_place(api_client, namespace, 1)
     wait_for(lambda: pod_uid(api_client, namespace, 1) not in (None, uid), 120, "member 1's new pod")
     reports = resume_and_check(api_client, namespace, log, state, datetime.now(UTC), seed=2)
     for task in held:
