@@ -81,6 +81,7 @@ def pack(text: str) -> str:
         {"revoking": [[2, 3, 7.5]]},
         {"revoking": [[1, 3, 7.5], [1, 3, 7.5]]},
         {"membership": "0-x"},
+        {"tasks": "garbage"},
     ],
 )
 def test_damage_is_refused_and_the_intent_rebuilt_from_the_members(damage: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from streamapp.controller import reconcile
 from streamapp.controller.observe import PodState
-from streamapp.controller.status import app_status
+from streamapp.controller.status import app_status, status_changes
 from streamapp.rebalance import AppConfig, Assignment, MemberView, plan
 
 APP: dict[str, Any] = {
@@ -71,3 +71,10 @@ def test_a_report_patches_only_what_it_changed_and_a_repeated_one_nothing() -> N
 
     reconcile._write_status(kube, {**APP, "status": later}, later)  # type: ignore[arg-type]
     assert len(kube.patches) == 2, "nothing changed: nothing written"
+
+
+def test_a_rewritten_object_leaves_none_of_its_old_keys_behind() -> None:
+    old = {"intent": {"generation": 1, "tasks": [{"task": 0}], "anything": {"a": 1, "b": 2}}}
+    new = {"intent": {"generation": 2, "format": 2, "anything": {"a": 1}}}
+    patch = status_changes({**APP, "status": old}, new)
+    assert patch == {"intent": {"generation": 2, "format": 2, "tasks": None, "anything": {"a": 1, "b": None}}}

@@ -36,6 +36,9 @@ from streamapp.rebalance.model import Reservation, TaskAssignment
 
 FORMAT = 2
 COLUMNS = ("owner", "epoch", "standbys", "warmups")
+KEYS = frozenset(
+    ("format", "generation", "partitions", "columns", "revoking", "reservations", "membership", "nextProbeAt")
+)
 _TEXT = re.compile(r"[0-9+,\n]*")
 _RANGES = re.compile(r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?")
 
@@ -72,6 +75,9 @@ def decode(data: Mapping[str, Any]) -> Assignment:
         return Assignment.from_dict(data)
     if data.get("format") != FORMAT:
         raise ValueError(f"unknown intent format {data.get('format')!r}")
+    unknown = set(data) - KEYS
+    if unknown:
+        raise ValueError(f"intent holds unknown keys {', '.join(sorted(unknown))}")
     partitions = _count(data["partitions"])
     tasks = _tasks(str(data["columns"]), partitions, _revoking(data.get("revoking") or [], partitions))
     probe = data.get("nextProbeAt")

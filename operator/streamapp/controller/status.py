@@ -299,7 +299,20 @@ def moved(previous: Assignment, current: Assignment) -> int:
 def status_changes(app: Body, status: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of `status` that differ from the app's current status: the merge patch to send."""
     current = app.get("status") or {}
-    return {key: value for key, value in status.items() if current.get(key) != value}
+    return {
+        key: replacing(current.get(key), value) for key, value in status.items() if current.get(key) != value
+    }
+
+
+def replacing(current: Any, value: Any) -> Any:
+    """`value` as a merge patch that leaves nothing of `current` behind: a merge patch merges objects
+    key by key, so keys only `current` has are written as null (removed). Without it a format-1 intent's
+    task list would stay beside the format-2 intent written over it, and a stray key forever."""
+    if not isinstance(current, Mapping) or not isinstance(value, Mapping):
+        return value
+    patch = {key: None for key in current if key not in value}
+    patch.update({key: replacing(current.get(key), v) for key, v in value.items()})
+    return patch
 
 
 def app_status(
