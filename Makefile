@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo unit lint bench bench-scale bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,12 @@ demo-sim: $(STAMP)
 ## The builds run side by side: the image build mostly downloads while the Go builds compile.
 test: $(STAMP)
 	$(MAKE) -j4 lint k8s-binaries helm image
-	$(PY) -m pytest -m "not demo"
+	$(PY) -m pytest -m "not demo and not long"
+
+## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
+## short variants in make test: the kwok rollout on the real API server and the drain unit tests)
+test-long: $(STAMP) k8s-binaries helm
+	$(PY) -m pytest -m long
 
 ## test-demo: make demo's whole story as a test, in a short mode (about 4-6 min; kept out of make test's budget)
 test-demo: $(STAMP) k8s-binaries helm

@@ -149,6 +149,7 @@ def commits_followed(log: CommitLog) -> Iterator[None]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(2400)
 def test_an_evicted_member_hands_its_tasks_over_before_its_pod_goes(
     local_cluster: LocalCluster | None,

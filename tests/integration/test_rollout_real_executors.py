@@ -149,6 +149,7 @@ def render(
 
 
 @pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(1800)
 def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_or_lost_output(
     api_client: client.ApiClient,
