@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from streamapp.api.names import GROUP, VERSION
+from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.sink import accepted_manifests
 from streamapp.executor.source import FileLog
@@ -63,3 +67,19 @@ def committed_everything(state: StateLayout, log: FileLog, partitions: int) -> b
         if not ends or ends[-1] != log.end_offset(partition):
             return False
     return True
+
+
+@contextmanager
+def feeding(log: FileLog, spec: GenerateSpec) -> Iterator[None]:
+    """Input appended by `spec` (a rate, no count), one segment per partition a second, on a thread of
+    its own until the block ends, however it ends."""
+    stopped = threading.Event()
+    feeder = threading.Thread(
+        target=generate, args=(log, spec), kwargs={"tick": 1.0, "stopped": stopped.is_set}, daemon=True
+    )
+    feeder.start()
+    try:
+        yield
+    finally:
+        stopped.set()
+        feeder.join()

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import shutil
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -30,7 +28,7 @@ from demo.install import Helm
 from demo.view import Screen, Snapshot, render
 from localcluster.controlplane import LocalCluster
 from processnode import procfs
-from realapps import app_on_process_node, committed_everything
+from realapps import app_on_process_node, committed_everything, feeding
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -193,7 +191,10 @@ class Demo:
         self.custom().create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, APPS, body)
         origin = time.time()
         self.event("app created: 2 members, real PySpark executors")
-        with feeding(self.log, settings):
+        spec = GenerateSpec(
+            partitions=settings.partitions, count=None, rate=settings.rate, keys=settings.keys
+        )
+        with feeding(self.log, spec):
             self.note(f"input flowing: {settings.rate:.0f} records/s over {settings.partitions} tasks")
             self.until(lambda: self.committed_since(origin), "2 executors starting (PySpark start-up)")
             since = time.time()
@@ -289,22 +290,6 @@ def kill_member(cluster: LocalCluster, pod: client.V1Pod) -> None:
     pid, ticks = found
     if procfs.is_running(pid, ticks):
         procfs.signal_group(pid, signal.SIGKILL)
-
-
-@contextmanager
-def feeding(log: FileLog, settings: Settings) -> Iterator[None]:
-    """Input appended at the fixed rate until the block ends (however it ends)."""
-    stopped = threading.Event()
-    spec = GenerateSpec(partitions=settings.partitions, count=None, rate=settings.rate, keys=settings.keys)
-    feeder = threading.Thread(
-        target=generate, args=(log, spec), kwargs={"tick": 1.0, "stopped": stopped.is_set}, daemon=True
-    )
-    feeder.start()
-    try:
-        yield
-    finally:
-        stopped.set()
-        feeder.join()
 
 
 def main(settings: Settings, screen: Screen) -> int:

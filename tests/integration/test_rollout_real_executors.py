@@ -18,11 +18,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import statistics
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +33,7 @@ from chaos.observer import Observer, current_reports
 from demo import downtime
 from demo.commits import CommitLog
 from localcluster.waiting import wait_for
-from realapps import app_on_process_node, committed_everything
+from realapps import app_on_process_node, committed_everything, feeding
 from streamapp.api.names import APPS, GROUP, MEMBERS, REVISION_LABEL, VERSION, selector
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -47,22 +44,6 @@ REPLICAS = 3
 KEYS = 20_000
 RATE = 60.0  # records per second over all partitions
 REPORT = os.environ.get("STREAMAPP_ROLLOUT_REPORT")
-
-
-@contextmanager
-def feeding(log: FileLog) -> Iterator[None]:
-    """Input appended at RATE, one segment per partition a second, until the block ends."""
-    stopped = threading.Event()
-    spec = GenerateSpec(partitions=PARTITIONS, count=None, rate=RATE, keys=KEYS, seed=7)
-    feeder = threading.Thread(
-        target=generate, args=(log, spec), kwargs={"tick": 1.0, "stopped": stopped.is_set}, daemon=True
-    )
-    feeder.start()
-    try:
-        yield
-    finally:
-        stopped.set()
-        feeder.join()
 
 
 class Watch:
@@ -170,7 +151,7 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
     observer_api = config.new_client_from_config(config_file=str(kubeconfig_path))
     observer = Observer(observer_api, namespace, APP, state, PARTITIONS)
     try:
-        with feeding(log):
+        with feeding(log, GenerateSpec(partitions=PARTITIONS, count=None, rate=RATE, keys=KEYS, seed=7)):
             wait_for(watch.balanced, 600, "a balanced app under input")
             _, pods = watch.reports()
             before = {name: pod.metadata.uid for name, pod in pods.items()}
