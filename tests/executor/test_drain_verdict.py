@@ -44,13 +44,21 @@ def test_an_executor_the_operator_restarts_stops_at_once() -> None:
 
 
 @pytest.mark.parametrize("seen", [None, spec({0: 1}, {}, retiring=False)])
-def test_an_executor_not_marked_retiring_waits_a_notice_period_for_the_mark(
+def test_an_owning_executor_not_marked_retiring_waits_a_notice_period_for_the_mark(
     seen: StreamAppMemberSpec | None,
 ) -> None:
-    assert verdict(TERM, seen, seen, 100.0 + NOTICE_SECONDS / 2) is None
-    assert verdict(TERM, seen, seen, 100.0 + NOTICE_SECONDS) == "not retiring"
+    applied = spec({0: 1}, {}, retiring=False)
+    assert verdict(TERM, seen, applied, 100.0 + NOTICE_SECONDS / 2) is None
+    assert verdict(TERM, seen, applied, 100.0 + NOTICE_SECONDS) == "not retiring"
     short = Termination(since=100.0, drain_seconds=NOTICE_SECONDS / 4)
-    assert verdict(short, seen, seen, 100.0 + NOTICE_SECONDS / 4) == "drain budget spent"
+    assert verdict(short, seen, applied, 100.0 + NOTICE_SECONDS / 4) == "drain budget spent"
+
+
+@pytest.mark.parametrize("applied", [None, spec({}, {}, retiring=False)])
+def test_an_executor_owning_nothing_stops_at_once_without_waiting_for_a_mark(
+    applied: StreamAppMemberSpec | None,
+) -> None:
+    assert verdict(TERM, applied, applied, 100.0) == "owns no task"
 
 
 class Clock:

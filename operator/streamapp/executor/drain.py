@@ -10,7 +10,9 @@ revoking when asked, acknowledging — until it owns nothing, or until its drain
 
 The signal comes before the operator's mark can (both react to the same deletion), so an executor not
 yet marked waits up to `NOTICE_SECONDS` for it, unless its pod says the operator deleted it itself
-(`RESTART_ANNOTATION`, written before the operator's own deletions). `verdict` is the decision, pure in
+(`RESTART_ANNOTATION`, written before the operator's own deletions) or it owns no task (a member
+holding only copies, or none, has nothing to hand over: a scale-in or a namespace teardown must not
+wait for a mark that changes nothing). `verdict` is the decision, pure in
 the target and the clock; `follow_until_drained` is the shell around it.
 """
 
@@ -61,10 +63,11 @@ def verdict(
         return "drain budget spent"
     if termination.restart:
         return "restarted by the operator"
+    owns_nothing = applied is None or (not applied.active and not applied.revoking)
     if seen is not None and seen.retiring:
-        if applied is not None and not applied.active and not applied.revoking:
-            return "handed every task over"
-        return None
+        return "handed every task over" if owns_nothing else None
+    if owns_nothing:
+        return "owns no task"
     if elapsed >= min(NOTICE_SECONDS, termination.drain_seconds):
         return "not retiring"
     return None
