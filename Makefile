@@ -41,7 +41,8 @@ test: $(STAMP)
 	$(PY) -m pytest -m "not demo and not long"
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
-## short variants in make test: the kwok rollout on the real API server and the drain unit tests)
+## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
+## kill plan on the S3 store (make test runs it on the filesystem store)
 test-long: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m long
 

@@ -1,7 +1,9 @@
 """Exactly-once under SIGKILL: a real executor process is killed at named points of the commit protocol
 and at random moments, restarted (sometimes as a new owner epoch) each time, and the committed state and
 outputs must equal a reference computed straight from the input — 0 lost, 0 duplicated. It runs on the
-filesystem store and on the S3 store (the real test S3 server), whose plan is the shorter one.
+filesystem store and on the S3 store (the real test S3 server), whose plan is the shorter one and which
+runs under `make test-long` (in `make test` the S3 store's commit race has `test_s3_race.py`, and
+executors killed on it `test_s3_store_on_process_node.py`).
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ def run_once(
         return process.wait(RUN_TIMEOUT)
 
 
+@pytest.mark.parametrize("stores", ["file", pytest.param("s3", marks=pytest.mark.long)], indirect=True)
 def test_sigkill_at_every_point_loses_and_duplicates_nothing(tmp_path: Path, stores: Stores) -> None:
     rng = random.Random(SEED)
     log = FileLog(tmp_path / "log")
