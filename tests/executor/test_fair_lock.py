@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from streamapp.executor.runtime import Executor, Target, _copy_unit
+from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.slot import Slot
 from streamapp.executor.task import Role
 
@@ -148,49 +145,3 @@ def test_a_task_is_never_claimed_by_two_threads(tmp_path: Path) -> None:
     slot.retire()
     assert not slot.claim(), "a retired task starts no unit"
     assert slot.task.closed, "an idle task closes (checkpoints its local state) when it is retired"
-
-
-class TakingOver(Busy):
-    """An active task whose unit takes it over; `meanwhile` runs in the middle of the takeover."""
-
-    def __init__(self, meanwhile: Callable[[], None]) -> None:
-        super().__init__([], Role.ACTIVE)
-        self.epoch = 2
-        self.meanwhile = meanwhile
-        self.batches = 0
-
-    @property
-    def due(self) -> bool:  # type: ignore[override]
-        return self.owning and self.role is Role.ACTIVE
-
-    def step(self) -> int:
-        self.meanwhile()
-        self.owning = True
-        return 1
-
-    def racing(self, work: Callable[[], int]) -> int:
-        return work()
-
-    def process_batch(self) -> int:
-        self.batches += 1
-        return 10
-
-
-@pytest.mark.parametrize(
-    ("meanwhile", "batches"),
-    [
-        (lambda slot: None, 1),
-        (lambda slot: slot.assign(Role.STANDBY, 0), 0),
-        (lambda slot: slot.retire(), 0),
-    ],
-    ids=["kept", "revoked", "retired"],
-)
-def test_a_takeover_runs_its_first_batch_at_once_unless_its_role_changed_meanwhile(
-    meanwhile: Callable[[Slot], None], batches: int
-) -> None:
-    slots: list[Slot] = []
-    task = TakingOver(lambda: meanwhile(slots[0]))
-    slots.append(Slot(task))  # type: ignore[arg-type]
-    assert slots[0].claim()
-    _copy_unit(slots[0])
-    assert task.batches == batches

@@ -10,7 +10,6 @@ import pytest
 from dataplane_checks import check_partition, executor_for
 from pyspark.sql import SparkSession
 
-from streamapp.executor import faults
 from streamapp.executor import manifest as manifests
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -95,49 +94,4 @@ def test_a_revocation_from_another_thread_waits_for_the_batch_in_flight(
     b = executor_for(tmp_path, log, "b", max_batch_records=5_000)
     b.apply(Target(active={0: 2}))
     b.run_until_idle()
-    check_partition(layout, tmp_path / "outputs", log, 0)
-
-
-def test_a_task_taken_over_commits_its_first_batch_without_waiting_for_the_round_in_flight(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """The new owner's batch lane is held in the middle of a round; the handed-over partition still
-    commits its first batch (on the copy lane, as a job of its own), and the held round then commits."""
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=2, count=6_000, keys=200, seed=23))
-    layout = StateLayout(tmp_path / "state")
-    a = executor_for(tmp_path, log, "a", max_batch_records=1_000)
-    a.apply(Target(active={0: 1}))
-    a.step()
-    assert a.apply(Target()) == frozenset({0})
-    b = executor_for(tmp_path, log, "b", max_batch_records=100_000)
-    b.apply(Target(active={1: 1}))
-    b.step()  # partition 1 taken over (and its first batch run) before the lanes start
-    generate(log, GenerateSpec(partitions=2, count=2_000, keys=200, seed=24))
-    round_held = manifests.latest_seq(layout, 1, -1)
-    held, release, stop = threading.Event(), threading.Event(), threading.Event()
-    worker = threading.Thread(target=b.run, args=(stop.is_set, 0.01))
-
-    def hold_the_batch_lane() -> None:
-        if threading.current_thread() is worker:
-            held.set()
-            release.wait(120)
-
-    with faults.on("batch.transformed", hold_the_batch_lane):
-        worker.start()
-        try:
-            assert held.wait(120), "the round of partition 1 started"
-            b.apply(Target(active={0: 2, 1: 1}))
-            deadline = time.monotonic() + 120
-            while b.status()[0].applied_offset < log.end_offset(0) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            first = [m for m in accepted_manifests(layout, 0) if m.epoch == 2 and m.end > m.start]
-            assert first and first[0].end == log.end_offset(0), (
-                "partition 0 caught up while the round was held"
-            )
-            assert manifests.latest_seq(layout, 1, -1) == round_held, "partition 1's round was still held"
-        finally:
-            release.set()
-            stop.set()
-            worker.join(120)
     check_partition(layout, tmp_path / "outputs", log, 0)

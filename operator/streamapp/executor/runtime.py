@@ -90,8 +90,7 @@ class Executor:
 
     Work comes in two lanes. The *batch lane* gives every due task (owning active, not fenced) one
     micro-batch per round, all in one Spark job (`batches.run_round`). The *copy lane* does everything
-    else, one bounded unit per task: restores, standbys and warmups tailing, takeovers (each with its
-    first batch, as a job of its own: `_copy_unit`) and fenced tasks.
+    else, one bounded unit per task: restores, standbys and warmups tailing, takeovers and fenced tasks.
     `step` runs one round of both on the calling thread (deterministic: tools and tests use it);
     `run` — what a member pod does — runs the copy lane on a thread of its own so a restore never holds
     up an active batch.
@@ -242,18 +241,8 @@ class Executor:
 
 
 def _copy_unit(slot: Slot) -> int:
-    """One unit of a claimed task that is not due for a batch, releasing the claim after it.
-
-    A unit that took a task over runs its first batch at once, as a job of its own. A task handed over
-    stands still from its old owner's last commit to its new owner's first; left to the batch lane,
-    that first batch would wait for the round in flight and then ride in the next one, larger by the
-    backlog — two rounds of stand-still where one batch is the cost. Unless a new role came meanwhile
-    (`Slot.keeps_role`): a task revoked while it was taking over never starts a batch.
-    """
+    """One unit of a claimed task that is not due for a batch, releasing the claim after it."""
     try:
-        done = slot.task.step()
-        if slot.task.due and slot.keeps_role():
-            done += slot.task.racing(slot.task.process_batch)
-        return done
+        return slot.task.step()
     finally:
         slot.release()

@@ -69,13 +69,6 @@ class Slot:
             self._take_pending()
             return True
 
-    def keeps_role(self) -> bool:
-        """Whether the claiming thread may go on into a batch: the task is not retired and no new role
-        waits to take effect. Asked once the task owns, so an `assign` or `retire` after the answer
-        waits for that batch (`_wait_for_batch`), and one before it has left the mark that says no."""
-        with self._changed:
-            return self._pending is None and not self._retired
-
     def release(self) -> None:
         with self._changed:
             self._busy = False
