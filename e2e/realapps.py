@@ -72,14 +72,23 @@ def committed_everything(state: StateLayout, log: FileLog, partitions: int) -> b
 @contextmanager
 def feeding(log: FileLog, spec: GenerateSpec) -> Iterator[None]:
     """Input appended by `spec` (a rate, no count), one segment per partition a second, on a thread of
-    its own until the block ends, however it ends."""
+    its own until the block ends, however it ends. A feeder that failed is raised when the block ends:
+    a run whose input silently stopped would otherwise only show as executors with nothing to do."""
     stopped = threading.Event()
-    feeder = threading.Thread(
-        target=generate, args=(log, spec), kwargs={"tick": 1.0, "stopped": stopped.is_set}, daemon=True
-    )
+    failures: list[BaseException] = []
+
+    def feed() -> None:
+        try:
+            generate(log, spec, tick=1.0, stopped=stopped.is_set)
+        except BaseException as error:  # handed to the caller's thread below
+            failures.append(error)
+
+    feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     try:
         yield
     finally:
         stopped.set()
         feeder.join()
+        if failures:
+            raise RuntimeError("the input feeder failed") from failures[0]

@@ -34,10 +34,10 @@ from operator_support import APP, Operators
 from chaos.observer import Observer, current_reports
 from demo import downtime
 from demo.commits import CommitLog
-from demo.driver import Settings, feeding, kill_member
+from demo.driver import kill_member
 from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
-from realapps import app_on_process_node, committed_everything
+from realapps import app_on_process_node, committed_everything, feeding
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name, selector
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -178,8 +178,8 @@ def test_an_evicted_member_hands_its_tasks_over_before_its_pod_goes(
     evicted_uid = pod_uid(core, namespace, victim)
     commits = CommitLog(state, PARTITIONS)
     observer = Observer(api_client, namespace, APP, state, PARTITIONS)
-    settings = Settings(out=tmp_path, partitions=PARTITIONS, rate=RATE, keys=KEYS)
-    with feeding(log, settings), commits_followed(commits), RoleHistory(api_client, namespace) as roles:
+    spec = GenerateSpec(partitions=PARTITIONS, count=None, rate=RATE, keys=KEYS, seed=7)
+    with feeding(log, spec), commits_followed(commits), RoleHistory(api_client, namespace) as roles:
         observer.start()
         time.sleep(10)  # undisturbed commits before the eviction: the usual gap
         evicted_at = time.time()
