@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 from test_controller_core import APP, MODEL, pod
 
@@ -66,8 +68,18 @@ class RecordingKube:
     def delete_pod(self, namespace: str, name: str) -> None:
         self.calls.append(("delete_pod", name))
 
+    refusing: str = ""
+
     def create(self, namespace: str, body: dict[str, Any]) -> None:
+        if body["metadata"]["name"] == self.refusing:
+            raise ApiException(status=403, reason="Forbidden")
         self.calls.append(("create", body["kind"], body["metadata"]["name"]))
+
+    def delete_member(self, namespace: str, name: str) -> None:
+        self.calls.append(("delete_member", name))
+
+    def delete_claim(self, namespace: str, name: str) -> None:
+        self.calls.append(("delete_claim", name))
 
     def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:
         self.calls.append(("event", reason, "Warning" if warning else "Normal"))
@@ -86,6 +98,22 @@ def test_the_pod_of_a_member_that_timed_out_is_deleted_once() -> None:
     kube.calls.clear()
     reconcile._manage_pods(kube, MODEL, config, plan_with(timed_out=(1,)), leaving, [])  # type: ignore[arg-type]
     assert kube.calls == [], "a terminating pod is not deleted again, nor replaced before it is gone"
+
+
+def test_a_refused_pod_holds_up_no_other_member_and_the_refusal_is_raised_after() -> None:
+    kube = RecordingKube(refusing="counts-0")
+    draining = Plan(Assignment(generation=2), False, None, (), (5,), "")
+    members = [{"spec": {"memberId": 5}}]
+    with pytest.raises(ApiException) as refused:
+        reconcile._manage_pods(kube, MODEL, AppConfig(4, 2), draining, {}, members)  # type: ignore[arg-type]
+    assert refused.value.status == 403
+    assert ("create", "Pod", "counts-1") in kube.calls, "the next member's pod is still created"
+    assert ("delete_member", "counts-5") in kube.calls, "a drained member is still removed"
+    kube = RecordingKube(refusing="counts-0")
+    kube.create = lambda namespace, body: (_ for _ in ()).throw(ApiException(status=503))  # type: ignore[method-assign]
+    with pytest.raises(ApiException):
+        reconcile._manage_pods(kube, MODEL, AppConfig(4, 2), draining, {}, members)  # type: ignore[arg-type]
+    assert kube.calls == [], "a server error stops the step at once, as before"
 
 
 def test_timeouts_and_fencing_are_warnings_and_fenced_tasks_a_metric() -> None:

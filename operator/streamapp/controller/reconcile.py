@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, recovery, rollout, supporting
@@ -115,8 +117,8 @@ def reconcile(
     _repair_supporting(kube, model, result, observed)
     _write_member_specs(kube, model, result, observed.members, handing_off)
     rollout.act(kube, name, namespace, step, pods)
-    _manage_pods(kube, model, config, result, pods, observed.members)
     _report(kube, app, result, previous, metrics)
+    _manage_pods(kube, model, config, result, pods, observed.members)
     metrics.reconcile_seconds.observe(time.perf_counter() - started)
     wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
     return Outcome(min(wake, default=None), written)
@@ -221,8 +223,15 @@ def _manage_pods(
     A pod that ran to an end (an eviction leaves it Failed) is deleted so the next reconcile
     replaces it; its member counts as lost meanwhile. So is the pod of a member the plan says let a
     revocation time out: only once that pod is seen gone does the engine hand its tasks on.
+
+    A member whose pod or claim the API server refuses (a namespace quota, a LimitRange, an
+    admission webhook: 4xx) does not hold up the others: every other member's pod is still created
+    and drained members still removed, then the first refusal is raised, so the reconcile counts as
+    failing (retried with back-off, and shown as Degraded/ReconcileFailed with the server's message)
+    while the member — without a pod — is lost to the engine like any other.
     """
     name, namespace = app.metadata.name, str(app.metadata.namespace)
+    refused: ApiException | None = None
     for member in result.timed_out:
         late = pods.get(member)
         if late is not None and not late.terminating:
@@ -232,10 +241,16 @@ def _manage_pods(
         if pod is not None and pod.finished and not pod.terminating:
             kube.delete_pod(namespace, pod.name)
         if pod is None:
-            claim = children.state_claim(app, member)
-            if claim is not None:
-                kube.create(namespace, claim)
-            kube.create(namespace, children.pod(app, member))
+            try:
+                claim = children.state_claim(app, member)
+                if claim is not None:
+                    kube.create(namespace, claim)
+                kube.create(namespace, children.pod(app, member))
+            except ApiException as error:
+                if error.status is None or not 400 <= error.status < 500:
+                    raise
+                log.warning("%s/%s: member %d's pod refused: %s", namespace, name, member, error.reason)
+                refused = refused or error
     member_ids = {int(m["spec"]["memberId"]) for m in members if "spec" in m}
     retain = app.spec.executor.storage.retain_on_scale_in
     for member in result.removable:
@@ -246,6 +261,8 @@ def _manage_pods(
                 kube.delete_member(namespace, member_name(name, member))
             if not retain:
                 kube.delete_claim(namespace, state_claim_name(name, member))
+    if refused is not None:
+        raise refused
 
 
 _EVENT_NAMES: Mapping[str, str] = {"TasksAssigned": "TasksReassigned"}
