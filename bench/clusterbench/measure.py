@@ -4,8 +4,11 @@ Inputs are what an observer sees on the shared store: every accepted batch with 
 was published (`Commit`), and every input record's append timestamp. From them, per phase window:
 
 - commit gaps per task: the longest interval between two commits of a partition (a task that stood
-  still), and the *stall*: what every gap longer than twice the task's usual gap added beyond the usual
-  one, summed (the batch cadence itself is not downtime);
+  still), and the *stall*: what every gap longer than twice the cadence added beyond the cadence,
+  summed (the batch cadence itself is not downtime). The cadence is the task's usual gap, or the
+  app's median gap inside the phase when that is longer: when every batch of the app slows down
+  (a new executor's JVM and restores competing for the same cores), no task stood still, and the
+  slowdown shows in the worst-window throughput and the latency instead;
 - end-to-end latency: a record's append time to the publication of the manifest of the batch that
   committed it, percentiles over the records appended in the window;
 - the worst 60-s window of committed input records, as a fraction of the input rate.
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +38,7 @@ class Gaps:
     stall_s: float
     stalled_tasks: int
     worst_task_stall_s: float
+    phase_cadence_s: float
 
 
 @dataclass(frozen=True)
@@ -58,14 +62,13 @@ def phase_gaps(commits: Sequence[Commit], usual: Mapping[int, float], since: flo
     """Gaps of every partition inside `[since, until]`. A gap is bounded on the left by the partition's
     last commit before `since` (the stand-still the phase's action started counts whole) and on the right
     by `until` (a task that has not committed again by the window's end stood still until then)."""
+    edges = {p: _edges(commits, p, since, until) for p in usual}
+    phase = phase_cadence(edges.values())
     longest, longest_task, stall, stalled, worst = 0.0, -1, 0.0, 0, 0.0
-    for partition, cadence in usual.items():
-        times = sorted(c.at for c in commits if c.partition == partition and c.at <= until)
-        before = [t for t in times if t < since]
-        inside = [t for t in times if t >= since]
-        edges = [before[-1] if before else since, *inside, until]
+    for partition, usual_s in usual.items():
+        cadence = max(usual_s, phase)
         task_stall = 0.0
-        for earlier, later in itertools.pairwise(edges):
+        for earlier, later in itertools.pairwise(edges[partition]):
             gap = later - earlier
             if gap > longest:
                 longest, longest_task = gap, partition
@@ -74,7 +77,22 @@ def phase_gaps(commits: Sequence[Commit], usual: Mapping[int, float], since: flo
         stall += task_stall
         stalled += task_stall > 0
         worst = max(worst, task_stall)
-    return Gaps(longest, longest_task, stall, stalled, worst)
+    return Gaps(longest, longest_task, stall, stalled, worst, phase)
+
+
+def _edges(commits: Sequence[Commit], partition: int, since: float, until: float) -> list[float]:
+    """The partition's commit times inside the window, bounded by its last commit before and `until`."""
+    times = sorted(c.at for c in commits if c.partition == partition and c.at <= until)
+    before = [t for t in times if t < since]
+    inside = [t for t in times if t >= since]
+    return [before[-1] if before else since, *inside, until]
+
+
+def phase_cadence(edges: Iterable[Sequence[float]]) -> float:
+    """The median interval between consecutive commits of any task of the app inside the window (the
+    bounding intervals left out): how fast the app's batches went during the phase."""
+    between = [b - a for times in edges for a, b in itertools.pairwise(times[1:-1])]
+    return statistics.median(between) if between else 0.0
 
 
 def latencies(commits: Sequence[Commit], stamps: Mapping[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -53,7 +53,8 @@ def _fmt(value: Any) -> str:
 
 def measured_table(rows: Sequence[dict[str, Any]], scenario: str) -> str:
     lines = [
-        "| protocol | recovered after s | longest gap s (task) | usual gap s | stall s, all tasks | worst task stall s "
+        "| protocol | recovered after s | longest gap s (task) | cadence s: usual / in phase | stall s, all tasks "
+        "| worst task stall s "
         "| latency p50 / p99 / max s | worst 60 s throughput | restored blocking | restored background |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -63,7 +64,8 @@ def measured_table(rows: Sequence[dict[str, Any]], scenario: str) -> str:
                 gaps, latency = row["gaps"], row["latency"]
                 lines.append(
                     f"| {protocol} | {_fmt(row['recovered_s'])} | {_fmt(gaps['longest_s'])} ({gaps['longest_task']}) "
-                    f"| {_fmt(row['usual_gap_s'])} | {_fmt(gaps['stall_s'])} | {_fmt(gaps['worst_task_stall_s'])} "
+                    f"| {_fmt(row['usual_gap_s'])} / {_fmt(gaps.get('phase_cadence_s'))} | {_fmt(gaps['stall_s'])} "
+                    f"| {_fmt(gaps['worst_task_stall_s'])} "
                     f"| {_fmt(latency['p50_s'])} / {_fmt(latency['p99_s'])} / {_fmt(latency['max_s'])} "
                     f"| {row['worst_60s']:.0%} | {_fmt(row['restored_blocking'])} | {_fmt(row['restored_background'])} |"
                 )
@@ -144,8 +146,11 @@ def render(results: dict[str, Any]) -> str:
         "",
         "What is measured, all from outside the executors except one: **gaps** between a task's commits, "
         "from the commit manifests' file times on the shared store (a manifest is published once, complete); "
-        "*usual gap* is the median over the run with input flowing (the batch cadence); *stall* is what every "
-        "gap longer than twice a task's usual gap added beyond it, summed over tasks, and the worst task's. "
+        "*usual gap* is the median over the run with input flowing (the batch cadence), *in phase* the median "
+        "gap of all the app's tasks inside the window; *stall* is what every gap longer than twice the "
+        "cadence (the usual gap, or the phase's when longer) added beyond it, summed over tasks, and the "
+        "worst task's: a task that stood still while the others went on, not an app whose every batch "
+        "slowed down on busy cores (that shows in the throughput and the latency). "
         "**Latency**: a record's append time to its batch's manifest, over the records appended in the "
         "window. **Worst 60 s throughput**: the fewest input records committed in any 60 s of the window, "
         "over what arrived in it. **Restored blocking / background**: rows the executors report in their "
@@ -214,11 +219,12 @@ def headline(results: dict[str, Any]) -> str:
         f"{results['load_start']:.0f}–{results['load_end']:.0f} (shared). Three count apps side by side, one "
         f"per protocol, {s['partitions']} tasks, 2 members, {s['rate']:.0f} records/s each, state pre-loaded "
         f"({results['calibration']['state_rows_per_task']:,} keys per task), claims, "
-        f"`scheduledRebalanceMaxDelay: {s['delay']}`; measured from the commit manifests (stall: what commit "
-        "gaps added beyond the task's usual gap) and, for restores, from the executors' member status. Full "
+        f"`scheduledRebalanceMaxDelay: {s['delay']}`; measured from the commit manifests (stall: what a task's "
+        "commit gaps added beyond the cadence, its usual gap or the app's in the phase when the cores slowed "
+        "every batch) and, for restores, from the executors' member status. Full "
         "tables, plots and the simulator's prediction beside each row: [results/cluster.md](results/cluster.md).",
         "",
-        "| scenario | protocol | worst task stall s | stall s, all tasks | usual gap s | restored blocking "
+        "| scenario | protocol | worst task stall s | stall s, all tasks | cadence s: usual / in phase | restored blocking "
         "| restored background | worst 60 s throughput |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
@@ -229,7 +235,8 @@ def headline(results: dict[str, Any]) -> str:
                     gaps = row["gaps"]
                     lines.append(
                         f"| {scenario} | {protocol} | {_fmt(gaps['worst_task_stall_s'])} | {_fmt(gaps['stall_s'])} "
-                        f"| {_fmt(row['usual_gap_s'])} | {_fmt(row['restored_blocking'])} "
+                        f"| {_fmt(row['usual_gap_s'])} / {_fmt(gaps.get('phase_cadence_s'))} "
+                        f"| {_fmt(row['restored_blocking'])} "
                         f"| {_fmt(row['restored_background'])} | {row['worst_60s']:.0%} |"
                     )
     return "\n".join(lines) + "\n"

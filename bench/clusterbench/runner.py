@@ -43,14 +43,14 @@ class Settings:
     keys: int = 800_000
     steady_s: float = 60.0
     hold_s: float = 60.0
-    delay: str = "90s"
+    delay: str = "180s"
     phase_timeout_s: float = 900.0
     only: tuple[str, ...] = ()  # run only these phases (a scenario measured again); empty: all
 
     @staticmethod
     def quick(out: Path) -> Settings:
         return Settings(
-            out, rate=40.0, preload=300_000, keys=150_000, steady_s=20.0, hold_s=20.0, delay="60s"
+            out, rate=40.0, preload=300_000, keys=150_000, steady_s=20.0, hold_s=20.0, delay="120s"
         )
 
 
@@ -160,6 +160,21 @@ def wait_all(
     return done
 
 
+def every_task_committing(run: Run, progress: Progress, what: str) -> None:
+    """Wait until every task of every app has committed once more from now on. Why: a phase's window
+    opens on the task's last commit before it, so a task still standing still from what came before
+    (the member that just returned taking its tasks back, say) would count against the phase."""
+    now = time.time()
+    checks = {app.protocol: (lambda app=app: app.committed_since(now)) for app in run.apps}
+    wait_all(
+        run,
+        progress,
+        f"{what}: every task committing before the action",
+        checks,
+        run.settings.phase_timeout_s,
+    )
+
+
 def hold(run: Run, seconds: float) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -173,6 +188,8 @@ def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number:
     if phase.prepare is not None:
         for app in run.apps:
             phase.prepare(app, ctx)
+    if phase.measured:
+        every_task_committing(run, progress, f"phase {number} {phase.name}")
     progress.say(f"phase {number} {phase.name}: acting on every app")
     windows = {}
     for app in run.apps:

@@ -41,6 +41,29 @@ def test_a_stand_still_counts_beyond_the_usual_gap_and_from_the_last_commit_befo
     assert gaps.stalled_tasks == 1
 
 
+def test_an_app_whose_batches_all_slow_down_has_no_task_standing_still() -> None:
+    # usual cadence 1 s; during the phase every batch takes 4 s (the cores are busy), none stops
+    slow = [float(t) for t in range(0, 40, 4)]
+    gaps = phase_gaps(
+        [*commits_every(0, slow), *commits_every(1, slow)], {0: 1.0, 1: 1.0}, since=0.0, until=36.0
+    )
+    assert gaps.phase_cadence_s == 4.0
+    assert gaps.longest_s == 4.0
+    assert gaps.stall_s == 0.0
+    assert gaps.stalled_tasks == 0
+
+
+def test_a_task_standing_still_in_a_slowed_app_counts_beyond_the_phase_cadence() -> None:
+    # every batch takes 4 s in the phase; task 0 stands still from 8 to 28 meanwhile
+    task0 = commits_every(0, [0, 4, 8, 28, 32, 36])
+    task1 = commits_every(1, [float(t) for t in range(0, 40, 4)])
+    gaps = phase_gaps([*task0, *task1], {0: 1.0, 1: 1.0}, since=0.0, until=36.0)
+    assert gaps.phase_cadence_s == 4.0
+    assert gaps.longest_s == 20.0
+    assert gaps.stall_s == 16.0
+    assert gaps.stalled_tasks == 1
+
+
 def test_a_task_that_never_commits_again_stood_still_until_the_window_ends() -> None:
     gaps = phase_gaps(commits_every(0, [0, 2, 4]), {0: 2.0}, since=5.0, until=50.0)
     assert gaps.longest_s == 46.0
