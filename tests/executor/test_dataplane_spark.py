@@ -137,10 +137,20 @@ def test_a_transform_without_the_declared_columns_is_reported(spark: SparkSessio
         _run(tmp_path, log, pipeline)
 
 
-def test_the_warm_up_runs_the_pipeline_once_and_survives_a_transform_that_rejects_its_records(
+def test_the_warm_up_runs_both_kinds_of_round_on_records_read_from_a_file_log_and_survives_a_transform_that_rejects_them(
     spark: SparkSession,
 ) -> None:
-    assert pipelines.warm_up(pipelines.load("streamapp.executor.samples.counts:counts"), spark)
+    counts = pipelines.load("streamapp.executor.samples.counts:counts")
+    seen: list[DataFrame] = []
+
+    def recording(batch: DataFrame) -> DataFrame:
+        seen.append(batch)
+        return counts.transform(batch)
+
+    assert pipelines.warm_up(Pipeline("recording", recording, counts.merge), spark)
+    # one batch alone (a round of one due partition), then two in one shared job; each a Parquet scan
+    assert len(seen) == 3
+    assert all(batch.inputFiles() for batch in seen)
 
     def needs_an_amount(batch: DataFrame) -> DataFrame:
         return batch.select("key", F.col("amount").alias("value"))
