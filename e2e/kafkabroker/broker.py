@@ -112,7 +112,7 @@ class KafkaBroker:
     def _start(self) -> None:
         classpath = f"{jars.libs()}/*"
         data = self.root / "data"
-        port, controller_port = processes.free_port(), processes.free_port()
+        port, controller_port = processes.free_ports(2)
         config = self.root / "server.properties"
         config.write_text(server_properties(data, port, controller_port))
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -125,7 +125,9 @@ class KafkaBroker:
         )
         processes.wait_until(lambda: not processes.is_alive(formatter), 60, "storage format", None)
         if not (data / "meta.properties").exists():
-            raise RuntimeError(f"formatting the Kafka storage failed; see {log}")
+            raise RuntimeError(
+                f"formatting the Kafka storage failed; {log} ends:\n{processes.log_tail(formatter)}"
+            )
         record = processes.spawn("kafka", [*java, "kafka.Kafka", str(config)], log)
         self.state_file.write_text(BrokerState(record, port).to_json())
         processes.wait_until(lambda: processes.port_open(port), STARTUP_TIMEOUT_S, "Kafka listener", record)

@@ -301,7 +301,7 @@ class LocalCluster:
             shutil.rmtree(previous_run, ignore_errors=True)
         for directory in (layout.root, layout.pki, layout.logs, layout.component_kubeconfigs):
             directory.mkdir(parents=True, exist_ok=True)
-        ports = components.Ports(*(processes.free_port() for _ in dataclasses.fields(components.Ports)))
+        ports = components.Ports(*processes.free_ports(len(dataclasses.fields(components.Ports))))
         self._state = ClusterState(server=f"https://127.0.0.1:{ports.apiserver}", ports=vars(ports).copy())
         self._state.save(layout.state)
         pki, configs = self._write_pki_and_kubeconfigs()

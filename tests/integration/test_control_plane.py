@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from localcluster import versions
+from localcluster import processes, versions
 from localcluster.nodes import KWOK_NODES, kwok_node_selector, process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
 
@@ -336,7 +336,7 @@ def test_process_node_http_probe_and_sigterm_on_delete(
     api_client: client.ApiClient, namespace: str, process_node: str, tmp_path: Path
 ) -> None:
     core = client.CoreV1Api(api_client)
-    port = _free_port()
+    port = processes.free_port()
     log = tmp_path / "signals.txt"
     script = (
         "import http.server, os, signal, sys, threading\n"
@@ -365,7 +365,7 @@ def test_process_node_pods_get_own_ip_and_emptydir(
     """Two pods serve on the same port (each on its pod IP) and write to the same mountPath without
     sharing a directory: what several executors on the process node need."""
     core = client.CoreV1Api(api_client)
-    port = _free_port()
+    port = processes.free_port()
     script = (
         "import http.server, os, pathlib\n"
         "state = pathlib.Path(os.environ['STATE_DIR'])\n"
@@ -454,14 +454,6 @@ def test_process_node_pod_acts_as_its_service_account(
     )
     assert phase == "Succeeded"
     assert identity.read_text() == f"system:serviceaccount:{namespace}:default"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_garbage_collector_deletes_owned_object(api_client: client.ApiClient, namespace: str) -> None:
