@@ -19,18 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
 from operator_support import Operators
 
+from kubesetup import create_namespace, install_crds
 from localcluster.controlplane import LocalCluster
 from localcluster.nodes import PROCESS_NODE_NAME
-from localcluster.waiting import wait_for
-from streamapp.api.crd import crd_files
 
 INTEGRATION_DIR = Path(__file__).resolve().parent
-NAMESPACE_READY_TIMEOUT_S = 60.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -89,44 +85,19 @@ def process_node(api_client: client.ApiClient) -> str:
 @pytest.fixture
 def namespace(api_client: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace whose ``default`` ServiceAccount exists (pods need it); deleted afterwards."""
-    core = client.CoreV1Api(api_client)
     stem = "".join(ch if ch.isalnum() else "-" for ch in request.node.name.lower())[:40].strip("-")
     name = f"t-{stem}-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": name, "labels": {"streamapp.dev/test": "true"}}})
-
-    def default_service_account() -> bool:
-        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
-
     try:
-        wait_for(default_service_account, NAMESPACE_READY_TIMEOUT_S, f"ServiceAccount default in {name}")
+        create_namespace(api_client, name, {"streamapp.dev/test": "true"})
         yield name
     finally:
-        core.delete_namespace(name)
+        client.CoreV1Api(api_client).delete_namespace(name)
 
 
 @pytest.fixture(scope="session")
 def crds(api_client: client.ApiClient) -> None:
     """The CRDs generated from the resource models, created or replaced, Established."""
-    extensions = client.ApiextensionsV1Api(api_client)
-    for name, text in crd_files().items():
-        if name == "kustomization.yaml":
-            continue
-        body = yaml.safe_load(text)
-        crd = body["metadata"]["name"]
-        try:
-            current = extensions.read_custom_resource_definition(crd)
-            body["metadata"]["resourceVersion"] = current.metadata.resource_version
-            extensions.replace_custom_resource_definition(crd, body)
-        except ApiException as error:
-            if error.status != 404:
-                raise
-            extensions.create_custom_resource_definition(body)
-
-        def established(crd: str = crd) -> bool:
-            conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
-            return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-        wait_for(established, NAMESPACE_READY_TIMEOUT_S, f"CRD {crd} Established")
+    install_crds(api_client)
 
 
 @pytest.fixture

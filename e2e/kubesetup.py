@@ -1,0 +1,49 @@
+"""Getting a cluster ready for StreamApps without the chart: the generated CRDs, and namespaces pods can
+run in. Shared by the integration tests' fixtures and the benchmarks that run the operator as a process."""
+
+from __future__ import annotations
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from localcluster.waiting import wait_for
+from streamapp.api.crd import crd_files
+
+READY_TIMEOUT_S = 60.0
+
+
+def install_crds(api: client.ApiClient) -> None:
+    """Create or replace every CRD generated from the resource models, and wait until each is
+    Established (a custom object created before that is refused)."""
+    extensions = client.ApiextensionsV1Api(api)
+    for name, text in crd_files().items():
+        if name == "kustomization.yaml":
+            continue
+        body = yaml.safe_load(text)
+        crd = body["metadata"]["name"]
+        try:
+            current = extensions.read_custom_resource_definition(crd)
+            body["metadata"]["resourceVersion"] = current.metadata.resource_version
+            extensions.replace_custom_resource_definition(crd, body)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            extensions.create_custom_resource_definition(body)
+
+        def established(crd: str = crd) -> bool:
+            conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        wait_for(established, READY_TIMEOUT_S, f"CRD {crd} Established")
+
+
+def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -> None:
+    """Create `name` and wait for its `default` ServiceAccount, without which no pod is admitted."""
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": name, "labels": labels}})
+
+    def default_service_account() -> bool:
+        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
+
+    wait_for(default_service_account, READY_TIMEOUT_S, f"ServiceAccount default in {name}")
