@@ -130,3 +130,28 @@ def test_timeouts_and_fencing_are_warnings_and_fenced_tasks_a_metric() -> None:
     assert ("event", "TasksRevoked", "Normal") in kube.calls
     labels = {"namespace": APP["metadata"]["namespace"], "app": APP["metadata"]["name"]}
     assert metrics.registry.get_sample_value(FENCED_TASKS_METRIC, labels) == 2
+
+
+def test_a_step_posts_one_event_per_kind_however_many_members_it_touched() -> None:
+    kube = RecordingMessages()
+    metrics = Metrics(CollectorRegistry())
+    events = tuple(Event(EventKind.WARMUP_STARTED, m, (m, m + 100)) for m in range(300))
+    events += (Event(EventKind.TASKS_REVOKED, 0, (1,)),)
+    reconcile._report(kube, APP, plan_with(events=events), Assignment(), metrics)  # type: ignore[arg-type]
+    assert [reason for reason, _ in kube.posted] == ["WarmupStarted", "TasksRevoked"]
+    started = kube.posted[0][1]
+    assert started.startswith("WarmupStarted member 0: tasks 0,100; WarmupStarted member 1: tasks 1,101")
+    assert len(started) <= 1024
+    shown = started.count("WarmupStarted member")
+    assert started.endswith(f"; and {300 - shown} more")
+    assert kube.posted[1][1] == "TasksRevoked member 0: tasks 1"
+
+
+@dataclass
+class RecordingMessages(RecordingKube):
+    """Keeps each Event's reason and message."""
+
+    posted: list[tuple[str, str]] = field(default_factory=list)
+
+    def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:
+        self.posted.append((reason, message))

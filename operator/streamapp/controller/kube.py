@@ -18,6 +18,8 @@ from kubernetes.client.exceptions import ApiException
 from streamapp.api.names import APPS, GROUP, MEMBERS, RESTART_ANNOTATION, VERSION
 
 log = logging.getLogger(__name__)
+# An Event's message is kept to 1 kB: what a person reads in `kubectl describe`, not a log.
+EVENT_MESSAGE_LIMIT = 1024
 Body = Mapping[str, Any]
 
 
@@ -146,7 +148,7 @@ class Kube:
                 uid=meta.get("uid"),
             ),
             reason=reason,
-            message=message[:1024],
+            message=message[:EVENT_MESSAGE_LIMIT],
             type="Warning" if warning else "Normal",
             first_timestamp=now,
             last_timestamp=now,

@@ -21,7 +21,7 @@ from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, recovery, rollout, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
-from streamapp.controller.kube import Kube
+from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState, children_of, member_views
 from streamapp.controller.status import (
@@ -36,6 +36,8 @@ from streamapp.controller.status import (
 from streamapp.rebalance import (
     AppConfig,
     Assignment,
+    Event,
+    EventKind,
     Plan,
     member_targets,
     plan,
@@ -272,11 +274,33 @@ def _report(kube: Kube, app: Body, result: Plan, previous: Assignment, metrics: 
     """Kubernetes Events and Prometheus metrics for what this step did."""
     meta = app["metadata"]
     labels = {"namespace": meta["namespace"], "app": meta["name"]}
-    for event in result.events:
-        kind = event.kind.value
-        kube.event(app, _EVENT_NAMES.get(kind, kind), event.describe(), warning=event.warning)
+    for kind, group in _by_kind(result.events).items():
+        message = _joined([event.describe() for event in group], EVENT_MESSAGE_LIMIT)
+        kube.event(app, _EVENT_NAMES.get(kind.value, kind.value), message, warning=group[0].warning)
     if result.changed:
         metrics.rebalances.labels(**labels).inc()
         metrics.task_movements.labels(**labels).inc(moved(previous, result.assignment))
     metrics.observe_assignment(labels, result.assignment)
     metrics.fenced_tasks.labels(**labels).set(len(result.fenced))
+
+
+def _by_kind(events: Iterable[Event]) -> dict[EventKind, list[Event]]:
+    """The step's events grouped by kind, in order of first appearance: one Kubernetes Event per kind
+    and step, since a step of a large app touches hundreds of members and one request each held its
+    reconcile for tens of seconds (bench/results/apiscale.md)."""
+    groups: dict[EventKind, list[Event]] = {}
+    for event in events:
+        groups.setdefault(event.kind, []).append(event)
+    return groups
+
+
+def _joined(parts: list[str], limit: int) -> str:
+    """`parts` joined by "; ", as many as fit in `limit` characters with a note of how many did not."""
+    text = parts[0] if parts else ""
+    for index in range(1, len(parts)):
+        candidate = f"{text}; {parts[index]}"
+        left = len(parts) - index - 1
+        if len(candidate) + (len(f"; and {left} more") if left else 0) > limit:
+            return f"{text}; and {len(parts) - index} more"[:limit]
+        text = candidate
+    return text[:limit]
