@@ -247,6 +247,29 @@ def test_plans_are_deterministic(setup: Setup, history: list[tuple[str, int, int
     assert first == again
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups(), events, st.floats(0.0, 1.0))
+def test_a_plan_that_leaves_the_assignment_is_the_answer_until_its_wake_up(
+    setup: Setup, history: list[tuple[str, int, int]], fraction: float
+) -> None:
+    """A plan that leaves the assignment as it was is the plan for the same inputs at any later time
+    before its wake-up: what lets the operator reuse a plan while nothing it reads has changed
+    (controller/memo.py)."""
+    world = World.start(setup.app, setup.zones, setup.capacities)
+    for kind, member, value in history:
+        run(world, kind, member, value)
+    for _ in range(6):  # to a fixpoint, where revocations and held tasks wait on their deadlines
+        if not world.replan().changed:
+            break
+    views = world.views()
+    first = plan(world.app, views, world.assignment, world.now)
+    if first.assignment != world.assignment:
+        return
+    horizon = first.wake_at if first.wake_at is not None else world.now + 100_000.0
+    later = world.now + fraction * (horizon - world.now) * (1 - 1e-9)
+    assert plan(world.app, views, world.assignment, later) == first
+
+
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups(), events)
 def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[tuple[str, int, int]]) -> None:

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from streamapp.controller import backoff
 from streamapp.controller.admission import STRICT, PodPolicy
 from streamapp.controller.kube import Kube
+from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.reconcile import Observed, Outcome, reconcile, report_failure
 
@@ -67,8 +68,9 @@ class AppLoops:
     policy: PodPolicy = STRICT
     clock: Callable[[], float] = time.time
     min_interval: float = MIN_RECONCILE_INTERVAL_SECONDS
-    step: Callable[[Kube, Observed, float, Metrics, PodPolicy], Outcome] = reconcile
+    step: Callable[[Kube, Observed, float, Metrics, PodPolicy, Memo], Outcome] = reconcile
     apps: dict[Key, Body] = field(default_factory=dict)
+    memos: dict[Key, Memo] = field(default_factory=dict)
     wakeups: dict[Key, asyncio.Event] = field(default_factory=dict)
     tasks: dict[Key, asyncio.Task[None]] = field(default_factory=dict)
 
@@ -95,6 +97,7 @@ class AppLoops:
         task = self.tasks.pop(key, None)
         self.apps.pop(key, None)
         self.wakeups.pop(key, None)
+        self.memos.pop(key, None)
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -119,8 +122,9 @@ class AppLoops:
             )
             started, cpu = time.monotonic(), 0.0
             try:
+                memo = self.memos.setdefault(key, Memo())
                 outcome, cpu = await asyncio.to_thread(
-                    _on_cpu, self.step, self.kube, observed, self.clock(), self.metrics, self.policy
+                    _on_cpu, self.step, self.kube, observed, self.clock(), self.metrics, self.policy, memo
                 )
                 failures = 0
             except ApiException as error:

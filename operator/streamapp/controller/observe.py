@@ -14,7 +14,7 @@ from the pod that runs now (its CPU request, `controller.capacity`) unless the s
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,15 +127,18 @@ def member_views(
     zones: Mapping[str, str],
     wanted: int,
     capacities: Mapping[int, float] | None = None,
+    parse: Callable[[Body], StreamAppMemberStatus] | None = None,
 ) -> list[MemberView]:
     """One view per member that has a pod, a StreamAppMember, or an id below `wanted`; `capacities`
-    overrides what the pods' CPU requests say for the members it names (`spec.executor.memberCapacity`)."""
+    overrides what the pods' CPU requests say for the members it names (`spec.executor.memberCapacity`);
+    `parse` reads a member's report (`member_status`, or a memo of it: `controller.memo`)."""
+    parse = parse or member_status
     pod_by_id: dict[int, PodState] = {}
     for body in pods:
         state = PodState.of(body)
         if state is not None and (state.member not in pod_by_id or not state.terminating):
             pod_by_id[state.member] = state
-    status_by_id = {int(m["spec"]["memberId"]): member_status(m) for m in members if "spec" in m}
+    status_by_id = {int(m["spec"]["memberId"]): parse(m) for m in members if "spec" in m}
     ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
     overrides = capacities or {}
     return [_view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones, overrides.get(i)) for i in ids]

@@ -22,6 +22,7 @@ from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, recovery, rollout, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube
+from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState, children_of, member_views
 from streamapp.controller.status import (
@@ -39,8 +40,6 @@ from streamapp.rebalance import (
     Event,
     EventKind,
     Plan,
-    member_targets,
-    plan,
 )
 
 log = logging.getLogger(__name__)
@@ -69,9 +68,16 @@ class Outcome:
 
 
 def reconcile(
-    kube: Kube, observed: Observed, now: float, metrics: Metrics, policy: PodPolicy = STRICT
+    kube: Kube,
+    observed: Observed,
+    now: float,
+    metrics: Metrics,
+    policy: PodPolicy = STRICT,
+    memo: Memo | None = None,
 ) -> Outcome:
-    """Bring one app one step closer to its plan; `policy` says what its pod template may ask for."""
+    """Bring one app one step closer to its plan; `policy` says what its pod template may ask for,
+    `memo` what the app's previous reconcile computed that this one may reuse (`controller.memo`)."""
+    memo = memo or Memo()
     started = time.perf_counter()
     app = observed.app
     observed = replace(
@@ -101,14 +107,26 @@ def reconcile(
     warm = config.rebalance.protocol == "streamapp"
     step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm)
     capacities = model.spec.executor.capacity_overrides()
-    views = member_views(observed.pods, observed.members, observed.zones, config.replicas, capacities)
+    reports = memo.parse_reports(observed.members)
+    views = member_views(
+        observed.pods, observed.members, observed.zones, config.replicas, capacities, reports
+    )
     handing_off = rollout.handing_off(views, step)
     views = rollout.mark_retiring(views, step)
     plan_started = time.perf_counter()
-    result = plan(config, views, previous, now)
+    result = memo.plan(config, views, previous, now)
     metrics.plan_seconds.observe(time.perf_counter() - plan_started)
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    status = app_status(app, result, previous, views, pods, stamp, members=observed.members)
+    status = app_status(
+        app,
+        result,
+        previous,
+        views,
+        pods,
+        stamp,
+        members=observed.members,
+        intent=memo.intent(result.assignment),
+    )
     status.update(rollout.status_fields(step, revision, pods))
     progressing = rollout.progressing(step, rolling, rollout.owned(result.assignment))
     status["conditions"] += merge_conditions(
@@ -116,8 +134,8 @@ def reconcile(
     )
     metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
     written = _write_status(kube, app, status)
-    _repair_supporting(kube, model, result, observed)
-    _write_member_specs(kube, model, result, observed.members, handing_off)
+    _repair_supporting(kube, model, result, observed, memo)
+    _write_member_specs(kube, model, result, observed.members, handing_off, memo)
     rollout.act(kube, name, namespace, step, pods)
     _report(kube, app, result, previous, metrics)
     _manage_pods(kube, model, config, result, pods, observed.members)
@@ -145,10 +163,10 @@ def current_conditions(app: Body) -> list[Body]:
     return list((app.get("status") or {}).get("conditions") or [])
 
 
-def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Observed) -> None:
+def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Observed, memo: Memo) -> None:
     """Service, PDB and the identity of every member that is wanted, holds tasks or has a pod —
     before any pod is created, since a pod names its member's ServiceAccount."""
-    holding = set(range(app.spec.replicas)) | set(member_targets(result.assignment))
+    holding = set(range(app.spec.replicas)) | set(memo.member_targets(result.assignment))
     members = (holding - set(result.removable)) | set(_pods(observed.pods))
     want = supporting.wanted(app, members)
     supporting.apply(kube, str(app.metadata.namespace), supporting.repairs(want, observed.supporting))
@@ -193,17 +211,23 @@ def _pods(bodies: Iterable[Body]) -> dict[int, PodState]:
 
 
 def _write_member_specs(
-    kube: Kube, app: StreamApp, result: Plan, members: Iterable[Body], retiring: frozenset[int]
+    kube: Kube,
+    app: StreamApp,
+    result: Plan,
+    members: Iterable[Body],
+    retiring: frozenset[int],
+    memo: Memo | None = None,
 ) -> None:
     """Write each member's target where it changed, with `retiring` set for the members handing off;
     create the StreamAppMember when missing."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
+    memo = memo or Memo()
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
-    targets = member_targets(result.assignment)
+    targets = memo.member_targets(result.assignment)
     replicas = app.spec.replicas
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
         generation = result.assignment.generation
-        wanted = children.member_spec(name, member, targets.get(member), generation, member in retiring)
+        wanted = memo.member_spec(name, member, targets.get(member), generation, member in retiring)
         current = existing.get(member)
         if current is None:
             if member < replicas or member in targets:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.names import member_name, selector
-from streamapp.controller import intent
+from streamapp.controller.intent import encode as encode_intent
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, MemberView, Plan
 
@@ -323,9 +323,11 @@ def app_status(
     pods: Mapping[int, PodState],
     now: str,
     members: Iterable[Body] = (),
+    intent: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole status patch for one reconcile; `members` are the StreamAppMember bodies whose
-    reports give `inputLag` (None, which the merge patch turns into a removal, without them)."""
+    reports give `inputLag` (None, which the merge patch turns into a removal, without them);
+    `intent` is the assignment already encoded, when the caller has it (`controller.memo`)."""
     meta, spec, old = app["metadata"], app.get("spec") or {}, app.get("status") or {}
     replicas = int(spec.get("replicas", 0))
     assignment = result.assignment
@@ -355,7 +357,7 @@ def app_status(
             now,
             int(meta.get("generation") or 0),
         ),
-        "intent": intent.encode(assignment),
+        "intent": encode_intent(assignment) if intent is None else intent,
     }
     if result.changed:
         status["lastRebalance"] = {
