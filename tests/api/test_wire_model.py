@@ -50,6 +50,8 @@ def _value(tp: Any, numbers: typing.Iterator[int]) -> Any:
         return True
     if tp is int:
         return next(numbers)
+    if tp is float:
+        return next(numbers) + 0.5
     if tp is str:
         return f"2026-01-01T00:00:{next(numbers) % 60:02d}Z"  # also a valid date-time
     raise TypeError(f"no sample value for {tp!r}: teach this test the new field type")
@@ -178,3 +180,13 @@ def test_the_executor_loads_without_the_controller() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_whole_number_of_seconds_reads_as_seconds_and_a_boolean_does_not() -> None:
+    """JSON does not keep `3.0` apart from `3`: a number field takes both, and nothing else."""
+    report = {"task": 1, "role": "active", "resumedAfter": 3, "resumedBy": "restart"}
+    assert TaskReport.from_dict(report).resumed_after == 3.0
+    body = {"metadata": {"name": "counts-2"}, "spec": {"memberId": 2}}
+    assert member_status({**body, "status": {"tasks": [{**report, "resumedAfter": True}]}}) == (
+        StreamAppMemberStatus()
+    )

@@ -15,7 +15,7 @@ from streamapp.controller import children, rollout
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status
 from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
-from streamapp.rebalance.rollout import RolloutConfig, RolloutStep
+from streamapp.rebalance.rollout import Costs, RolloutConfig, RolloutStep
 
 
 def changed(path: tuple[str, ...], value: Any) -> StreamApp:
@@ -90,7 +90,7 @@ def owning(*owners: int) -> Assignment:
 
 def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engine() -> None:
     pods = states(labelled(0, "old"), labelled(1, "old"))
-    step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), RolloutConfig(), 30.0, warm=True)
+    step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), RolloutConfig(), 30.0, True, Costs())
     assert step.retiring == {1: 30.0}
     views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
     assert [v.retiring for v in views] == [False, True]
@@ -127,7 +127,7 @@ def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_
 
 def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> None:
     pods = states(labelled(0, "old"), labelled(1, "new"), labelled(2, "older"), labelled(3, "old"))
-    step = RolloutStep(retiring={3: 1.0}, delete=(), updated=1, outdated=(0, 2, 3))
+    step = RolloutStep({3: 1.0}, (), 1, (0, 2, 3), reasons={3: "its restart time is not measured yet"})
     assert rollout.status_fields(step, "new", pods) == {
         "updatedReplicas": 1,
         "updateRevision": "new",
@@ -135,7 +135,9 @@ def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> N
     }
     rolling = rollout.progressing(step, RolloutConfig(), {3: 2})
     assert (rolling.status, rolling.reason) == (True, "RollingUpdate")
-    assert "member 3 (2 tasks)" in rolling.message
+    assert rolling.message == (
+        "3 member(s) still run an older spec; member 3 (2 tasks) hands off: its restart time is not measured yet"
+    )
     paused = rollout.progressing(step, RolloutConfig(paused=True), {})
     assert (paused.status, paused.reason) == (False, "RolloutPaused")
     done = RolloutStep({}, (), 4, ())

@@ -49,6 +49,19 @@ def test_losing_to_a_higher_epoch_fences_and_to_an_equal_or_lower_one_retries() 
 def test_manifest_json_round_trips() -> None:
     found = Manifest(seq=7, epoch=2, kind=Kind.FENCE, start=5, end=5, owner="m-1")
     assert Manifest.from_json(found.to_json()) == found
+    timed = Manifest(seq=8, epoch=2, kind=Kind.BATCH, start=5, end=9, owner="m-1", committed_at=1_700.25)
+    assert Manifest.from_json(timed.to_json()) == timed
+
+
+def test_a_manifest_written_before_commit_times_reads_and_serializes_as_it_was() -> None:
+    """No commit time, and the same canonical JSON: a checkpoint's digest of it still matches."""
+    old = (
+        b'{"epoch": 1, "input": {"end": 10, "start": 0}, "kind": "batch", "outputs": [], '
+        b'"owner": "m-0", "segments": ["s0"], "seq": 0}'
+    )
+    found = Manifest.from_json(old)
+    assert found.committed_at is None and found.owner == "m-0"
+    assert found.to_json() == old
 
 
 def test_create_raises_fenced_for_the_older_writer(tmp_path: Path) -> None:

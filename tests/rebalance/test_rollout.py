@@ -11,7 +11,7 @@ from world import World
 
 from streamapp.rebalance import AppConfig, RebalanceConfig
 from streamapp.rebalance.config import ConfigError
-from streamapp.rebalance.rollout import MemberPod, RolloutConfig, rollout_step
+from streamapp.rebalance.rollout import Costs, MemberPod, RolloutConfig, rollout_step
 
 NEW = "new"
 
@@ -87,6 +87,110 @@ def test_auto_restarts_in_place_with_nowhere_to_go_or_a_cold_protocol() -> None:
     assert (cold.retiring, cold.delete) == ({}, (2,))
     forced = RolloutConfig(strategy="handoff")
     assert rollout_step(three_old(), 3, NEW, {2: 4}, forced, 0.0, warm=False).retiring == {2: 0.0}
+
+
+FAST = Costs(restart={0: 3.1, 1: 3.1, 2: 3.1}, handoff=4.8, claims=True)
+EVERY_TASK = {0: 4, 1: 4, 2: 4}
+
+
+def auto(costs: Costs, warm: bool = True) -> tuple[dict[int, float], tuple[int, ...], str]:
+    """What `auto` does with member 2 of three, each owning 4 tasks, under `costs`."""
+    step = rollout_step(three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0, warm, costs)
+    return dict(step.retiring), step.delete, step.reasons[2]
+
+
+def test_auto_restarts_in_place_a_member_on_a_claim_whose_measured_restart_is_cheaper() -> None:
+    assert auto(FAST) == ({}, (2,), "measured restart 3.1 s < handoff 4.8 s")
+
+
+def test_auto_hands_off_when_the_measured_restart_costs_as_much_or_more() -> None:
+    slow = Costs(restart={2: 20.3}, handoff=4.8, claims=True)
+    assert auto(slow) == ({2: 0.0}, (), "measured restart 20.3 s >= handoff 4.8 s")
+    assert auto(Costs(restart={2: 4.8}, handoff=4.8, claims=True))[0] == {2: 0.0}
+
+
+def test_auto_hands_off_while_either_cost_is_unknown() -> None:
+    unmeasured = Costs(restart={0: 1.0, 1: 1.0}, handoff=4.8, claims=True)
+    assert auto(unmeasured) == ({2: 0.0}, (), "its restart time is not measured yet")
+    no_handoff = Costs(restart={2: 1.0}, claims=True)
+    assert auto(no_handoff) == ({2: 0.0}, (), "measured restart 1.0 s, handoff time not measured yet")
+    assert auto(Costs())[0] == {2: 0.0}
+
+
+def test_auto_hands_off_a_member_without_a_claim_however_fast_it_restarted() -> None:
+    """An emptyDir is new with every pod: the next restart restores every task in full, whatever the
+    last one (perhaps a container restart that kept it) measured."""
+    in_empty_dir = Costs(restart=FAST.restart, handoff=FAST.handoff, claims=False)
+    retiring, delete, why = auto(in_empty_dir)
+    assert (retiring, delete) == ({2: 0.0}, ()) and "not on a claim" in why
+
+
+def test_the_warm_protocol_and_a_successor_come_before_the_costs() -> None:
+    slow = Costs(restart={0: 60.0, 2: 60.0}, handoff=1.0, claims=True)
+    assert auto(slow, warm=False)[:2] == ({}, (2,))
+    alone = rollout_step(pods((0, "old", True, None)), 1, NEW, {0: 4}, RolloutConfig(), 0.0, True, slow)
+    assert (alone.retiring, alone.delete) == ({}, (0,))
+    assert alone.reasons[0] == "no other ready member can take its tasks"
+
+
+def test_forced_strategies_ignore_the_costs() -> None:
+    handoff = rollout_step(
+        three_old(), 3, NEW, EVERY_TASK, RolloutConfig(strategy="handoff"), 0.0, True, FAST
+    )
+    assert (handoff.retiring, handoff.reasons[2]) == ({2: 0.0}, "rollingUpdate.strategy is handoff")
+    slow = Costs(restart={2: 60.0}, handoff=1.0, claims=True)
+    in_place = rollout_step(
+        three_old(), 3, NEW, EVERY_TASK, RolloutConfig(strategy="inPlace"), 0.0, True, slow
+    )
+    assert (in_place.delete, in_place.reasons[2]) == ((2,), "rollingUpdate.strategy is inPlace")
+
+
+def test_auto_chooses_per_member() -> None:
+    mixed = Costs(restart={1: 2.0, 2: 9.0}, handoff=4.8, claims=True)
+    step = rollout_step(three_old(), 3, NEW, EVERY_TASK, RolloutConfig(max_unavailable=2), 0.0, True, mixed)
+    assert (step.retiring, step.delete) == ({2: 0.0}, (1,))
+
+
+def test_a_handoff_under_way_ends_in_a_restart_once_the_restart_is_measured_cheaper() -> None:
+    started = pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, 10.0))
+    step = rollout_step(started, 3, NEW, {2: 2}, RolloutConfig(), 20.0, True, FAST)
+    assert (step.retiring, step.delete) == ({}, (2,))
+
+
+def test_every_member_the_step_acts_on_says_why() -> None:
+    started = pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, 10.0))
+    done = rollout_step(started, 3, NEW, {0: 6, 1: 6}, RolloutConfig(), 20.0)
+    assert done.reasons == {2: "its tasks are handed off"}
+    late = rollout_step(started, 3, NEW, {2: 1}, RolloutConfig(handoff_timeout=60.0), 70.0)
+    assert late.reasons == {2: "its handoff did not finish within handoffTimeout (60 s)"}
+    idle = rollout_step(three_old(), 3, NEW, {0: 6, 1: 6}, RolloutConfig(), 0.0)
+    assert (idle.delete, idle.reasons) == ((2,), {2: "it owns no active task to hand off"})
+    waiting = rollout_step(three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0)
+    assert set(waiting.reasons) == {2}, "members left for later are not chosen for yet"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    restart=st.none() | st.floats(0.0, 100.0),
+    handoff=st.none() | st.floats(0.0, 100.0),
+    claims=st.booleans(),
+    warm=st.booleans(),
+    strategy=st.sampled_from(["auto", "handoff", "inPlace"]),
+)
+def test_a_member_restarts_in_place_only_when_asked_or_measured_cheaper(
+    restart: float | None, handoff: float | None, claims: bool, warm: bool, strategy: str
+) -> None:
+    """With somewhere to go, a member owning tasks restarts in place exactly when `inPlace` is asked
+    for, or `auto` cannot warm a successor, or it is on a claim and both costs are known and the
+    restart is the cheaper; it hands off otherwise."""
+    costs = Costs({2: restart} if restart is not None else {}, handoff, claims)
+    config = RolloutConfig(strategy=strategy)  # type: ignore[arg-type]
+    step = rollout_step(three_old(), 3, NEW, EVERY_TASK, config, 0.0, warm, costs)
+    cheaper = claims and restart is not None and handoff is not None and restart < handoff
+    in_place = strategy == "inPlace" or (strategy == "auto" and (not warm or cheaper))
+    assert step.delete == ((2,) if in_place else ())
+    assert step.retiring == ({} if in_place else {2: 0.0})
+    assert set(step.reasons) == {2}
 
 
 def test_paused_starts_nothing_and_abandons_a_handoff() -> None:

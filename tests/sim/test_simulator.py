@@ -10,11 +10,13 @@ import pytest
 
 import streamapp.sim.simulator as simulator
 from streamapp.cli import main
+from streamapp.controller.costs import Sample
 from streamapp.rebalance import PROTOCOLS, Assignment, Plan, TaskAssignment
 from streamapp.rebalance.rollout import RolloutConfig
+from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult
-from streamapp.sim.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
-from streamapp.sim.simulator import simulate
+from streamapp.sim.scenario import Scenario, ScenarioError, SimEvent, load_scenario, parse_scenario
+from streamapp.sim.simulator import Simulation, simulate
 
 SCENARIOS = Path(__file__).parents[2] / "bench" / "scenarios"
 JSON_KEYS = set(SimResult.__dataclass_fields__)
@@ -213,11 +215,64 @@ def test_a_rolling_restart_in_place_waits_for_each_pod() -> None:
     assert result.task_downtime_seconds == 12 * scenario.workload.pod_start_seconds
 
 
+def test_auto_restarts_in_place_the_members_measured_to_restart_faster_than_a_handoff() -> None:
+    """Every member bounced once before the rollout (claim, 1-s pod start): each one's restart is
+    measured at a second or so. The first member rolled hands off, since no handoff is measured yet
+    (4 s a task here); the other two restart in place. Less downtime than handing every member off,
+    nothing restored while blocking, balanced again."""
+    scenario = load_scenario(SCENARIOS / "rolling-restart-fast-start.yaml")
+    simulation = Simulation(scenario)
+    result = simulation.run()
+    assert result.in_place_restarts == 2
+    assert result.blocking_restore_records == 0
+    assert result.converged and result.double_ownership_violations == 0
+    costs = simulation.costs
+    assert set(costs.restart) == {0, 1, 2} and costs.handoff == scenario.workload.reassign_seconds
+    assert max(costs.restart.values()) < costs.handoff
+    handing_off = simulate(replace(scenario, rolling_update=RolloutConfig(strategy="handoff")))[0]
+    assert handing_off.in_place_restarts == 0
+    assert result.task_downtime_seconds < handing_off.task_downtime_seconds
+
+
+def test_auto_hands_off_the_members_of_rolling_restart_slow_pod_starts_measured_or_not() -> None:
+    """rolling-restart.yaml (20-s pod starts) measures no restart and hands every member off; with
+    each member's restart measured by a bounce first (20 s against 4-s handoffs) it still does."""
+    assert run("rolling-restart", "streamapp").in_place_restarts == 0
+    scenario = load_scenario(SCENARIOS / "rolling-restart.yaml")
+    bounces = tuple(SimEvent(at=at, kill=m, restart_after=20.0) for at, m in ((5, 0), (30, 1), (55, 2)))
+    measured = replace(
+        scenario,
+        events=(*bounces, SimEvent(at=100, rolling_restart=True)),
+        workload=replace(scenario.workload, reassign_seconds=4.0),
+    )
+    simulation = Simulation(measured)
+    result = simulation.run()
+    assert min(simulation.costs.restart.values()) >= 20.0 and simulation.costs.handoff == 4.0
+    assert result.in_place_restarts == 0 and result.converged
+
+
+def test_simulated_executors_tell_how_a_task_resumed_as_real_ones_do() -> None:
+    executor = Executor(1, None, started_at=100.0, blocked={0: 0.0, 1: 50.0})
+    executor.resume(0, at=104.0, last=99.0, last_owner=1)
+    assert executor.resumed[0] == Sample("restart", 5.0), "processed here before this pod started"
+    executor.resume(0, at=104.0, last=101.0, last_owner=1)
+    assert executor.resumed[0] == Sample("handoff", 3.0), "this pod took its own task back"
+    executor.resume(0, at=104.0, last=101.5, last_owner=2)
+    assert executor.resumed[0] == Sample("handoff", 2.5)
+    executor.resume(1, at=104.0, last=101.0, last_owner=2)
+    assert executor.resumed[1] == Sample("cold", 3.0), "restored while blocking"
+    executor.resume(2, at=104.0, last=None, last_owner=None)
+    assert 2 not in executor.resumed, "never processed before: nothing to measure from"
+
+
 def test_a_scenario_reads_its_rolling_update_block() -> None:
     doc = {"name": "x", "partitions": 1, "members": 1, "duration": 10}
     assert parse_scenario(doc).rolling_update == RolloutConfig()
     custom = parse_scenario({**doc, "rollingUpdate": {"strategy": "inPlace", "maxUnavailable": 2}})
     assert custom.rolling_update == RolloutConfig(strategy="inPlace", max_unavailable=2)
+    assert parse_scenario({**doc, "workload": {"reassignSeconds": 0}}).workload.reassign_seconds == 0
+    with pytest.raises(ScenarioError, match="reassignSeconds"):
+        parse_scenario({**doc, "workload": {"reassignSeconds": -1}})
 
 
 def test_a_bounce_within_the_delay_wastes_no_warmup() -> None:

@@ -155,6 +155,10 @@ def _decode_scalar(tp: Any, raw: object, path: str) -> Any:
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise ValidationError(path, f"expected an integer, got {raw!r}")
         return raw
+    if tp is float:
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise ValidationError(path, f"expected a number, got {raw!r}")
+        return float(raw)
     if tp is str:
         if not isinstance(raw, str):
             raise ValidationError(path, f"expected a string, got {raw!r}")

@@ -17,6 +17,9 @@ from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 
 TaskRole = Literal["active", "revoking", "standby", "warmup"]
+# How a task's ownership on a member began: its pod (or process) restarted, a caught-up copy took it
+# over, or it took over restoring while active.
+ResumedBy = Literal["restart", "handoff", "cold"]
 
 # `kubectl get sam -o wide` stays one line per member: longer task sets end in "…(N tasks)".
 MAX_TASK_RANGES_CHARS = 48
@@ -192,6 +195,22 @@ class TaskReport(Model):
     restored_background: int | None = field(
         default=None,
         metadata=prop("Rows this copy restored from the shared store as a standby or warmup (no downtime)."),
+    )
+    resumed_after: float | None = field(
+        default=None,
+        metadata=prop(
+            "Seconds the task stood still when its ownership on this member began: from the commit of "
+            "its previous batch (by whichever owner) to the commit of its first batch here, by the commit "
+            "manifests' times; unset for a task with no earlier batch. Kept while the task stays here."
+        ),
+    )
+    resumed_by: ResumedBy | None = field(
+        default=None,
+        metadata=prop(
+            "How that ownership began: restart (the previous batch was this member's, from an earlier "
+            "process: the operator's measured restart time), handoff (another owner's, taken over by a "
+            "caught-up copy that restored nothing while active: the measured handoff time) or cold."
+        ),
     )
 
 

@@ -30,7 +30,10 @@ class RollingUpdate(Model):
             "handoff: before a member's pod is deleted its active tasks move to caught-up copies on other "
             "members (standbys at once, otherwise warmups), so no task stops for longer than one batch; "
             "inPlace: the pod is deleted at once and its tasks wait for it (reserved, with its volume); "
-            "auto: handoff whenever another ready member can take the tasks, else inPlace."
+            "auto: per member, inPlace when no other member is ready, when the protocol is not streamapp, "
+            "or when the member keeps its state on a claim and its measured restart "
+            "(status.members[].restartSeconds) is below the measured handoff (status.handoffSeconds); "
+            "handoff otherwise, including while either is unknown."
         ),
     )
     max_unavailable: int = field(

@@ -18,6 +18,7 @@ from streamapp.api.fields import Prop, is_required, model_rules, prop_of, wire_n
 _SCALARS: dict[Any, dict[str, Any]] = {
     bool: {"type": "boolean"},
     int: {"type": "integer", "format": "int64"},
+    float: {"type": "number"},
     str: {"type": "string"},
 }
 PRESERVE_UNKNOWN = "x-kubernetes-preserve-unknown-fields"

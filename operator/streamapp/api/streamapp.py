@@ -451,6 +451,15 @@ class MemberSummary(Model):
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))
     standby: int = field(default=0, metadata=prop("How many tasks the member keeps hot copies of."))
     warmup: int = field(default=0, metadata=prop("How many tasks the member is warming up."))
+    restart_seconds: float | None = field(
+        default=None,
+        metadata=prop(
+            "How long the member's slowest task stood still when its pod last restarted (its executors' "
+            "resumedAfter of tasks resumed by a restart, from its current pod's report; kept until a "
+            "restart measures it again). rollingUpdate.strategy auto restarts the member in place when "
+            "this is below handoffSeconds and its state is on a claim."
+        ),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -505,6 +514,13 @@ class StreamAppStatus(Model):
     )
     members: tuple[MemberSummary, ...] = field(
         default=(), metadata=prop("Per-member summary.", list_map_keys=("id",))
+    )
+    handoff_seconds: float | None = field(
+        default=None,
+        metadata=prop(
+            "How long a task handed off to a caught-up copy stood still: the median resumedAfter of the "
+            "tasks the members report resumed by a handoff; kept until handoffs measure it again."
+        ),
     )
     last_rebalance: LastRebalance | None = field(
         default=None, metadata=prop("The most recent assignment change.")

@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, recovery, rollout, supporting
+from streamapp.controller import children, costs, recovery, rollout, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube
 from streamapp.controller.memo import Memo
@@ -105,7 +105,9 @@ def reconcile(
     revision = children.pod_revision(model)
     rolling = model.spec.rolling_update.config()
     warm = config.rebalance.protocol == "streamapp"
-    step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm)
+    claims = bool(model.spec.executor.storage.size)
+    measured = costs.known(app, observed.members, pods, claims)
+    step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm, measured)
     capacities = model.spec.executor.capacity_overrides()
     reports = memo.parse_reports(observed.members)
     views = member_views(
@@ -128,7 +130,9 @@ def reconcile(
         intent=memo.intent(result.assignment),
     )
     status.update(rollout.status_fields(step, revision, pods))
-    progressing = rollout.progressing(step, rolling, rollout.owned(result.assignment))
+    status.update(costs.status_fields(status["members"], measured))
+    owned = rollout.owned(result.assignment)
+    progressing = rollout.progressing(step, rolling, owned)
     status["conditions"] += merge_conditions(
         current_conditions(app), [progressing], stamp, int(app["metadata"].get("generation") or 0)
     )
@@ -137,6 +141,7 @@ def reconcile(
     _repair_supporting(kube, model, result, observed, memo)
     _write_member_specs(kube, model, result, observed.members, handing_off, memo)
     rollout.act(kube, name, namespace, step, pods)
+    rollout.announce(kube, app, step, pods, owned)
     _report(kube, app, result, previous, metrics)
     _manage_pods(kube, model, config, result, pods, observed.members)
     metrics.reconcile_seconds.observe(time.perf_counter() - started)

@@ -5,7 +5,7 @@ and handoff annotation into it, marks members that hand off as retiring for the 
 those whose pod someone else deletes, for their executors), persists when
 a handoff began on the pod itself (so a restarted operator neither restarts nor forgets its timeout),
 and reports the rollout in the status: `updatedReplicas`, `currentRevision`, `updateRevision` and the
-`Progressing` condition.
+`Progressing` condition, which (like an Event when it is chosen) says which way each member goes and why.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ from streamapp.controller.kube import Kube
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import Condition
 from streamapp.rebalance import Assignment, MemberView
-from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, rollout_step
+from streamapp.rebalance.rollout import Costs, MemberPod, RolloutConfig, RolloutStep, rollout_step
 
 PROGRESSING = "Progressing"
+STRATEGY_CHOSEN = "RolloutStrategyChosen"
+MESSAGE_LIMIT = 2000
 
 
 def step(
@@ -33,13 +35,14 @@ def step(
     config: RolloutConfig,
     now: float,
     warm: bool,
+    costs: Costs,
 ) -> RolloutStep:
     """The rollout's next step from the pods as observed and the persisted assignment's owners;
-    `warm`: the app's protocol warms successors before a handoff."""
+    `warm`: the app's protocol warms successors before a handoff; `costs`: what `auto` weighs."""
     observed = {
         m: MemberPod(m, p.revision, p.alive, p.handoff_since) for m, p in pods.items() if not p.terminating
     }
-    return rollout_step(observed, replicas, revision, owned(previous), config, now, warm)
+    return rollout_step(observed, replicas, revision, owned(previous), config, now, warm, costs)
 
 
 def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[MemberView]:
@@ -70,6 +73,33 @@ def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mappin
             kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: None})
 
 
+def announce(
+    kube: Kube,
+    app: Mapping[str, Any],
+    rollout: RolloutStep,
+    pods: Mapping[int, PodState],
+    active: Mapping[int, int],
+) -> None:
+    """One Event naming the members whose way was chosen in this step — a handoff that starts, a pod
+    deleted for a restart in place or after its handoff — and why; nothing while handoffs go on."""
+    chosen = [
+        describe(m, rollout, active)
+        for m in sorted(rollout.reasons)
+        if m in rollout.delete or pods[m].handoff_since is None
+    ]
+    if chosen:
+        kube.event(app, STRATEGY_CHOSEN, "; ".join(chosen))
+
+
+def describe(member: int, rollout: RolloutStep, active: Mapping[int, int]) -> str:
+    """Which way a member goes and why, e.g. "member 2 restarts in place: measured restart 3.1 s <
+    handoff 4.8 s" or "member 1 (4 tasks) hands off: its restart time is not measured yet"."""
+    why = rollout.reasons[member]
+    if member in rollout.retiring:
+        return f"member {member} ({active.get(member, 0)} tasks) hands off: {why}"
+    return f"member {member} restarts in place: {why}"
+
+
 def status_fields(rollout: RolloutStep, revision: str, pods: Mapping[int, PodState]) -> dict[str, Any]:
     """`updatedReplicas`, `updateRevision` and `currentRevision` (the revision most of the members
     not yet updated run; the update revision once none is left)."""
@@ -85,9 +115,8 @@ def progressing(rollout: RolloutStep, config: RolloutConfig, active: Mapping[int
     behind = f"{len(rollout.outdated)} member(s) still run an older spec"
     if config.paused:
         return Condition(PROGRESSING, False, "RolloutPaused", f"{behind}; rollingUpdate.paused is set")
-    handing = ", ".join(f"member {m} ({active.get(m, 0)} tasks)" for m in sorted(rollout.retiring))
-    detail = f"; handing off: {handing}" if handing else ""
-    return Condition(PROGRESSING, True, "RollingUpdate", f"{behind}{detail}")
+    message = "; ".join([behind, *(describe(m, rollout, active) for m in sorted(rollout.reasons))])
+    return Condition(PROGRESSING, True, "RollingUpdate", message[:MESSAGE_LIMIT])
 
 
 def owned(previous: Assignment) -> dict[int, int]:

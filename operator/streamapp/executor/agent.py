@@ -213,6 +213,8 @@ class RuntimeDataPlane:
                     fenced_by=s.fenced_by,
                     restored_blocking=s.restored_blocking,
                     restored_background=s.restored_background,
+                    resumed_after=round(s.resumed.seconds, 1) if s.resumed is not None else None,
+                    resumed_by=s.resumed.by if s.resumed is not None else None,
                 )
             )
             self.restored.labels(task=str(s.partition), mode="blocking").set(s.restored_blocking)

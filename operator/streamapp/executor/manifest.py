@@ -7,6 +7,9 @@ one manifest, and every file a manifest does not name is ignored by every reader
 partition's state and output exactly-once even when a writer dies between writing a segment and its
 manifest.
 
+Each manifest records the wall-clock time it was written (`committed_at`, epoch seconds): how long a
+task stood still when it moved or restarted is the time between two of them (`task.Resumption`).
+
 A *fence* manifest consumes no input; a new owner writes one with its (higher) epoch before processing.
 Sequence numbers are consecutive and each writer only ever creates `head.seq + 1`, so once the fence
 exists an older owner's next create collides with it (or with a later manifest), reads it, sees the
@@ -42,8 +45,11 @@ class Manifest:
     segments: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     owner: str = ""
+    committed_at: float | None = None
 
     def to_json(self) -> bytes:
+        """The canonical JSON; `committed_at` only when known, so a manifest written before it existed
+        serializes (and digests, see `localstate.digest`) exactly as it was written."""
         body: dict[str, Any] = {
             "seq": self.seq,
             "epoch": self.epoch,
@@ -53,6 +59,8 @@ class Manifest:
             "outputs": list(self.outputs),
             "owner": self.owner,
         }
+        if self.committed_at is not None:
+            body["committed_at"] = self.committed_at
         return json.dumps(body, sort_keys=True).encode()
 
     @staticmethod
@@ -67,6 +75,7 @@ class Manifest:
             segments=tuple(body["segments"]),
             outputs=tuple(body["outputs"]),
             owner=str(body.get("owner", "")),
+            committed_at=float(body["committed_at"]) if "committed_at" in body else None,
         )
 
 

@@ -92,6 +92,12 @@ class Replica:
         )
         self.since_checkpoint = 0
 
+    def newest_batch(self) -> Manifest | None:
+        """The newest batch manifest at or before the head: the last commit that consumed input (a
+        fence consumes none, so it says nothing about when the task last processed)."""
+        head = manifests.read(self.layout, self.partition, self.head.seq) if self.head.seq >= 0 else None
+        return self._anchor(head) if head is not None else None
+
     def _anchor(self, head: Manifest) -> Manifest | None:
         """The newest batch manifest at or before the head (usually the head itself)."""
         found: Manifest | None = head

@@ -10,6 +10,10 @@ last few manifests before it fences and processes:
   changelog segment and the outputs, and publishes its manifest; only a published manifest lets the rows
   into the store. Losing the manifest race to a higher epoch marks the task fenced: it stops processing
   and keeps following the history like a standby, so its state never holds anything uncommitted.
+
+When a task's first batch after a takeover commits, it measures how long the task stood still: from the
+previous batch manifest's commit time to its own (`resumption`), and says whether it came by a restart of
+this owner, a handoff to a caught-up copy, or cold. The operator weighs restarts against handoffs by it.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from streamapp.api.member import ResumedBy
 from streamapp.executor import changelog, faults
 from streamapp.executor import manifest as manifests
 from streamapp.executor.expiry import Expiry
@@ -73,7 +78,8 @@ class TaskConfig:
 
 @dataclass(frozen=True)
 class TaskContext:
-    """What every task of an executor shares."""
+    """What every task of an executor shares; `started_at` is when this executor process began (wall
+    clock): a batch of its owner committed before then was committed by an earlier process."""
 
     layout: StateLayout
     source: Source
@@ -82,6 +88,39 @@ class TaskContext:
     spark: Callable[[], SparkSession]
     config: TaskConfig
     local: LocalState | None = None
+    started_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class Resumption:
+    """How long a task stood still when its ownership on this executor began, and how it came here."""
+
+    seconds: float
+    by: ResumedBy
+
+
+def resumption(
+    previous: Manifest | None, first: Manifest, owner: str, started_at: float, restored_blocking: int
+) -> Resumption | None:
+    """The stand-still of a task whose first batch after a takeover is `first`: from `previous`, the
+    newest batch manifest before it (the history it caught up on), to `first`, by their commit times;
+    `owner` is this executor's (`TaskConfig.owner`), `started_at` when its process began; pure. None
+    when there is no earlier batch (a fresh partition) or one from before commit times were recorded.
+
+    Both times come from the manifests, whoever wrote them, so the figure covers everything between
+    the two commits — the old owner letting go or its pod dying, the operator's reassignment, a pod
+    and Spark starting, the restore, the first batch — and nothing the executor would have to
+    remember across its own death. `restart`: the previous batch is this owner's (the pod name, the
+    same across restarts) from an earlier process; `handoff`: another owner's (or this process's own,
+    taken back) and this task restored nothing while active, so it came from a caught-up copy;
+    `cold` otherwise.
+    """
+    if previous is None or previous.committed_at is None or first.committed_at is None:
+        return None
+    seconds = max(0.0, first.committed_at - previous.committed_at)
+    if previous.owner == owner and previous.committed_at < started_at:
+        return Resumption(seconds, "restart")
+    return Resumption(seconds, "handoff" if restored_blocking == 0 else "cold")
 
 
 @dataclass(frozen=True)
@@ -98,7 +137,8 @@ class TaskStatus:
     autoscalers read: source end offset − committed offset for an active task, also while it restores
     or fences before owning (its input waits all the same); None for copies and for a fenced task, which
     process no input. `restored_blocking` / `restored_background` count the rows restored from the
-    shared store while active / as a copy (see `Replica`).
+    shared store while active / as a copy (see `Replica`). `resumed` is how the current (or last)
+    ownership of the task on this executor began (see `resumption`), kept while the task stays here.
     """
 
     partition: int
@@ -115,6 +155,7 @@ class TaskStatus:
     store_epoch: int = 0
     restored_blocking: int = 0
     restored_background: int = 0
+    resumed: Resumption | None = None
 
 
 class Task:
@@ -137,6 +178,10 @@ class Task:
         # When the takeover finished, until the first batch after it commits (both are logged, so a
         # handoff's stand-still can be split into takeover, waiting for a round, and the first batch).
         self.took_over_at: float | None = None
+        # The newest batch manifest when the takeover finished, until that first batch measures the
+        # stand-still from it (`resumed`).
+        self.previous_batch: Manifest | None = None
+        self.resumed: Resumption | None = None
 
     @property
     def head(self) -> Head:
@@ -225,6 +270,7 @@ class Task:
                 start=self.head.offset,
                 end=self.head.offset,
                 owner=self.ctx.config.owner,
+                committed_at=time.time(),
             )
             try:
                 manifests.create(self.ctx.layout, self.partition, fence)
@@ -239,6 +285,8 @@ class Task:
         if self.expiry is not None:
             self.expiry.observe(key for key, _ in self.replica.state.items())
         self.owning = True
+        self.previous_batch = self.replica.newest_batch()
+        self.resumed = None
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         self.took_over_at = time.monotonic()
@@ -296,14 +344,7 @@ class Task:
         committed = self._commit(start, end, changed)
         self.replica.apply_own(committed, changed)
         if self.took_over_at is not None:
-            log.info(
-                "partition %d: first batch at epoch %d (%d records) committed %.1f s after the takeover",
-                self.partition,
-                self.epoch,
-                end - start,
-                time.monotonic() - self.took_over_at,
-            )
-            self.took_over_at = None
+            self._first_committed(committed, end - start, self.took_over_at)
         if self.expiry is not None:
             self.expiry.observe(key for key, value in changed.items() if value is not None)
         self._publish()
@@ -313,6 +354,28 @@ class Task:
         if self.batches_since_snapshot >= self.ctx.config.snapshot_every:
             self.snapshot()
         return end - start
+
+    def _first_committed(self, committed: Manifest, records: int, took_over_at: float) -> None:
+        """The first batch after the takeover is in: measure how long the task stood still."""
+        self.resumed = resumption(
+            self.previous_batch,
+            committed,
+            self.ctx.config.owner,
+            self.ctx.started_at,
+            self.replica.restored_blocking,
+        )
+        log.info(
+            "partition %d: first batch at epoch %d (%d records) committed %.1f s after the takeover; %s",
+            self.partition,
+            self.epoch,
+            records,
+            time.monotonic() - took_over_at,
+            f"resumed by {self.resumed.by} after {self.resumed.seconds:.1f} s"
+            if self.resumed is not None
+            else "no earlier batch to measure from",
+        )
+        self.took_over_at = None
+        self.previous_batch = None
 
     def _commit(self, start: int, end: int, changed: dict[str, Any]) -> Manifest:
         seq = self.head.next_seq
@@ -330,6 +393,7 @@ class Task:
             segments=(segment,),
             outputs=outputs,
             owner=self.ctx.config.owner,
+            committed_at=time.time(),
         )
         try:
             manifests.create(self.ctx.layout, self.partition, committed)
@@ -393,6 +457,7 @@ class Task:
             store_epoch=store_epoch,
             restored_blocking=self.replica.restored_blocking,
             restored_background=self.replica.restored_background,
+            resumed=self.resumed,
         )
 
     def _store_epoch(self) -> int:

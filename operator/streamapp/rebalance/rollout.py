@@ -7,14 +7,15 @@ marked *retiring*: the engine treats it like a draining member, so its active ta
 copies elsewhere through the normal warmup → revoke → ack → assign path, and its pod is deleted only
 once it owns no active task — or when `handoffTimeout` has passed since the handoff began, so a
 handoff that cannot finish never stalls the rollout for good. `inPlace` deletes the pod at once and
-its tasks wait for it under the usual reservation. Pure: the shell persists when a handoff began
-(on the pod) and passes the clock in.
+its tasks wait for it under the usual reservation. `auto` chooses per member by what the executors
+measured (`Costs`). Pure: the shell persists when a handoff began (on the pod) and the measured costs
+(in the app's status), and passes the clock in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from streamapp.rebalance.config import ConfigError, parse_duration
@@ -27,11 +28,10 @@ STRATEGIES: tuple[Strategy, ...] = ("handoff", "inPlace", "auto")
 class RolloutConfig:
     """The `spec.rollingUpdate` block.
 
-    `auto` hands off when the protocol warms successors (`streamapp`) and another ready member can
-    take the tasks: a warm handoff costs one batch per moved task, a restart in place at least a pod
-    start. It restarts in place otherwise: a single member has nowhere to hand off to, and the
-    cooperative and eager protocols would move the tasks cold, which costs more than waiting for
-    the member's own pod. `handoff` forces the handoff whenever another member is ready.
+    `auto` restarts in place when a handoff cannot be warm: a single member has nowhere to hand off
+    to, and the cooperative and eager protocols would move the tasks cold, which costs more than
+    waiting for the member's own pod. Otherwise it chooses per member by measured cost (`choose`).
+    `handoff` forces the handoff whenever another member is ready; `inPlace` never hands off.
     """
 
     strategy: Strategy = "auto"
@@ -74,15 +74,38 @@ class MemberPod:
 
 
 @dataclass(frozen=True)
+class Costs:
+    """What `auto` weighs, as the executors measured it (`TaskReport.resumedAfter`) and the operator
+    keeps it: per member, how long its tasks stood still when its pod last restarted (the slowest
+    task); how long a task handed off to a caught-up copy stood still (the median); and whether the
+    members keep their local state on a claim (`executor.storage.size`), without which a restart
+    restores every task in full and the last measured restart says nothing about the next."""
+
+    restart: Mapping[int, float] = field(default_factory=dict)
+    handoff: float | None = None
+    claims: bool = False
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Whether a member hands its tasks off before its pod goes, and why (a phrase with the figures)."""
+
+    hands_off: bool
+    why: str
+
+
+@dataclass(frozen=True)
 class RolloutStep:
     """What the shell does now: mark `retiring` members (member → when their handoff began), delete
-    the pods in `delete`, and look again at `wake_at` (a handoff timeout) if nothing else wakes it."""
+    the pods in `delete`, and look again at `wake_at` (a handoff timeout) if nothing else wakes it.
+    `reasons` says, for each ready member this step hands off or deletes, why it went that way."""
 
     retiring: Mapping[int, float]
     delete: tuple[int, ...]
     updated: int
     outdated: tuple[int, ...]
     wake_at: float | None = None
+    reasons: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def rolling(self) -> bool:
@@ -98,10 +121,14 @@ def rollout_step(
     config: RolloutConfig,
     now: float,
     warm: bool = True,
+    costs: Costs = Costs(),
 ) -> RolloutStep:
     """The next step of the rollout to `revision`; `active` counts each member's active tasks
     (revoking ones included: a task is not handed off until its owner let go); `warm` says whether
-    the protocol warms successors before a handoff."""
+    the protocol warms successors before a handoff; `costs` are what `auto` chooses by.
+
+    Every step chooses again for a member handing off, so a handoff whose successors are gone, or
+    one that measured handoffs costlier than the member's restart, ends in a restart in place."""
     wanted = [m for m in range(replicas) if m in pods]
     outdated = tuple(m for m in wanted if pods[m].revision != revision)
     updated = len(wanted) - len(outdated)
@@ -110,19 +137,22 @@ def rollout_step(
     delete = [m for m in outdated if not pods[m].ready]
     busy = replicas - sum(1 for m in wanted if pods[m].ready)
     retiring: dict[int, float] = {}
+    reasons: dict[int, str] = {}
     for member in sorted((m for m in outdated if pods[m].ready), key=lambda m: _order(pods[m])):
         since = pods[member].retiring_since
         if since is None and busy >= config.max_unavailable:
             continue
         busy += 1
         timed_out = since is not None and now >= since + config.handoff_timeout
-        handing_off = _hands_off(member, pods, retiring, replicas, config.strategy, warm)
-        if handing_off and active.get(member, 0) > 0 and not timed_out:
+        choice = choose(member, _successor_ready(member, pods, retiring, replicas), config, warm, costs)
+        if choice.hands_off and active.get(member, 0) > 0 and not timed_out:
             retiring[member] = now if since is None else since
         else:
             delete.append(member)
+        reasons[member] = _reason(choice, since, timed_out, active.get(member, 0) > 0, config)
     deadlines = [since + config.handoff_timeout for since in retiring.values()]
-    return RolloutStep(retiring, tuple(sorted(delete)), updated, outdated, min(deadlines, default=None))
+    wake_at = min(deadlines, default=None)
+    return RolloutStep(retiring, tuple(sorted(delete)), updated, outdated, wake_at, reasons)
 
 
 def _order(pod: MemberPod) -> tuple[bool, int]:
@@ -131,20 +161,55 @@ def _order(pod: MemberPod) -> tuple[bool, int]:
     return (pod.retiring_since is None, -pod.member)
 
 
-def _hands_off(
-    member: int,
-    pods: Mapping[int, MemberPod],
-    retiring: Mapping[int, float],
-    replicas: int,
-    strategy: Strategy,
-    warm: bool,
+def _successor_ready(
+    member: int, pods: Mapping[int, MemberPod], retiring: Mapping[int, float], replicas: int
 ) -> bool:
-    """Whether `member` hands its tasks off before its pod goes: asked for (or `auto` with a warm
-    protocol) and some other ready member stays to take them."""
-    if strategy == "inPlace" or (strategy == "auto" and not warm):
-        return False
+    """Whether some other ready member stays to take `member`'s tasks."""
     return any(
         pods[m].ready and m not in retiring and pods[m].retiring_since is None
         for m in range(replicas)
         if m != member and m in pods
     )
+
+
+def choose(member: int, successor: bool, config: RolloutConfig, warm: bool, costs: Costs) -> Choice:
+    """Whether `member` hands its tasks off before its pod goes (`successor`: another ready member
+    stays to take them; `warm`: the protocol warms successors first).
+
+    `auto` restarts in place only when that is measured to be cheaper: the member keeps its state on
+    a claim, and its measured restart is shorter than the measured handoff. Anything unknown means a
+    handoff, whose goal is that no task waits for a pod; the handoffs of the first rollout measure it.
+    """
+    if config.strategy == "inPlace":
+        return Choice(False, "rollingUpdate.strategy is inPlace")
+    if not successor:
+        return Choice(False, "no other ready member can take its tasks")
+    if config.strategy == "handoff":
+        return Choice(True, "rollingUpdate.strategy is handoff")
+    if not warm:
+        return Choice(False, "the protocol does not warm successors, so a handoff would move its tasks cold")
+    return _by_cost(member, costs)
+
+
+def _by_cost(member: int, costs: Costs) -> Choice:
+    """`auto` with a warm protocol and somewhere to go: the cheaper way, by the measured costs."""
+    if not costs.claims:
+        return Choice(True, "its local state is not on a claim, so a restart would restore it in full")
+    restart = costs.restart.get(member)
+    if restart is None:
+        return Choice(True, "its restart time is not measured yet")
+    if costs.handoff is None:
+        return Choice(True, f"measured restart {restart:.1f} s, handoff time not measured yet")
+    if restart < costs.handoff:
+        return Choice(False, f"measured restart {restart:.1f} s < handoff {costs.handoff:.1f} s")
+    return Choice(True, f"measured restart {restart:.1f} s >= handoff {costs.handoff:.1f} s")
+
+
+def _reason(choice: Choice, since: float | None, timed_out: bool, owns: bool, config: RolloutConfig) -> str:
+    """Why a member's pod goes now (or, handing off, later): the choice, unless its handoff timed out
+    or there is nothing (left) to hand off."""
+    if timed_out:
+        return f"its handoff did not finish within handoffTimeout ({config.handoff_timeout:g} s)"
+    if choice.hands_off and not owns:
+        return "its tasks are handed off" if since is not None else "it owns no active task to hand off"
+    return choice.why

@@ -10,22 +10,35 @@ Whether local state survives a pod's death depends on where the member keeps it 
 claim does, an emptyDir or nothing does not; see `Workload.local_state`). What survives is current as
 of the death — the executor checkpoints its stores when its pod is stopped — so a returning member's
 lag is exactly what was committed while it was away: the delta it replays.
+
+Like a real executor, each one measures how long a task stood still when its ownership here began —
+from the task's last processing anywhere to its first here — and how it came (`restart`, `handoff`,
+`cold`: see `executor.task.resumption`), and reports it with its lags; the operator's rules
+(`controller.costs`) turn the reports into the costs a rollout's `auto` weighs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from streamapp.controller.costs import Sample
 from streamapp.rebalance import MemberTarget, MemberView
 
 
 @dataclass
 class Executor:
-    """One member: its pod, its local state and its last applied target."""
+    """One member: its pod, its local state and its last applied target.
+
+    `started_at` is when its pod last became ready; `resuming` the active tasks that have not
+    processed here yet, `blocked` the records each active task restored here while blocking, and
+    `resumed` how each task's ownership here began (`reported_resumed`: as last reported).
+    """
 
     id: int
     zone: str | None
     task_start_seconds: float = 0.0
+    reassign_seconds: float = 0.0
     alive: bool = False
     ready_at: float | None = None
     acked: int = 0
@@ -37,6 +50,11 @@ class Executor:
     starting: dict[int, float] = field(default_factory=dict)
     deaf: bool = False
     keeps_state: bool = True
+    started_at: float = 0.0
+    resuming: set[int] = field(default_factory=set)
+    blocked: dict[int, float] = field(default_factory=dict)
+    resumed: dict[int, Sample] = field(default_factory=dict)
+    reported_resumed: dict[int, Sample] = field(default_factory=dict)
 
     def view(self) -> MemberView:
         """What the operator observes: pod readiness, the last lag report, the last acknowledgement."""
@@ -46,18 +64,43 @@ class Executor:
         """Whether the executor applies targets at all (its pod is ready and its watch is not deaf)."""
         return self.alive and not self.deaf
 
-    def apply(self, target: MemberTarget | None, generation: int) -> None:
-        """Stop revoked tasks (their last batch is committed), start new ones, acknowledge."""
+    def apply(self, target: MemberTarget | None, generation: int, last_owner: Sequence[int | None]) -> None:
+        """Stop revoked tasks (their last batch is committed), start new ones, acknowledge.
+
+        A task that last processed on another member (`last_owner`) also waits `reassign_seconds`.
+        """
         if not self.listening():
             return
         active = frozenset(target.active) if target else frozenset()
         for task in active - self.processing:
-            self.starting[task] = self.task_start_seconds
+            moved = last_owner[task] not in (None, self.id)
+            self.starting[task] = self.task_start_seconds + (self.reassign_seconds if moved else 0.0)
+            self.resuming.add(task)
+            self.blocked[task] = 0.0
+            self.resumed.pop(task, None)
         for task in self.processing - active:
             self.starting.pop(task, None)
+            self.resuming.discard(task)
+            self.blocked.pop(task, None)
         self.processing = active
         self.copies = frozenset((*target.standby, *target.warmup)) if target else frozenset()
+        for task in set(self.resumed) - active - self.copies:
+            del self.resumed[task]
         self.acked = generation
+
+    def resume(self, task: int, at: float, last: float | None, last_owner: int | None) -> None:
+        """The task processes here for the first time since its ownership here began, at `at`; it
+        last processed at `last` on `last_owner`. Measured as an executor does: a restart when this
+        member processed it before its pod last started, a handoff when another did (or this pod
+        did) and nothing was restored while blocking, cold otherwise."""
+        self.resuming.discard(task)
+        if last is None:
+            return
+        if last_owner == self.id and last < self.started_at:
+            by = "restart"
+        else:
+            by = "handoff" if self.blocked.get(task, 0.0) == 0 else "cold"
+        self.resumed[task] = Sample(by, round(max(0.0, at - last), 1))
 
     def die(self) -> None:
         """The pod is gone: nothing runs; local state stays only if it is on a claim."""
@@ -67,6 +110,9 @@ class Executor:
         self.processing = frozenset()
         self.copies = frozenset()
         self.starting = {}
+        self.resuming = set()
+        self.blocked = {}
+        self.resumed = {}
 
     def spend_start(self, task: int, tick: float) -> float:
         """Seconds of this tick the task still spends starting up (0 once it has started)."""
@@ -93,13 +139,16 @@ class Executor:
         self.alive = True
         self.deaf = False
         self.ready_at = None
+        self.started_at = now
         self.acked = 0
         self.reported = {}
+        self.reported_resumed = {}
         self.next_report = now
         return True
 
     def report(self, log_end: list[float], now: float, interval: float) -> bool:
-        """Report lags for every task with local state when the interval is due; True if it changed."""
+        """Report lags for every task with local state, and how tasks resumed here, when the interval
+        is due; True if the lags changed."""
         if not self.alive or now < self.next_report:
             return False
         self.next_report = now + interval
@@ -108,4 +157,5 @@ class Executor:
             lags.setdefault(task, round(log_end[task]))
         changed = lags != self.reported
         self.reported = lags
+        self.reported_resumed = dict(self.resumed)
         return changed

@@ -38,6 +38,7 @@ class SimResult:
     min_window_throughput_ratio: float
     revocation_timeouts: int
     wasted_warmups: int
+    in_place_restarts: int
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with every key present."""

@@ -23,6 +23,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("min_window_throughput_ratio", "worst 60 s window"),
     ("revocation_timeouts", "revocation timeouts"),
     ("wasted_warmups", "wasted warmups"),
+    ("in_place_restarts", "rollout restarts in place"),
 )
 
 

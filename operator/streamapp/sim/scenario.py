@@ -29,6 +29,10 @@ class Workload:
 
     `task_start_seconds` is what starting a task as active costs regardless of state (opening its
     source and sink, the first batch); the eager protocol pays it for every task on every rebalance.
+    `reassign_seconds` is what a task that moves to another member waits on top of that: its old
+    owner's acknowledgement reaching the operator, the new assignment reaching the new owner, and the
+    new owner's next round (real executors: 3.6-5.2 s per handed-off task, README "Rolling updates");
+    0 keeps the simulator's instant exchange.
 
     `local_state` is where a member keeps its tasks' local stores, as the executor does: `claim` (the
     app sets `executor.storage.size`: the member's claim outlives its pods, so a returning member
@@ -44,6 +48,7 @@ class Workload:
     report_interval: float = 2.0
     pod_start_seconds: float = 20.0
     task_start_seconds: float = 0.0
+    reassign_seconds: float = 0.0
     local_state: LocalState = "claim"
 
 
@@ -104,6 +109,7 @@ _WORKLOAD_KEYS = {
     "reportInterval": "report_interval",
     "podStartSeconds": "pod_start_seconds",
     "taskStartSeconds": "task_start_seconds",
+    "reassignSeconds": "reassign_seconds",
 }
 LocalState = Literal["claim", "emptyDir", "none"]
 _EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen"}
@@ -160,7 +166,8 @@ def _workload(raw: object) -> Workload:
         values["local_state"] = spec["localState"]
     for key, name in _WORKLOAD_KEYS.items():
         if key in spec:
-            values[name] = _positive(spec[key], f"workload.{key}", allow_zero=key == "taskStartSeconds")
+            zero = key in ("taskStartSeconds", "reassignSeconds")
+            values[name] = _positive(spec[key], f"workload.{key}", allow_zero=zero)
     if "state_records" in values:
         values["state_records"] = int(values["state_records"])
     return Workload(**values)

@@ -8,15 +8,17 @@ first, and single ownership is checked after every single apply, so an engine th
 over before the old owner let go would be caught. A member the engine says timed out on a revocation
 has its pod deleted and replaced, as the operator does. Then data flows for one tick: input arrives,
 owners restore (blocking) and process, copies tail the changelog in the background. Reports go out
-every `reportInterval`.
+every `reportInterval`; the costs a rolling update's `auto` weighs come from them by the operator's
+own rules (`controller.costs`), and are kept between reports as the operator keeps them.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from streamapp.controller.costs import Sample, handoff_seconds, merged, restart_seconds
 from streamapp.rebalance import AppConfig, Assignment, EventKind, MemberView, Plan, member_targets, plan
-from streamapp.rebalance.rollout import MemberPod, RolloutStep, rollout_step
+from streamapp.rebalance.rollout import Costs, MemberPod, RolloutStep, rollout_step
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
@@ -37,6 +39,11 @@ class Simulation:
         self.backlog = [0.0] * scenario.partitions
         self.assignment = Assignment.empty(scenario.partitions)
         self.last_owner: list[int | None] = [None] * scenario.partitions
+        # When each task last processed, and on which member (what the commit manifests record).
+        self.processed_at: list[float | None] = [None] * scenario.partitions
+        self.processed_by: list[int | None] = [None] * scenario.partitions
+        self.costs = Costs(claims=self.work.local_state == "claim")
+        self.in_place_restarts = 0
         self.pending = list(scenario.events)
         self.revision = 0
         self.pod_revision: dict[int, int] = {}
@@ -84,7 +91,7 @@ class Simulation:
         self._fire_events(now)
         self._pods(now)
         self._control(now)
-        processed, down = self._flow(tick)
+        processed, down = self._flow(now, tick)
         for executor in self.executors.values():
             executor.report(self.log_end, now + tick, self.work.report_interval)
         self.processed.append(processed)
@@ -131,14 +138,25 @@ class Simulation:
                 active[state.active] = active.get(state.active, 0) + 1
         warm = self.app.rebalance.protocol == "streamapp"
         update = self.scenario.rolling_update
-        step = rollout_step(pods, self.app.replicas, str(self.revision), active, update, now, warm)
+        self.costs = merged(self.costs, self._measured())
+        step = rollout_step(
+            pods, self.app.replicas, str(self.revision), active, update, now, warm, self.costs
+        )
         self.retiring = dict(step.retiring)
+        self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0)
         for member in step.delete:
             victim = self.executors[member]
             victim.die()
             victim.start_pod(now + self.work.pod_start_seconds)
             self.pod_revision[member] = self.revision
         return step
+
+    def _measured(self) -> Costs:
+        """The costs the live members' last reports measure (a replaced pod's reports are dropped)."""
+        reports = {m: list(e.reported_resumed.values()) for m, e in self.executors.items() if e.alive}
+        restart = {m: r for m, found in reports.items() if (r := restart_seconds(found)) is not None}
+        handoffs: list[Sample] = [sample for found in reports.values() for sample in found]
+        return Costs(restart, handoff_seconds(handoffs), self.costs.claims)
 
     def _control(self, now: float) -> Plan:
         """Plan and apply until quiescent; returns the last plan (changed if any round changed)."""
@@ -187,7 +205,7 @@ class Simulation:
             return -len(set(target.active) - executor.processing) if target else 0
 
         for executor in sorted(stale, key=lambda e: (gains(e), e.id)):
-            executor.apply(targets.get(executor.id), generation)
+            executor.apply(targets.get(executor.id), generation, self.processed_by)
             self._check_single_owner()
         return bool(stale)
 
@@ -207,8 +225,9 @@ class Simulation:
             if executor.alive:
                 seen |= executor.processing
 
-    def _flow(self, tick: float) -> tuple[float, int]:
-        """Input, blocking restores and processing by owners, then background restores by copies."""
+    def _flow(self, now: float, tick: float) -> tuple[float, int]:
+        """Input, blocking restores and processing by owners, then background restores by copies; a
+        task that processes again on a member measures how long it stood still there."""
         work = self.work
         owners: dict[int, Executor] = {}
         for executor in self.executors.values():
@@ -229,11 +248,15 @@ class Simulation:
             restored = min(self.log_end[task] - position, work.restore_rate * (tick - starting))
             busy = starting + max(0.0, restored) / work.restore_rate
             owner.applied[task] = position + max(0.0, restored)
+            owner.blocked[task] = owner.blocked.get(task, 0.0) + max(0.0, restored)
             self.blocking += max(0.0, restored)
             self.downtime[task] += busy
             if self.log_end[task] - owner.applied[task] > _EPSILON or busy >= tick:
                 down += 1
                 continue
+            if task in owner.resuming:
+                owner.resume(task, now + busy, self.processed_at[task], self.processed_by[task])
+            self.processed_at[task], self.processed_by[task] = now + tick, owner.id
             done = min(self.backlog[task], work.process_rate * (tick - busy))
             self.backlog[task] -= done
             self.log_end[task] += done
@@ -288,6 +311,7 @@ class Simulation:
             member,
             zones[member % len(zones)] if zones else None,
             self.work.task_start_seconds,
+            self.work.reassign_seconds,
             keeps_state=self.work.local_state == "claim",
         )
         self.executors[member] = executor
@@ -323,6 +347,7 @@ class Simulation:
             min_window_throughput_ratio=round(min_window_ratio(self.processed, scenario.tick, expected), 4),
             revocation_timeouts=self.revocation_timeouts,
             wasted_warmups=self.wasted_warmups,
+            in_place_restarts=self.in_place_restarts,
         )
 
 

@@ -1,0 +1,103 @@
+"""What a restart and a handoff cost, from the executors' reports, kept in the app's status (pure).
+
+An executor reports, per task, how long the task stood still when its ownership on that member began
+and how it came there (`TaskReport.resumedAfter`, `resumedBy`). A member's restart cost is the slowest
+of its tasks resumed by a restart; the app's handoff cost is the median over every member's tasks
+resumed by a handoff (one slow move must not decide for the app). Only reports made by the member's
+current pod count, as for lags: an earlier pod's report was read while that pod was current, so what
+it measured is already kept.
+
+A report goes with its task — a task that moves on takes its sample with it — so the last known values
+are kept in the StreamApp status (`members[].restartSeconds`, `handoffSeconds`): a new value replaces
+the old one, no value leaves it as it is. They change only when a restart or a handoff happened, never
+with the reports in between, so keeping them costs no status write per report (docs/design.md).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from streamapp.controller.observe import PodState
+from streamapp.rebalance.rollout import Costs
+
+Body = Mapping[str, Any]
+
+
+class Sample(NamedTuple):
+    """One task's resumption: how it came (`restart`, `handoff` or `cold`) and how long it stood still."""
+
+    by: str
+    seconds: float
+
+
+def restart_seconds(samples: Iterable[Sample]) -> float | None:
+    """A member's restart cost: its slowest task resumed by a restart (the one a rollout waits for)."""
+    return max((s.seconds for s in samples if s.by == "restart"), default=None)
+
+
+def handoff_seconds(samples: Iterable[Sample]) -> float | None:
+    """The handoff cost: the median stand-still of tasks resumed by a handoff, to one decimal."""
+    found = [s.seconds for s in samples if s.by == "handoff"]
+    return round(statistics.median(found), 1) if found else None
+
+
+def samples(status: Body) -> list[Sample]:
+    """The resumptions a member's status reports."""
+    return [
+        Sample(str(t["resumedBy"]), float(t["resumedAfter"]))
+        for t in status.get("tasks") or []
+        if t.get("resumedBy") is not None and t.get("resumedAfter") is not None
+    ]
+
+
+def measured(members: Iterable[Body], pods: Mapping[int, PodState], claims: bool) -> Costs:
+    """The costs the members' current pods report now (`claims`: members keep state on a claim)."""
+    restart: dict[int, float] = {}
+    handoffs: list[Sample] = []
+    for body in members:
+        member_id, status = (body.get("spec") or {}).get("memberId"), body.get("status") or {}
+        pod = pods.get(int(member_id)) if member_id is not None else None
+        if pod is None or status.get("podUID") != pod.uid:
+            continue
+        found = samples(status)
+        seconds = restart_seconds(found)
+        if seconds is not None:
+            restart[pod.member] = seconds
+        handoffs.extend(found)
+    return Costs(restart, handoff_seconds(handoffs), claims)
+
+
+def remembered(status: Body, claims: bool) -> Costs:
+    """The costs the app's status keeps from earlier reports."""
+    restart = {
+        int(row["id"]): float(row["restartSeconds"])
+        for row in status.get("members") or []
+        if row.get("restartSeconds") is not None
+    }
+    handoff = status.get("handoffSeconds")
+    return Costs(restart, float(handoff) if handoff is not None else None, claims)
+
+
+def known(app: Body, members: Iterable[Body], pods: Mapping[int, PodState], claims: bool) -> Costs:
+    """What is known now: the kept costs, each replaced by a newly measured one where there is one."""
+    return merged(remembered(app.get("status") or {}, claims), measured(members, pods, claims))
+
+
+def merged(old: Costs, new: Costs) -> Costs:
+    """`new`'s values where it has them, `old`'s otherwise."""
+    handoff = new.handoff if new.handoff is not None else old.handoff
+    return Costs({**old.restart, **new.restart}, handoff, new.claims)
+
+
+def status_fields(rows: Sequence[Body], costs: Costs) -> dict[str, Any]:
+    """`members` (the summary rows with each member's `restartSeconds` where known) and
+    `handoffSeconds` (None, which the merge patch turns into a removal, while unknown)."""
+    return {
+        "members": [
+            {**row, "restartSeconds": costs.restart[row["id"]]} if row["id"] in costs.restart else dict(row)
+            for row in rows
+        ],
+        "handoffSeconds": costs.handoff,
+    }
