@@ -11,7 +11,8 @@ from world import World
 
 from streamapp.rebalance import AppConfig, RebalanceConfig
 from streamapp.rebalance.config import ConfigError
-from streamapp.rebalance.rollout import Costs, MemberPod, RolloutConfig, rollout_step
+from streamapp.rebalance.costs import Costs
+from streamapp.rebalance.rollout import MemberPod, RolloutConfig, rollout_step
 
 NEW = "new"
 

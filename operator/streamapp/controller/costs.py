@@ -15,32 +15,13 @@ with the reports in between, so keeping them costs no status write per report (d
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from streamapp.controller.observe import PodState
-from streamapp.rebalance.rollout import Costs
+from streamapp.rebalance.costs import Costs, Sample, handoff_seconds, merged, restart_seconds
 
 Body = Mapping[str, Any]
-
-
-class Sample(NamedTuple):
-    """One task's resumption: how it came (`restart`, `handoff` or `cold`) and how long it stood still."""
-
-    by: str
-    seconds: float
-
-
-def restart_seconds(samples: Iterable[Sample]) -> float | None:
-    """A member's restart cost: its slowest task resumed by a restart (the one a rollout waits for)."""
-    return max((s.seconds for s in samples if s.by == "restart"), default=None)
-
-
-def handoff_seconds(samples: Iterable[Sample]) -> float | None:
-    """The handoff cost: the median stand-still of tasks resumed by a handoff, to one decimal."""
-    found = [s.seconds for s in samples if s.by == "handoff"]
-    return round(statistics.median(found), 1) if found else None
 
 
 def samples(status: Body) -> list[Sample]:
@@ -83,12 +64,6 @@ def remembered(status: Body, claims: bool) -> Costs:
 def known(app: Body, members: Iterable[Body], pods: Mapping[int, PodState], claims: bool) -> Costs:
     """What is known now: the kept costs, each replaced by a newly measured one where there is one."""
     return merged(remembered(app.get("status") or {}, claims), measured(members, pods, claims))
-
-
-def merged(old: Costs, new: Costs) -> Costs:
-    """`new`'s values where it has them, `old`'s otherwise."""
-    handoff = new.handoff if new.handoff is not None else old.handoff
-    return Costs({**old.restart, **new.restart}, handoff, new.claims)
 
 
 def status_fields(rows: Sequence[Body], costs: Costs) -> dict[str, Any]:

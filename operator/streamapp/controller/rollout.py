@@ -20,7 +20,8 @@ from streamapp.controller.kube import Kube
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import Condition
 from streamapp.rebalance import Assignment, MemberView
-from streamapp.rebalance.rollout import Costs, MemberPod, RolloutConfig, RolloutStep, rollout_step
+from streamapp.rebalance.costs import Costs
+from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, rollout_step
 
 PROGRESSING = "Progressing"
 STRATEGY_CHOSEN = "RolloutStrategyChosen"

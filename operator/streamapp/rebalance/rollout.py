@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from streamapp.rebalance.config import ConfigError, parse_duration
+from streamapp.rebalance.costs import UNMEASURED, Costs
 
 Strategy = Literal["handoff", "inPlace", "auto"]
 STRATEGIES: tuple[Strategy, ...] = ("handoff", "inPlace", "auto")
@@ -74,19 +75,6 @@ class MemberPod:
 
 
 @dataclass(frozen=True)
-class Costs:
-    """What `auto` weighs, as the executors measured it (`TaskReport.resumedAfter`) and the operator
-    keeps it: per member, how long its tasks stood still when its pod last restarted (the slowest
-    task); how long a task handed off to a caught-up copy stood still (the median); and whether the
-    members keep their local state on a claim (`executor.storage.size`), without which a restart
-    restores every task in full and the last measured restart says nothing about the next."""
-
-    restart: Mapping[int, float] = field(default_factory=dict)
-    handoff: float | None = None
-    claims: bool = False
-
-
-@dataclass(frozen=True)
 class Choice:
     """Whether a member hands its tasks off before its pod goes, and why (a phrase with the figures)."""
 
@@ -121,7 +109,7 @@ def rollout_step(
     config: RolloutConfig,
     now: float,
     warm: bool = True,
-    costs: Costs = Costs(),
+    costs: Costs = UNMEASURED,
 ) -> RolloutStep:
     """The next step of the rollout to `revision`; `active` counts each member's active tasks
     (revoking ones included: a task is not handed off until its owner let go); `warm` says whether

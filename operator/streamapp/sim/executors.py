@@ -14,7 +14,7 @@ lag is exactly what was committed while it was away: the delta it replays.
 Like a real executor, each one measures how long a task stood still when its ownership here began —
 from the task's last processing anywhere to its first here — and how it came (`restart`, `handoff`,
 `cold`: see `executor.task.resumption`), and reports it with its lags; the operator's rules
-(`controller.costs`) turn the reports into the costs a rollout's `auto` weighs.
+(`rebalance.costs`) turn the reports into the costs a rollout's `auto` weighs.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from streamapp.controller.costs import Sample
 from streamapp.rebalance import MemberTarget, MemberView
+from streamapp.rebalance.costs import Sample
 
 
 @dataclass

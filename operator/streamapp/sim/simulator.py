@@ -9,16 +9,16 @@ over before the old owner let go would be caught. A member the engine says timed
 has its pod deleted and replaced, as the operator does. Then data flows for one tick: input arrives,
 owners restore (blocking) and process, copies tail the changelog in the background. Reports go out
 every `reportInterval`; the costs a rolling update's `auto` weighs come from them by the operator's
-own rules (`controller.costs`), and are kept between reports as the operator keeps them.
+own rules (`rebalance.costs`), and are kept between reports as the operator keeps them.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from streamapp.controller.costs import Sample, handoff_seconds, merged, restart_seconds
 from streamapp.rebalance import AppConfig, Assignment, EventKind, MemberView, Plan, member_targets, plan
-from streamapp.rebalance.rollout import Costs, MemberPod, RolloutStep, rollout_step
+from streamapp.rebalance.costs import Costs, Sample, handoff_seconds, merged, restart_seconds
+from streamapp.rebalance.rollout import MemberPod, RolloutStep, rollout_step
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
