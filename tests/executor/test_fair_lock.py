@@ -18,6 +18,8 @@ class Busy:
 
     due = False
     owning = False
+    taking_over = False
+    activated_at = None
 
     def __init__(self, steps: list[int], role: Role = Role.STANDBY) -> None:
         self.steps = steps

@@ -29,23 +29,23 @@ FIRST = Manifest(seq=5, epoch=2, kind=Kind.BATCH, start=10, end=20, owner="app-1
 
 
 def test_a_batch_of_this_owner_from_an_earlier_process_makes_a_restart() -> None:
-    assert resumption(batch("app-1", 990.0), FIRST, "app-1", STARTED, 500) == Resumption(14.5, "restart")
+    assert resumption(batch("app-1", 990.0), FIRST, "app-1", STARTED, False) == Resumption(14.5, "restart")
 
 
-def test_another_owners_batch_makes_a_handoff_when_nothing_was_restored_while_active() -> None:
-    assert resumption(batch("app-0", 1_001.0), FIRST, "app-1", STARTED, 0) == Resumption(3.5, "handoff")
-    assert resumption(batch("app-0", 1_001.0), FIRST, "app-1", STARTED, 7) == Resumption(3.5, "cold")
+def test_another_owners_batch_makes_a_handoff_when_the_task_was_a_warm_copy_here() -> None:
+    assert resumption(batch("app-0", 1_001.0), FIRST, "app-1", STARTED, True) == Resumption(3.5, "handoff")
+    assert resumption(batch("app-0", 1_001.0), FIRST, "app-1", STARTED, False) == Resumption(3.5, "cold")
 
 
 def test_this_process_taking_its_own_task_back_is_no_restart() -> None:
     """Its pod did not restart (the batch is from after the process began): what it took back was
     warm, so it is a move like any other."""
-    assert resumption(batch("app-1", 1_002.0), FIRST, "app-1", STARTED, 0) == Resumption(2.5, "handoff")
+    assert resumption(batch("app-1", 1_002.0), FIRST, "app-1", STARTED, True) == Resumption(2.5, "handoff")
 
 
 def test_without_an_earlier_batch_or_its_commit_time_nothing_is_measured() -> None:
-    assert resumption(None, FIRST, "app-1", STARTED, 0) is None
-    assert resumption(batch("app-0", None), FIRST, "app-1", STARTED, 0) is None
+    assert resumption(None, FIRST, "app-1", STARTED, True) is None
+    assert resumption(batch("app-0", None), FIRST, "app-1", STARTED, True) is None
 
 
 def reported(executor: object, task: int) -> tuple[float | None, str | None]:
@@ -69,13 +69,16 @@ def test_executors_report_a_handoff_and_a_restart_with_how_long_each_task_stood_
     b = executor_for(tmp_path, log, "app-1")
     b.apply(Target(warmup=frozenset({0})))
     b.run_until_idle()
+    generate(log, more)
+    a.run_until_idle()  # the owner's last batch, which the warm copy applies at its takeover
     assert a.apply(Target(active={1: 1})) == frozenset({0})
     time.sleep(0.3)  # the acknowledgement and the new assignment travelling through the API server
     b.apply(Target(active={0: 2}))
     generate(log, more)
     b.run_until_idle()
     after, by = reported(b, 0)
-    assert by == "handoff" and after is not None and after >= 0.3
+    assert b.status()[0].restored_blocking > 0, "it applied the owner's last batch while active"
+    assert by == "handoff" and after is not None and after >= 0.3, "and was a warm copy all the same"
 
     a.apply(Target())  # app-0's pod stops; a new process of the same pod takes partition 1 back
     time.sleep(0.3)

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from streamapp.executor import faults
 from streamapp.executor import pipeline as pipelines
+from streamapp.executor.batches import run_round
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Kind
@@ -24,7 +25,7 @@ from streamapp.executor.replica import rebuild
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink, accepted_manifests, committed_outputs
 from streamapp.executor.source import FileLog
-from streamapp.executor.task import Role, TaskConfig
+from streamapp.executor.task import Role, Task, TaskConfig
 
 pytestmark = pytest.mark.spark
 
@@ -140,3 +141,83 @@ def test_one_job_for_all_partitions_commits_what_one_job_each_does(
         assert (spans, outputs, state) == committed(roots[False], partition)
         if name == "count":
             check_partition(StateLayout(roots[True] / "state"), roots[True] / "outputs", log, partition)
+
+
+def test_a_task_handed_over_is_taken_over_and_processed_without_waiting_for_the_idle_polls(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A new target wakes the copy lane (the takeover) and a finished takeover the batch lane: with polls
+    a minute apart, a handed-over task still commits its first batch at once."""
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=1, count=1_000, keys=50, seed=41))
+    old = executor_for(tmp_path, log, "old", max_batch_records=500)
+    old.apply(Target(active={0: 1}))
+    old.run_until_idle()
+    new = executor_for(tmp_path, log, "new", max_batch_records=500)
+    new.apply(Target(warmup=frozenset({0})))
+    new.step()
+    assert new.status()[0].lag == 0
+    generate(log, GenerateSpec(partitions=1, count=200, keys=50, seed=42))
+    stop = threading.Event()
+    lanes = threading.Thread(target=new.run, args=(stop.is_set, 60.0), daemon=True)
+    lanes.start()
+    try:
+        time.sleep(0.5)  # both lanes idle, each in its minute-long poll
+        assert old.apply(Target()) == frozenset({0})
+        new.apply(Target(active={0: 2}))
+        state = StateLayout(tmp_path / "state")
+        eventually(
+            lambda: [m.owner for m in accepted_manifests(state, 0)][-1:] == ["new"],
+            "the new owner commits its first batch",
+            timeout=30.0,
+        )
+    finally:
+        stop.set()
+        new.apply(Target())
+        lanes.join(70)
+    check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, 0)
+
+
+def test_tasks_handed_over_together_ride_one_round(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch lane, woken by the first of two takeovers of one target, waits the moment the second
+    takes to finish (here held 0.15 s longer) instead of leaving it a whole round behind."""
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=2, count=1_000, keys=50, seed=43))
+    old = executor_for(tmp_path, log, "old", max_batch_records=500)
+    old.apply(Target(active={0: 1, 1: 1}))
+    old.run_until_idle()
+    new = executor_for(tmp_path, log, "new", max_batch_records=500)
+    new.apply(Target(warmup=frozenset({0, 1})))
+    new.run_until_idle()
+    generate(log, GenerateSpec(partitions=2, count=200, keys=50, seed=44))
+    old.run_until_idle()  # a last batch each, which the takeovers apply
+    rounds: list[list[int]] = []
+
+    def recording(context: object, tasks: list[Task]) -> int:
+        rounds.append(sorted(t.partition for t in tasks))
+        return run_round(context, tasks)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("streamapp.executor.runtime.run_round", recording)
+    applied: list[None] = []
+
+    def second_is_slower() -> None:
+        applied.append(None)
+        if len(applied) == 2:
+            time.sleep(0.15)
+
+    stop = threading.Event()
+    lanes = threading.Thread(target=new.run, args=(stop.is_set, 0.05), daemon=True)
+    lanes.start()
+    try:
+        assert old.apply(Target()) == frozenset({0, 1})
+        generate(log, GenerateSpec(partitions=2, count=100, keys=50, seed=45))
+        with faults.on("restore.segment-applied", second_is_slower):
+            new.apply(Target(active={0: 2, 1: 2}))
+            eventually(lambda: any(rounds), "the first round after the takeovers")
+    finally:
+        stop.set()
+        new.apply(Target())
+        lanes.join(30)
+    assert rounds[0] == [0, 1], rounds

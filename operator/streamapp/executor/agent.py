@@ -334,7 +334,7 @@ def _work(plane: RuntimeDataPlane, stop: threading.Event, failures: list[BaseExc
                 with plane.step_seconds.time():
                     done = plane.executor.step()
                 if done == 0:
-                    stop.wait(IDLE_SECONDS)
+                    plane.executor.idle(IDLE_SECONDS)
     except Exception as error:
         log.exception("task processing failed; stopping this member")
         failures.append(error)

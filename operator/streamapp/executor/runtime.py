@@ -38,6 +38,10 @@ from streamapp.executor.source import Source
 from streamapp.executor.spark import session
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskStatus
 
+TAKEOVER_GRACE_SECONDS = 0.3
+"""How long the batch lane holds a round for a takeover under way (a caught-up copy's takes a few
+hundredths of a second: the old owner's last batch to apply and a fence to write)."""
+
 
 @dataclass(frozen=True)
 class Target:
@@ -116,6 +120,11 @@ class Executor:
         self._slots_changing = threading.Lock()  # guards the dict only, never held across work
         self._copy_lane: threading.Thread | None = None
         self._lane_failure: Exception | None = None
+        # Set when there may be new work for a lane that is idling: a new target (a takeover for the
+        # copy lane), a finished takeover (a task due for the batch lane). An idle lane waits on its
+        # event rather than sleeping out its poll, so a handed-over task does not wait for two polls.
+        self._copies_due = threading.Event()
+        self._batches_due = threading.Event()
 
     @property
     def tasks(self) -> dict[int, Task]:
@@ -142,7 +151,14 @@ class Executor:
             self.context.local.prune(set(wanted), self.context.config.local_retention_seconds)
         for slot, role, epoch in assigned:
             slot.assign(role, epoch)
+        self._copies_due.set()
+        self._batches_due.set()
         return released
+
+    def idle(self, seconds: float) -> None:
+        """Wait up to `seconds` for work for the batch lane (a task newly due), instead of a plain sleep."""
+        self._batches_due.wait(seconds)
+        self._batches_due.clear()
 
     def step(self) -> int:
         """One round: a batch for every due task, then (unless `run` has the copy lane on its own
@@ -156,6 +172,8 @@ class Executor:
 
     def step_batches(self) -> int:
         """One micro-batch for every due task that no other thread holds, in one Spark job."""
+        if self._copy_lane is not None:
+            self._await_takeovers()
         claimed = self._claim(due=True)
         try:
             return run_round(self.context, [slot.task for slot in claimed]) if claimed else 0
@@ -163,9 +181,32 @@ class Executor:
             for slot in claimed:
                 slot.release()
 
+    def _await_takeovers(self) -> None:
+        """Give tasks made active in the last `TAKEOVER_GRACE_SECONDS` until then to finish their
+        takeover, so that tasks handed over together ride one round: the round starting on the first
+        one's wake-up would leave the others to wait a whole round more."""
+        while True:
+            starts = [since for _, slot in self._slots() if (since := slot.takeover_since()) is not None]
+            left = min(starts, default=0.0) + TAKEOVER_GRACE_SECONDS - time.monotonic()
+            if not starts or left <= 0:
+                return
+            self._batches_due.wait(left)
+            self._batches_due.clear()
+
     def step_copies(self) -> int:
         """One unit for every task that is not due for a batch: restore, tail, take over."""
-        return sum(_copy_unit(slot) for slot in self._claim(due=False))
+        return sum(self._copy_unit(slot) for slot in self._claim(due=False))
+
+    def _copy_unit(self, slot: Slot) -> int:
+        """One unit of a claimed task that is not due for a batch, releasing the claim after it; a
+        task it made due (a takeover done) wakes the batch lane."""
+        try:
+            return slot.task.step()
+        finally:
+            due = slot.task.due
+            slot.release()
+            if due:
+                self._batches_due.set()
 
     def status(self) -> list[TaskStatus]:
         return [slot.task.status() for _, slot in self._slots()]
@@ -176,7 +217,7 @@ class Executor:
         with self.copy_lane(idle_sleep):
             while not stop():
                 if self.step() == 0:
-                    time.sleep(idle_sleep)
+                    self.idle(idle_sleep)
 
     @contextlib.contextmanager
     def copy_lane(self, idle_sleep: float = 0.2) -> Iterator[None]:
@@ -199,6 +240,7 @@ class Executor:
             yield
         finally:
             stopping.set()
+            self._copies_due.set()
             self._copy_lane.join()
             self._copy_lane = None
         failure, self._lane_failure = self._lane_failure, None
@@ -210,13 +252,14 @@ class Executor:
         long restore holds one worker, and the other tasks' tails and takeovers go on with the rest."""
         running: set[Future[int]] = set()
         while not stopping.is_set():
-            running |= {pool.submit(_copy_unit, slot) for slot in self._claim(due=False)}
+            self._copies_due.clear()
+            running |= {pool.submit(self._copy_unit, slot) for slot in self._claim(due=False)}
             if not running:
-                stopping.wait(idle_sleep)
+                self._copies_due.wait(idle_sleep)
                 continue
             finished, running = wait(running, timeout=idle_sleep, return_when=FIRST_COMPLETED)
             if sum(future.result() for future in finished) == 0:
-                stopping.wait(idle_sleep)
+                self._copies_due.wait(idle_sleep)
 
     def run_until_idle(self) -> None:
         """Step until a step finds nothing to do: every active task has consumed the source's end."""
@@ -238,11 +281,3 @@ class Executor:
     def _slots(self) -> list[tuple[int, Slot]]:
         with self._slots_changing:
             return sorted(self.slots.items())
-
-
-def _copy_unit(slot: Slot) -> int:
-    """One unit of a claimed task that is not due for a batch, releasing the claim after it."""
-    try:
-        return slot.task.step()
-    finally:
-        slot.release()

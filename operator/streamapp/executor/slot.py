@@ -19,6 +19,7 @@ whole, never edited in place, so a report sees a consistent value of each.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 from streamapp.executor.task import Role, Task
@@ -33,6 +34,7 @@ class Slot:
         self._busy = False
         self._retired = False
         self._pending: tuple[Role, int] | None = None
+        self._pending_since = 0.0
 
     @property
     def role(self) -> Role:
@@ -45,10 +47,19 @@ class Slot:
         with self._changed:
             if self._retired or (self._pending is None and (role, epoch) == self._in_effect()):
                 return
-            self._pending = (role, epoch)
+            self._pending, self._pending_since = (role, epoch), time.monotonic()
             self._wait_for_batch(lambda: not self._busy or self._pending is None)
             if not self._busy:
                 self._take_pending()
+
+    def takeover_since(self) -> float | None:
+        """When the task was made active, while its takeover has yet to finish (its new role may still
+        be pending, to be taken at its next unit); None otherwise."""
+        pending, since = self._pending, self._pending_since
+        if pending is not None and pending[0] is Role.ACTIVE:
+            return since
+        task = self.task
+        return task.activated_at if task.taking_over else None
 
     def retire(self) -> None:
         """Drop the task: no unit starts after this, and a batch in flight has committed on return.

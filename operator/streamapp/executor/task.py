@@ -100,7 +100,7 @@ class Resumption:
 
 
 def resumption(
-    previous: Manifest | None, first: Manifest, owner: str, started_at: float, restored_blocking: int
+    previous: Manifest | None, first: Manifest, owner: str, started_at: float, warm: bool
 ) -> Resumption | None:
     """The stand-still of a task whose first batch after a takeover is `first`: from `previous`, the
     newest batch manifest before it (the history it caught up on), to `first`, by their commit times;
@@ -112,15 +112,16 @@ def resumption(
     and Spark starting, the restore, the first batch — and nothing the executor would have to
     remember across its own death. `restart`: the previous batch is this owner's (the pod name, the
     same across restarts) from an earlier process; `handoff`: another owner's (or this process's own,
-    taken back) and this task restored nothing while active, so it came from a caught-up copy;
-    `cold` otherwise.
+    taken back) and the task was a `warm` copy here (a warmup or standby that had restored its state)
+    when it was made active — applying the old owner's last batch at the takeover does not make it
+    cold; `cold` otherwise.
     """
     if previous is None or previous.committed_at is None or first.committed_at is None:
         return None
     seconds = max(0.0, first.committed_at - previous.committed_at)
     if previous.owner == owner and previous.committed_at < started_at:
         return Resumption(seconds, "restart")
-    return Resumption(seconds, "handoff" if restored_blocking == 0 else "cold")
+    return Resumption(seconds, "handoff" if warm else "cold")
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,10 @@ class Task:
         # stand-still from it (`resumed`).
         self.previous_batch: Manifest | None = None
         self.resumed: Resumption | None = None
+        # Whether the task was a restored copy here (warmup, standby) when it was last made active, and
+        # when that was: the batch lane gives takeovers made together a moment to join one round.
+        self.came_warm = False
+        self.activated_at: float | None = None
 
     @property
     def head(self) -> Head:
@@ -194,6 +199,8 @@ class Task:
             self.owning = False
             self.epoch = 0
         elif epoch != self.epoch:
+            self.came_warm = self.role is not Role.ACTIVE and self.restored
+            self.activated_at = time.monotonic()
             self.owning = False
             self.fenced_by = None
             self.epoch = epoch
@@ -301,6 +308,11 @@ class Task:
         return applied + 1
 
     @property
+    def taking_over(self) -> bool:
+        """Made active and not owning yet: its takeover (catch up, fence) is due on the copy lane."""
+        return self.role is Role.ACTIVE and not self.owning and self.fenced_by is None
+
+    @property
     def due(self) -> bool:
         """Whether the next unit of work is a micro-batch (an owning, unfenced active task)."""
         return self.role is Role.ACTIVE and self.owning and self.fenced_by is None
@@ -362,7 +374,7 @@ class Task:
             committed,
             self.ctx.config.owner,
             self.ctx.started_at,
-            self.replica.restored_blocking,
+            self.came_warm,
         )
         log.info(
             "partition %d: first batch at epoch %d (%d records) committed %.1f s after the takeover; %s",
