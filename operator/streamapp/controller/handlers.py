@@ -68,11 +68,15 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconf
 
     @kopf.on.event("v1", "pods", registry=registry)
     def pod_changed(**kwargs: Any) -> None:
-        _wake_owner(loops, kwargs["namespace"], kwargs["body"])
+        # A member pod came, went or changed readiness: liveness, which a failover waits on.
+        _wake_owner(loops, kwargs["namespace"], kwargs["body"], urgent=True)
+
+    acknowledged = Acknowledgements()
 
     @kopf.on.event(GROUP, VERSION, MEMBERS, registry=registry)
     def member_changed(**kwargs: Any) -> None:
-        _wake_owner(loops, kwargs["namespace"], kwargs["body"])
+        urgent = acknowledged.new(kwargs["type"], kwargs["body"])
+        _wake_owner(loops, kwargs["namespace"], kwargs["body"], urgent=urgent)
 
     for api_version, plural, kind, index_id in SUPPORTING:
         _register_supporting(registry, loops, api_version, plural, kind, index_id)
@@ -116,10 +120,31 @@ def _by_owner(namespace: str, body: Mapping[str, Any]) -> dict[Key, Any] | None:
     return {(namespace, owner.name): _plain(body)} if owner else None
 
 
-def _wake_owner(loops: AppLoops, namespace: str, body: Mapping[str, Any]) -> None:
+def _wake_owner(loops: AppLoops, namespace: str, body: Mapping[str, Any], urgent: bool = False) -> None:
     owner = controlling_app(body)
     if owner is not None:
-        loops.wake((namespace, owner.name))
+        loops.wake((namespace, owner.name), urgent)
+
+
+class Acknowledgements:
+    """The newest generation each StreamAppMember's executor acknowledged (`status.observedGeneration`),
+    by object uid: a member event that raises it carries an acknowledgement, which releases revoked
+    tasks that stand still until the next reconcile assigns them on — unlike the progress reports
+    around it, it must not wait for the loop's interval."""
+
+    def __init__(self) -> None:
+        self.generations: dict[str, int] = {}
+
+    def new(self, event: str, body: Mapping[str, Any]) -> bool:
+        """Whether this watch event raises the member's acknowledged generation."""
+        uid = str((body.get("metadata") or {}).get("uid", ""))
+        if event == "DELETED":
+            self.generations.pop(uid, None)
+            return False
+        generation = int((body.get("status") or {}).get("observedGeneration") or 0)
+        before = self.generations.get(uid)
+        self.generations[uid] = generation
+        return before is not None and generation > before
 
 
 def _values(index: kopf.Index[Key, Any], key: Key) -> Iterable[Any]:

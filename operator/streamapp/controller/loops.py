@@ -42,6 +42,11 @@ MIN_RECONCILE_INTERVAL_SECONDS = 1.0
 # CPU, not wall time: a reconcile that waits on a busy API server costs the operator nothing meanwhile,
 # and spacing by its wall time slowed a scale-out of 10,000 tasks to one round per ~30 s.
 BUSY_FRACTION = 0.5
+# What cannot wait for the interval: an acknowledgement (a task revoked on its owner waits, standing
+# still, for the reconcile that assigns it on), a member pod gone or back (its tasks wait for the
+# failover). Such a wake starts the next reconcile this soon after the last one started (and no sooner
+# than twice its CPU time, as above); they are rare beside reports: one per member per generation.
+URGENT_MIN_INTERVAL_SECONDS = 0.1
 # A loop whose reconcile keeps failing (the API server away) tries again within this; any watch event
 # (the API server back, the app scaled) wakes it at once anyway.
 MAX_BACKOFF_SECONDS = 10.0
@@ -72,6 +77,7 @@ class AppLoops:
     apps: dict[Key, Body] = field(default_factory=dict)
     memos: dict[Key, Memo] = field(default_factory=dict)
     wakeups: dict[Key, asyncio.Event] = field(default_factory=dict)
+    urgent: dict[Key, asyncio.Event] = field(default_factory=dict)
     tasks: dict[Key, asyncio.Task[None]] = field(default_factory=dict)
 
     def upsert(self, key: Key, body: Body, sources: Sources) -> None:
@@ -80,23 +86,27 @@ class AppLoops:
             self.apps[key] = body
         if key not in self.tasks:
             self.wakeups[key] = asyncio.Event()
+            self.urgent[key] = asyncio.Event()
             self.tasks[key] = asyncio.create_task(
                 self._run(key, sources), name=f"streamapp {key[0]}/{key[1]}"
             )
         self.wake(key)
 
-    def wake(self, key: Key) -> None:
+    def wake(self, key: Key, urgent: bool = False) -> None:
         """Something about the app or its children changed: reconcile soon (one reconcile for every
-        wake since the last one started: the flag is set, not counted)."""
-        event = self.wakeups.get(key)
-        if event is not None:
-            event.set()
+        wake since the last one started: the flag is set, not counted); `urgent`: without waiting out
+        the interval (see `URGENT_MIN_INTERVAL_SECONDS`)."""
+        for flags, wanted in ((self.wakeups, True), (self.urgent, urgent)):
+            event = flags.get(key)
+            if wanted and event is not None:
+                event.set()
 
     async def stop(self, key: Key) -> None:
         """The app is gone: stop its loop."""
         task = self.tasks.pop(key, None)
         self.apps.pop(key, None)
         self.wakeups.pop(key, None)
+        self.urgent.pop(key, None)
         self.memos.pop(key, None)
         if task is not None:
             task.cancel()
@@ -111,8 +121,9 @@ class AppLoops:
     async def _run(self, key: Key, sources: Sources) -> None:
         failures = 0
         while True:
-            wakeup = self.wakeups[key]
+            wakeup, urgent = self.wakeups[key], self.urgent[key]
             wakeup.clear()
+            urgent.clear()
             observed = Observed(
                 app=self.apps[key],
                 pods=tuple(sources.pods(key)),
@@ -142,7 +153,8 @@ class AppLoops:
                 outcome = await self._failed(key, failures, f"{type(error).__name__}: {error}")
             if outcome.app is not None and _newer_or_same(self.apps.get(key), outcome.app):
                 self.apps[key] = outcome.app
-            await self._sleep(wakeup, outcome.wake_at, started + self._spacing(cpu))
+            spacing = self._spacing(cpu)
+            await self._sleep(wakeup, urgent, outcome.wake_at, started + spacing[0], started + spacing[1])
 
     async def _failed(self, key: Key, failures: int, error: str) -> Outcome:
         """Retry with exponential back-off; once failures persist, say so in status and an Event
@@ -157,17 +169,32 @@ class AppLoops:
             written = None
         return Outcome(retry_at, written)
 
-    def _spacing(self, cpu: float) -> float:
-        """Seconds from one reconcile's start to the next one's at the earliest, after it used `cpu`."""
-        return max(self.min_interval, cpu / BUSY_FRACTION)
+    def _spacing(self, cpu: float) -> tuple[float, float]:
+        """Seconds from one reconcile's start to the next one's at the earliest, after it used `cpu`:
+        for any wake, and for an urgent one."""
+        busy = cpu / BUSY_FRACTION
+        return max(self.min_interval, busy), max(min(self.min_interval, URGENT_MIN_INTERVAL_SECONDS), busy)
 
-    async def _sleep(self, wakeup: asyncio.Event, wake_at: float | None, earliest: float) -> None:
-        """Until woken or `wake_at`, then until `earliest` (monotonic) at least: wakes meanwhile only
-        keep the flag set, so one reconcile covers them all."""
+    async def _sleep(
+        self,
+        wakeup: asyncio.Event,
+        urgent: asyncio.Event,
+        wake_at: float | None,
+        earliest: float,
+        earliest_urgent: float,
+    ) -> None:
+        """Until woken or `wake_at`, then until `earliest` (monotonic) at least — or only until
+        `earliest_urgent` once an urgent wake comes: wakes meanwhile only keep the flag set, so one
+        reconcile covers them all."""
         timeout = RESYNC_SECONDS if wake_at is None else min(RESYNC_SECONDS, max(0.0, wake_at - self.clock()))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wakeup.wait(), timeout)
-        await asyncio.sleep(max(DEBOUNCE_SECONDS, earliest - time.monotonic()))
+        holding = earliest - time.monotonic()
+        if holding > 0 and not urgent.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(urgent.wait(), holding)
+        until = earliest_urgent if urgent.is_set() else earliest
+        await asyncio.sleep(max(DEBOUNCE_SECONDS, until - time.monotonic()))
 
 
 def _on_cpu(step: Callable[..., Outcome], *args: Any) -> tuple[Outcome, float]:
