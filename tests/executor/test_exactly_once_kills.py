@@ -1,9 +1,10 @@
 """Exactly-once under SIGKILL: a real executor process is killed at named points of the commit protocol
 and at random moments, restarted (sometimes as a new owner epoch) each time, and the committed state and
-outputs must equal a reference computed straight from the input — 0 lost, 0 duplicated. It runs on the
-filesystem store and on the S3 store (the real test S3 server), whose plan is the shorter one and which
-runs under `make test-long` (in `make test` the S3 store's commit race has `test_s3_race.py`, and
-executors killed on it `test_s3_store_on_process_node.py`).
+outputs must equal a reference computed straight from the input — 0 lost, 0 duplicated. `make test`
+kills it once at every point on the filesystem store (the short plan); `make test-long` adds the full
+plan (random-time kills, a second crash while restoring) on the filesystem store and the short plan on
+the S3 store (the real test S3 server; in `make test` the S3 store's commit race has `test_s3_race.py`,
+and executors killed on it `test_s3_store_on_process_node.py`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import pytest
 from dataplane_checks import COUNTS, Stores, check_partition
 
 from streamapp.executor import faults
-from streamapp.executor.blobstore import FileStore
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import LocalState
@@ -105,13 +105,23 @@ def run_once(
         return process.wait(RUN_TIMEOUT)
 
 
-@pytest.mark.parametrize("stores", ["file", pytest.param("s3", marks=pytest.mark.long)], indirect=True)
-def test_sigkill_at_every_point_loses_and_duplicates_nothing(tmp_path: Path, stores: Stores) -> None:
+@pytest.mark.parametrize(
+    ("stores", "full"),
+    [
+        ("file", False),
+        pytest.param("file", True, marks=pytest.mark.long),
+        pytest.param("s3", False, marks=pytest.mark.long),
+    ],
+    indirect=["stores"],
+)
+def test_sigkill_at_every_point_loses_and_duplicates_nothing(
+    tmp_path: Path, stores: Stores, full: bool
+) -> None:
     rng = random.Random(SEED)
     log = FileLog(tmp_path / "log")
     spec = GenerateSpec(partitions=2, count=6_000, keys=800, seed=SEED)
     outcomes: list[tuple[str | None, int]] = []
-    for index, crash in enumerate(crash_plan(rng, full=isinstance(stores.state, FileStore))):
+    for index, crash in enumerate(crash_plan(rng, full=full)):
         generate(log, spec)
         epoch = 1 + index // 4
         outcomes.append((crash, run_once(tmp_path, stores, crash, epoch, f"member-{epoch}", rng)))
