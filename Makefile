@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ test: $(STAMP)
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
-## kill plan on the S3 store (make test runs it on the filesystem store)
+## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem)
 test-long: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m long
 
@@ -70,6 +70,13 @@ bench: $(STAMP)
 ## bench-scale: object sizes, bytes written and plan()/reconcile CPU of one app at 1k, 10k and 100k tasks (not part of make test), writes bench/results/scale.md
 bench-scale: $(STAMP)
 	$(PY) bench/scale.py --write bench/results/scale.md
+
+## bench-apiscale: one app of 100,000 tasks on 1,000 kwok members against the local control plane, the
+## operator as a process and the executors' reports played at 2 s: its CPU, memory and the objects' sizes
+## (about 20 min); writes bench/results/apiscale.md. Not part of make test.
+bench-apiscale: $(STAMP) k8s-binaries
+	@mkdir -p $(OUT)
+	PYTHONPATH=e2e $(PY) bench/apiscale.py --out $(OUT) --write bench/results/apiscale.md $(BENCH_ARGS)
 
 ## bench-cluster: the rebalance scenarios on the local cluster with real executors, eager, cooperative and
 ## streamapp side by side, then the simulator calibrated from the run beside it; writes bench/results/cluster.md.

@@ -183,18 +183,25 @@ def engine_cost(quick: bool) -> str:
     return "\n".join(rows)
 
 
-# Results the other benchmarks of `make bench` (and `make bench-cluster`, first) record, included one
-# heading level down.
-RECORDED = ("cluster-headline", "dataplane", "localstores", "stores", "kafka")
+# Results the other benchmarks record (those of `make bench` are run first), included one heading level
+# down, with the command that records each.
+RECORDED = {
+    "cluster-headline": "make bench-cluster",
+    "scale": "make bench-scale",
+    "apiscale": "make bench-apiscale",
+    "dataplane": "make bench",
+    "localstores": "make bench",
+    "stores": "make bench",
+    "kafka": "make bench",
+}
 
 
 def recorded() -> str:
     """The recorded figures of the cluster and data-plane benchmarks (bench/results/<name>.md), in order."""
     sections = []
-    for name in RECORDED:
+    for name, command in RECORDED.items():
         path = HERE / "results" / f"{name}.md"
         if not path.exists():
-            command = "make bench-cluster" if name.startswith("cluster") else "make bench"
             sections.append(f"## {name}\n\nNot recorded yet: run `{command}`.")
             continue
         sections.append(

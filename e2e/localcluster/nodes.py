@@ -20,7 +20,7 @@ PROCESS_NODE_ZONE = "zone-a"
 
 def kwok_node(name: str, zone: str) -> dict[str, Any]:
     """A Node object kwok will manage (annotation selector) with generous fake capacity."""
-    capacity = {"cpu": "32", "memory": "128Gi", "pods": "250"}
+    capacity = {"cpu": "32", "memory": "128Gi", "pods": "500"}  # 1,500 pods: bench/apiscale.py
     key, value = KWOK_NODE_TYPE_LABEL
     return {
         "apiVersion": "v1",

@@ -209,7 +209,7 @@ class TaskReport(Model):
         metadata=prop(
             "How that ownership began: restart (the previous batch was this member's, from an earlier "
             "process: the operator's measured restart time), handoff (another owner's, taken over by a "
-            "caught-up copy that restored nothing while active: the measured handoff time) or cold."
+            "warm copy kept here, a warmup or standby: the measured handoff time) or cold."
         ),
     )
 

@@ -1,0 +1,280 @@
+"""One app of 100,000 tasks on 1,000 members against the real API server: what the operator costs.
+
+`bench/scale.py` measures what the operator renders and computes against a stand-in for the API
+server. This runs the real thing at the largest supported size: the local control plane
+(e2e/localcluster) with the member pods on its kwok nodes (Running and Ready, running nothing), the
+operator as a `streamapp operator` process, and the executors played from this process
+(e2e/playedmembers.py): every target acknowledged at once, every Ready member's report written every
+`--report-interval` seconds with each active task's input lag changed (the worst case for the
+operator), warmups catching up at `--restore-rate` records/s.
+
+Measured from outside the operator: its CPU time and peak memory (/proc), the reports written per
+second, the writes the app received (a watch on it), and the sizes of the app and of the largest
+StreamAppMember as the API server returns them. Phases: placement (the app created, until every task
+is active and every member has acknowledged), steady (reports only), scale-out by 10% (until balanced
+and acknowledged again, or `--scale-seconds`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+
+from kubesetup import create_namespace, install_crds
+from localcluster.controlplane import LocalCluster
+from localcluster.versions import KUBERNETES
+from localcluster.waiting import wait_for
+from playedmembers import PlayedMembers, api_client, object_sizes, unsettled
+from streamapp.api.names import APPS, GROUP, VERSION
+
+APP = "big"
+NAMESPACE = "apiscale"
+STREAMAPP = Path(sys.executable).with_name("streamapp")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Usage:
+    """CPU seconds and peak resident memory of one process (with its reaped children)."""
+
+    cpu_s: float
+    peak_mb: float
+
+
+def usage(pid: int) -> Usage:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    peak = next(
+        int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("VmHWM:")
+    )
+    return Usage(ticks / TICK, peak / 1024)
+
+
+@dataclass
+class Phase:
+    name: str
+    wall_s: float
+    cpu_s: float
+    peak_mb: float
+    reports: int
+    failed: int
+    app_writes: int
+    outcome: str
+    samples: list[str] = field(default_factory=list)
+
+
+def run_phase(
+    name: str,
+    operator: subprocess.Popen[bytes],
+    played: PlayedMembers,
+    seconds: float,
+    done: Callable[[], str | None] | None,
+) -> Phase:
+    """Until `done` says None (or `seconds` pass): the operator's CPU over the phase, progress every 15 s."""
+    start, before = time.monotonic(), usage(operator.pid)
+    counted = (played.counters.reports, played.counters.failed, played.counters.app_writes)
+    outcome, samples, last = "reports only" if done is None else "", [], start
+    while time.monotonic() - start < seconds:
+        if operator.poll() is not None:
+            raise RuntimeError(f"the operator exited ({operator.returncode}) during {name}; see its log")
+        time.sleep(5.0)
+        waiting = done() if done is not None else None
+        now = time.monotonic()
+        if done is not None and waiting is None:
+            outcome = f"done in {now - start:.0f} s"
+            break
+        if waiting is not None:
+            outcome = f"still going after {seconds:.0f} s, waiting for {waiting}"
+        if now - last >= 15:
+            cpu = usage(operator.pid).cpu_s - before.cpu_s
+            line = (
+                f"[{name}] {now - start:.0f}s: operator {cpu / (now - start):.2f} core, "
+                f"{played.counters.reports - counted[0]} reports"
+                + (f", waiting for: {waiting}" if waiting else "")
+            )
+            print(line, flush=True)
+            samples.append(line)
+            last = now
+    wall, after = time.monotonic() - start, usage(operator.pid)
+    return Phase(
+        name,
+        wall,
+        after.cpu_s - before.cpu_s,
+        after.peak_mb,
+        played.counters.reports - counted[0],
+        played.counters.failed - counted[1],
+        played.counters.app_writes - counted[2],
+        outcome,
+        samples,
+    )
+
+
+def namespaces(core: client.CoreV1Api) -> set[str]:
+    return {n.metadata.name for n in core.list_namespace().items}
+
+
+def app_body(partitions: int, replicas: int, standbys: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "metadata": {"name": APP},
+        "spec": {
+            "replicas": replicas,
+            "partitions": partitions,
+            "pipeline": {
+                "transform": "streamapp.executor.samples.counts:counts",
+                "source": {"type": "file", "path": "/data/input"},
+                "stateStore": {"uri": "file:///var/lib/streamapp"},
+            },
+            "executor": {"image": "streamapp/executor:bench"},
+            "rebalance": {"standbyReplicas": standbys},
+        },
+    }
+
+
+@contextmanager
+def operator_process(kubeconfig: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    argv = [str(STREAMAPP), "operator", "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig)]
+    argv += ["--metrics-port", "0", "--no-leader-election"]
+    process = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def report(
+    args: argparse.Namespace, phases: list[Phase], size: tuple[int, int], load: tuple[float, float]
+) -> str:
+    replicas = args.members
+    lines = [
+        "# One app of 100,000 tasks on the real API server",
+        "",
+        f"Made by `make bench-apiscale` (`bench/apiscale.py`) on {dt.date.today()}: Kubernetes {KUBERNETES} "
+        f"(the local control plane), Python {platform.python_version()}, {os.cpu_count()} cores; load average "
+        f"{load[0]:.1f} at start, {load[1]:.1f} at end. One machine runs etcd, the API server, the scheduler, "
+        "the controller manager, kwok, the operator and the played playing the executors, so what the "
+        "operator gets is what is left of 2 cores.",
+        "",
+        f"The app: {args.tasks:,} tasks, {replicas:,} members (pods on kwok nodes), standbyReplicas "
+        f"{args.standbys}. Each member's report is written every {args.report_interval:g} s (jittered ±10%; "
+        f"{replicas / args.report_interval:,.0f} reports/s asked) with every active task's input lag "
+        f"changed; warmups catch up at {args.restore_rate:,.0f} records/s from 20,000. The operator: "
+        "`streamapp operator` with its defaults (`--min-reconcile-interval` 1 s), out of the cluster; its "
+        "CPU is user+system time from /proc.",
+        "",
+        "| phase | wall s | operator CPU s | share of a core | peak RSS MB | reports written (per s) | failed "
+        "| app writes (per s) | outcome |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for p in phases:
+        lines.append(
+            f"| {p.name} | {p.wall_s:.0f} | {p.cpu_s:.1f} | {p.cpu_s / p.wall_s:.2f} | {p.peak_mb:.0f} "
+            f"| {p.reports:,} ({p.reports / p.wall_s:.0f}) | {p.failed} | {p.app_writes:,} "
+            f"({p.app_writes / p.wall_s:.2f}) | {p.outcome} |"
+        )
+    lines += [
+        "",
+        f"Objects as the API server sends them once settled: the StreamApp {size[0]:,} bytes, the largest "
+        f"StreamAppMember {size[1]:,} bytes (etcd's request limit is 1,572,864).",
+        "",
+        "Progress lines as printed:",
+        "",
+        "```",
+        *[s for p in phases for s in p.samples],
+        "```",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", type=Path, help="write the Markdown report here (default: print it)")
+    parser.add_argument("--tasks", type=int, default=100_000)
+    parser.add_argument("--members", type=int, default=1_000)
+    parser.add_argument("--standbys", type=int, default=0)
+    parser.add_argument("--report-interval", type=float, default=2.0)
+    parser.add_argument("--restore-rate", type=float, default=10_000.0)
+    parser.add_argument("--workers", type=int, default=8, help="played threads")
+    parser.add_argument("--place-seconds", type=float, default=1_200.0)
+    parser.add_argument("--steady-seconds", type=float, default=120.0)
+    parser.add_argument("--scale-seconds", type=float, default=600.0)
+    parser.add_argument("--out", type=Path, default=Path("out"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    cluster = LocalCluster()
+    started_here = not cluster.is_running()
+    cluster.up()
+    api = api_client(cluster.kubeconfig)
+    custom = client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
+    try:
+        install_crds(api)
+        create_namespace(api, NAMESPACE, {"streamapp.dev/bench": "apiscale"})
+        with (
+            operator_process(cluster.kubeconfig, args.out / "apiscale-operator.log") as operator,
+            PlayedMembers(
+                cluster.kubeconfig, NAMESPACE, APP, args.report_interval, args.restore_rate, args.workers
+            ) as played,
+        ):
+            custom.create_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, APPS, app_body(args.tasks, args.members, args.standbys)
+            )
+            phases = [
+                run_phase(
+                    "placement",
+                    operator,
+                    played,
+                    args.place_seconds,
+                    lambda: unsettled(custom, NAMESPACE, APP),
+                )
+            ]
+            size = object_sizes(custom, NAMESPACE, APP)
+            phases.append(run_phase("steady", operator, played, args.steady_seconds, None))
+            grown = args.members + args.members // 10
+            custom.patch_namespaced_custom_object_scale(
+                GROUP, VERSION, NAMESPACE, APPS, APP, {"spec": {"replicas": grown}}
+            )
+            phases.append(
+                run_phase(
+                    f"scale-out to {grown:,}",
+                    operator,
+                    played,
+                    args.scale_seconds,
+                    lambda: unsettled(custom, NAMESPACE, APP),
+                )
+            )
+    finally:
+        core.delete_namespace(NAMESPACE)
+        if started_here:
+            cluster.down()
+        else:  # a cluster left running: the next run creates the namespace again
+            wait_for(lambda: NAMESPACE not in namespaces(core), 600, f"namespace {NAMESPACE} deleted")
+    text = report(args, phases, size, (load, os.getloadavg()[0]))
+    if args.write:
+        args.write.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
