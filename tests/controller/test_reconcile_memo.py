@@ -1,14 +1,19 @@
 """A reconcile costs what changed: the memo reuses parsed reports, the last plan and rendered member
-specs only when recomputing them could not give anything else."""
+specs only when recomputing them could not give anything else; the member writes of a step go out
+side by side."""
 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
+from kubernetes.client.exceptions import ApiException
 from test_controller_core import APP, MODEL
 from test_invariants import events, run, setups
 from world import World
@@ -16,7 +21,7 @@ from world import World
 from streamapp.controller import children, supporting
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.reconcile import Observed, reconcile
+from streamapp.controller.reconcile import Observed, reconcile, side_by_side
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
 
 
@@ -167,7 +172,7 @@ def test_a_member_spec_is_rendered_again_when_its_target_changes() -> None:
     assert memo.member_spec("counts", 0, moved, 3, False) == children.member_spec("counts", 0, moved, 3)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups(), events)
 def test_the_memo_answers_what_the_engine_answers(setup: Any, history: list[tuple[str, int, int]]) -> None:
     """Over random histories, asking the memo (twice, the clock moved between) gives the engine's plan."""
@@ -180,3 +185,20 @@ def test_the_memo_answers_what_the_engine_answers(setup: Any, history: list[tupl
             assert memo.plan(world.app, views, world.assignment, now) == plan(
                 world.app, views, world.assignment, now
             )
+
+
+def test_member_targets_are_written_side_by_side_and_a_failure_holds_up_none() -> None:
+    """A step that changes many members' targets sends the writes at once (here: no write returns
+    before two are in flight), attempts every one even when one fails, then raises that failure."""
+    both_in_flight = threading.Barrier(2, timeout=10)
+    written: list[int] = []
+
+    def write(member: int) -> None:
+        both_in_flight.wait()
+        written.append(member)
+        if member == 3:
+            raise ApiException(status=500, reason="busy")
+
+    with pytest.raises(ApiException):
+        side_by_side([partial(write, m) for m in range(6)], threads=2)
+    assert sorted(written) == list(range(6))

@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -44,6 +46,8 @@ from streamapp.rebalance import (
 
 log = logging.getLogger(__name__)
 INTENT_REBUILT = "IntentRebuilt"
+WRITERS = 8
+"""Member targets written at once (the official client's connection pool holds 5 per core)."""
 Body = Mapping[str, Any]
 
 
@@ -224,21 +228,41 @@ def _write_member_specs(
     memo: Memo | None = None,
 ) -> None:
     """Write each member's target where it changed, with `retiring` set for the members handing off;
-    create the StreamAppMember when missing."""
+    create the StreamAppMember when missing. The writes go out side by side (`side_by_side`): a step
+    of a large rebalance touches hundreds of members, and one at a time they held the reconcile, and
+    with it the next step, for as many round trips to a busy API server."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
     memo = memo or Memo()
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
     targets = memo.member_targets(result.assignment)
     replicas = app.spec.replicas
+    writes: list[Callable[[], None]] = []
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
         generation = result.assignment.generation
         wanted = memo.member_spec(name, member, targets.get(member), generation, member in retiring)
         current = existing.get(member)
         if current is None:
             if member < replicas or member in targets:
-                kube.create_member(namespace, children.member_object(app, member, wanted))
+                writes.append(
+                    partial(kube.create_member, namespace, children.member_object(app, member, wanted))
+                )
         elif not children.same_target(current["spec"], wanted):
-            kube.patch_member_spec(namespace, member_name(name, member), wanted)
+            writes.append(partial(kube.patch_member_spec, namespace, member_name(name, member), wanted))
+    side_by_side(writes)
+
+
+def side_by_side(writes: Sequence[Callable[[], None]], threads: int = WRITERS) -> None:
+    """Make independent writes on up to `threads` threads at once; every one is attempted, then the
+    first failure (in the order given) is raised, as if they had run one after the other."""
+    if len(writes) < 2:
+        for write in writes:
+            write()
+        return
+    with ThreadPoolExecutor(min(threads, len(writes)), thread_name_prefix="write") as pool:
+        done = [pool.submit(write) for write in writes]
+    failures = [error for future in done if (error := future.exception()) is not None]
+    if failures:
+        raise failures[0]
 
 
 def _manage_pods(
