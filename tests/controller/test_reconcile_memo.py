@@ -159,6 +159,11 @@ def test_a_report_is_parsed_again_when_its_object_changed_and_never_served_stale
     parse = memo.parse_reports([newer])
     assert parse(newer).observed_generation == 99
     assert set(memo.reports) == {newer["metadata"]["name"]}, "members no longer listed are forgotten"
+    assert memo.digest(newer).acknowledged == 99
+    again = copy.deepcopy(newer)
+    again["metadata"]["resourceVersion"] = "1000"
+    again["status"]["observedGeneration"] = 100
+    assert memo.digest(again).acknowledged == 100, "a digest is of the version asked for"
 
 
 def test_a_member_spec_is_rendered_again_when_its_target_changes() -> None:

@@ -79,11 +79,11 @@ def decode(cls: type[T], data: object, path: str) -> T:
     slots, rest_field = _slots(cls)
     for slot in slots:
         raw = data.get(slot.key)
-        child = f"{path}.{slot.key}"
         if raw is None:
             if slot.required:
-                raise ValidationError(child, "required")
+                raise ValidationError(f"{path}.{slot.key}", "required")
             continue
+        child = f"{path}.{slot.key}"
         value = slot.decoder(raw, child)
         if slot.rules:
             _check_rules(slot.rules, value, child)

@@ -7,7 +7,8 @@ status), not what the engine decides on. Recomputing everything cost seconds of 
 that had not changed. A `Memo` lives as long as its app's reconcile loop and keeps three things:
 
 - **Member reports, parsed once per version** of their StreamAppMember (`metadata.resourceVersion`,
-  which the API server changes on every write): a reconcile parses only the members written since.
+  which the API server changes on every write), and the digest the app's status reads of them: a
+  reconcile reads only the members written since.
 - **The last plan**, reused when the engine's inputs — the app's config, the member views and the
   persisted intent — equal those it was computed from, it left the intent exactly as it was, and its
   wake-up time has not come. The engine is deterministic, and a plan that changes nothing stays the engine's answer
@@ -29,10 +30,20 @@ from typing import Any
 from streamapp.api.member import StreamAppMemberStatus
 from streamapp.controller import children, intent
 from streamapp.controller.observe import member_status
+from streamapp.controller.status import ReportDigest, digest
 from streamapp.rebalance import AppConfig, Assignment, MemberTarget, MemberView, Plan, member_targets, plan
 
 Body = Mapping[str, Any]
 Planner = Callable[[AppConfig, Sequence[MemberView], Assignment, float], Plan]
+
+
+@dataclass
+class _Read:
+    """One version of a member's object, as read: its report parsed, and its digest once asked for."""
+
+    version: str
+    status: StreamAppMemberStatus
+    digest: ReportDigest | None = None
 
 
 @dataclass(frozen=True)
@@ -52,7 +63,7 @@ class Memo:
     """One app's reusable results (see the module docstring); `planner` is the engine's `plan`."""
 
     planner: Planner = plan
-    reports: dict[str, tuple[str, StreamAppMemberStatus]] = field(default_factory=dict)
+    reports: dict[str, _Read] = field(default_factory=dict)
     planned: _Planned | None = None
     targets: tuple[Assignment, dict[int, MemberTarget]] | None = None
     encoded: tuple[Assignment, dict[str, Any]] | None = None
@@ -62,24 +73,32 @@ class Memo:
     def parse_reports(self, members: Iterable[Body]) -> Callable[[Body], StreamAppMemberStatus]:
         """Parse the reports of `members` that changed since the last call (forgetting members that
         are gone) and return the lookup `observe.member_views` reads them through."""
-        kept: dict[str, tuple[str, StreamAppMemberStatus]] = {}
+        kept: dict[str, _Read] = {}
         for body in members:
             meta = body.get("metadata") or {}
             name, version = meta.get("name"), meta.get("resourceVersion")
             if not name or not version:
                 continue
             hit = self.reports.get(name)
-            kept[name] = hit if hit is not None and hit[0] == version else (version, member_status(body))
-        self.reports = kept
-
-        def lookup(body: Body) -> StreamAppMemberStatus:
-            meta = body.get("metadata") or {}
-            hit = kept.get(str(meta.get("name")))
-            return (
-                hit[1] if hit is not None and hit[0] == meta.get("resourceVersion") else member_status(body)
+            kept[name] = (
+                hit if hit is not None and hit.version == version else _Read(version, member_status(body))
             )
+        self.reports = kept
+        return lambda body: self._read(body).status
 
-        return lookup
+    def digest(self, body: Body) -> ReportDigest:
+        """`status.digest` of a member's object, computed once per version (after `parse_reports`)."""
+        read = self._read(body)
+        if read.digest is None:
+            read.digest = digest(body)
+        return read.digest
+
+    def _read(self, body: Body) -> _Read:
+        meta = body.get("metadata") or {}
+        hit = self.reports.get(str(meta.get("name")))
+        if hit is not None and hit.version == meta.get("resourceVersion"):
+            return hit
+        return _Read("", member_status(body))
 
     def plan(self, config: AppConfig, views: Sequence[MemberView], previous: Assignment, now: float) -> Plan:
         """The engine's plan, reused when it cannot differ from the last one."""

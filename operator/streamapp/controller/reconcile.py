@@ -132,6 +132,7 @@ def reconcile(
         stamp,
         members=observed.members,
         intent=memo.intent(result.assignment),
+        digests=memo.digest,
     )
     status.update(rollout.status_fields(step, revision, pods))
     status.update(costs.status_fields(status["members"], measured))

@@ -8,7 +8,7 @@ columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,18 +125,6 @@ def setup_message(errors: Mapping[int, str]) -> str:
     return "; ".join(lines)[:2000]
 
 
-def setup_errors(members: Iterable[Body], pods: Mapping[int, PodState]) -> dict[int, str]:
-    """Member id → why its executor cannot start, from reports of the member's current pod only (an
-    error from a pod since replaced is no longer true)."""
-    errors: dict[int, str] = {}
-    for body in members:
-        member_id, status = (body.get("spec") or {}).get("memberId"), body.get("status") or {}
-        pod = pods.get(int(member_id)) if member_id is not None else None
-        if pod is not None and status.get("podUID") == pod.uid and status.get("setupError"):
-            errors[pod.member] = str(status["setupError"])
-    return errors
-
-
 def fenced_message(tasks: Sequence[int]) -> str:
     """Which tasks are fenced and what the operator does about it (named, so it is never silent)."""
     shown = ",".join(str(t) for t in tasks[:20]) + (f",… ({len(tasks)} in all)" if len(tasks) > 20 else "")
@@ -238,51 +226,101 @@ def members_summary(
     return rows
 
 
-def input_lag(assignment: Assignment, members: Iterable[Body], pods: Mapping[int, PodState]) -> int | None:
+@dataclass(frozen=True)
+class ReportDigest:
+    """What the app's status reads from one StreamAppMember (`digest`): computed once per version of
+    the object by the app's memo (`controller.memo`), since a member's report lists every copy it holds
+    and a reconcile of a large app would otherwise walk every member's list, changed or not."""
+
+    member: int | None
+    pod_uid: str | None
+    acknowledged: int
+    target_generation: int
+    input_lags: Mapping[int, int]
+    processing: frozenset[int]
+    setup_error: str | None
+
+
+def digest(body: Body) -> ReportDigest:
+    """The digest of one StreamAppMember body (its spec's member id and generation, its report)."""
+    spec, status = body.get("spec") or {}, body.get("status") or {}
+    member = spec.get("memberId")
+    tasks = [t for t in status.get("tasks") or [] if t.get("role") == "active"]
+    return ReportDigest(
+        member=int(member) if member is not None else None,
+        pod_uid=status.get("podUID"),
+        acknowledged=int(status.get("observedGeneration") or 0),
+        target_generation=int(spec.get("generation") or 0),
+        input_lags={int(t["task"]): int(t["inputLag"]) for t in tasks if t.get("inputLag") is not None},
+        processing=frozenset(int(t["task"]) for t in tasks if t.get("fencedBy") is None),
+        setup_error=str(status["setupError"]) if status.get("setupError") else None,
+    )
+
+
+def _current(digests: Iterable[ReportDigest], pods: Mapping[int, PodState]) -> list[ReportDigest]:
+    """The digests of reports made by their member's current pod (`status.podUID`): a report from
+    before a restart describes a process that is gone."""
+    return [
+        d
+        for d in digests
+        if d.member is not None and (pod := pods.get(d.member)) is not None and d.pod_uid == pod.uid
+    ]
+
+
+def input_lag(
+    assignment: Assignment,
+    members: Iterable[Body],
+    pods: Mapping[int, PodState],
+    digests: Callable[[Body], ReportDigest] = digest,
+) -> int | None:
     """Source records the active owners have not processed yet, summed over tasks; None while no owner
     has reported one (an autoscaler must not read "nothing measured" as "nothing to do").
 
     Per task only its owner in the assignment counts, so a task that just moved is not counted twice
-    from its previous owner's last report; and only reports made by the member's current pod
-    (`status.podUID`), because a report from before a restart describes a process that is gone.
+    from its previous owner's last report; and only reports made by the member's current pod.
     """
-    reported: dict[tuple[int, int], int] = {}
-    for body in members:
-        member_id, status = (body.get("spec") or {}).get("memberId"), body.get("status") or {}
-        pod = pods.get(int(member_id)) if member_id is not None else None
-        if pod is None or status.get("podUID") != pod.uid:
-            continue
-        for task in status.get("tasks") or []:
-            if task.get("role") == "active" and task.get("inputLag") is not None:
-                reported[(pod.member, int(task["task"]))] = int(task["inputLag"])
+    tasks = assignment.tasks
     lags = [
-        reported[(t.active, task)]
-        for task, t in enumerate(assignment.tasks)
-        if t.active is not None and (t.active, task) in reported
+        lag
+        for d in _current(map(digests, members), pods)
+        for task, lag in d.input_lags.items()
+        if task < len(tasks) and tasks[task].active == d.member
     ]
     return sum(lags) if lags else None
 
 
-def unconfirmed(assignment: Assignment, members: Iterable[Body], pods: Mapping[int, PodState]) -> list[int]:
+def unconfirmed(
+    assignment: Assignment,
+    members: Iterable[Body],
+    pods: Mapping[int, PodState],
+    digests: Callable[[Body], ReportDigest] = digest,
+) -> list[int]:
     """Tasks whose active owner has not yet confirmed it processes them: its current pod has not
     acknowledged its latest target, or does not report the task as active and unfenced. A pod being
     Ready says only that the process is up; Ready for the app means the tasks are really processed."""
-    confirmed: set[tuple[int, int]] = set()
-    for body in members:
-        spec, status = body.get("spec") or {}, body.get("status") or {}
-        pod = pods.get(int(spec.get("memberId", -1)))
-        if pod is None or status.get("podUID") != pod.uid:
-            continue
-        if int(status.get("observedGeneration") or 0) < int(spec.get("generation") or 0):
-            continue
-        for task in status.get("tasks") or []:
-            if task.get("role") == "active" and task.get("fencedBy") is None:
-                confirmed.add((pod.member, int(task["task"])))
+    confirmed = {
+        d.member: d.processing
+        for d in _current(map(digests, members), pods)
+        if d.acknowledged >= d.target_generation
+    }
+    nothing: frozenset[int] = frozenset()
     return [
         task
         for task, t in enumerate(assignment.tasks)
-        if t.active is not None and t.revoking_since is None and (t.active, task) not in confirmed
+        if t.active is not None and t.revoking_since is None and task not in confirmed.get(t.active, nothing)
     ]
+
+
+def setup_errors(
+    members: Iterable[Body], pods: Mapping[int, PodState], digests: Callable[[Body], ReportDigest] = digest
+) -> dict[int, str]:
+    """Member id → why its executor cannot start, from reports of the member's current pod only (an
+    error from a pod since replaced is no longer true)."""
+    return {
+        d.member: d.setup_error
+        for d in _current(map(digests, members), pods)
+        if d.member is not None and d.setup_error is not None
+    }
 
 
 def moved(previous: Assignment, current: Assignment) -> int:
@@ -324,10 +362,12 @@ def app_status(
     now: str,
     members: Iterable[Body] = (),
     intent: Mapping[str, Any] | None = None,
+    digests: Callable[[Body], ReportDigest] = digest,
 ) -> dict[str, Any]:
     """The whole status patch for one reconcile; `members` are the StreamAppMember bodies whose
     reports give `inputLag` (None, which the merge patch turns into a removal, without them);
-    `intent` is the assignment already encoded, when the caller has it (`controller.memo`)."""
+    `intent` is the assignment already encoded and `digests` the members' reports read, when the caller
+    keeps them (`controller.memo`)."""
     meta, spec, old = app["metadata"], app.get("spec") or {}, app.get("status") or {}
     replicas = int(spec.get("replicas", 0))
     assignment = result.assignment
@@ -340,7 +380,7 @@ def app_status(
         "readyReplicas": ready,
         "selector": selector(meta["name"]),
         "tasks": counts,
-        "inputLag": input_lag(assignment, members, pods),
+        "inputLag": input_lag(assignment, members, pods, digests),
         "members": members_summary(meta["name"], assignment, views, pods, replicas),
         "conditions": merge_conditions(
             old.get("conditions") or [],
@@ -351,8 +391,8 @@ def app_status(
                 assignment.in_flight(),
                 started=assignment.generation > 0,
                 fenced=result.fenced,
-                unconfirmed=unconfirmed(assignment, members, pods),
-                setup_errors=setup_errors(members, pods),
+                unconfirmed=unconfirmed(assignment, members, pods, digests),
+                setup_errors=setup_errors(members, pods, digests),
             ),
             now,
             int(meta.get("generation") or 0),
