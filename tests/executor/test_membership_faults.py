@@ -264,3 +264,44 @@ def test_readiness_follows_the_watch_and_liveness_does_not() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class Progressing(Recorder):
+    """A data plane whose active tasks' input lag and a warmup's lag are set by the test."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.input_lag, self.warmup_lag = 0, 500
+
+    def reports(self) -> list[TaskReport]:
+        active = [
+            TaskReport(task=t.task, role="active", epoch=t.epoch, lag=0, input_lag=self.input_lag)
+            for t in (self.applied[-1].active if self.applied else ())
+        ]
+        return [*active, TaskReport(task=9, role="warmup", epoch=0, lag=self.warmup_lag)]
+
+
+def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the_operator_acts_on_at_once() -> (
+    None
+):
+    api, clock = ScriptedApi(), Clock()
+    plane = Progressing()
+    membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
+    membership.custom = api  # type: ignore[assignment]
+    membership.notice(member(2))
+    assert len(api.writes) == 1
+    for lag in (10, 20, 30):  # input keeps coming: progress only
+        clock.now += 2.5
+        plane.input_lag, plane.warmup_lag = lag, 500 - lag
+        membership.report()
+    assert len(api.writes) == 1, "progress figures alone wait for the progress interval"
+    clock.now += FAST.progress_interval
+    membership.report()
+    assert len(api.writes) == 2 and api.writes[-1]["tasks"][0]["inputLag"] == 30
+    clock.now += 2.5
+    plane.warmup_lag = 0  # the warmup caught up: the operator hands its task over on this
+    membership.report()
+    assert len(api.writes) == 3 and api.writes[-1]["tasks"][-1]["lag"] == 0
+    clock.now += 0.1
+    membership.notice(member(3))  # a new target is acknowledged at once, whatever the intervals
+    assert [w["observedGeneration"] for w in api.writes][-1] == 3

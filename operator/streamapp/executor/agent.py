@@ -46,7 +46,7 @@ from streamapp.executor.kafkasink import KafkaSink
 from streamapp.executor.kafkasource import KafkaSource
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import STORE_KINDS, LocalState, LocalStateError
-from streamapp.executor.membership import MembershipClient, report_setup_error
+from streamapp.executor.membership import ClientSettings, MembershipClient, report_setup_error
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.sink import FileSink, Sink
 from streamapp.executor.source import FileLog, Source
@@ -247,7 +247,19 @@ def register(subparsers: Any) -> None:
         help="address they bind: the pod's IP, where probes and scrapers reach it (default "
         "$STREAMAPP_HTTP_ADDRESS, else every interface)",
     )
-    parser.add_argument("--report-interval", type=float, default=2.0, help="seconds between progress reports")
+    parser.add_argument(
+        "--report-interval",
+        type=float,
+        default=2.0,
+        help="seconds between reports of what the operator acts on (roles, acknowledgements, caught-up copies)",
+    )
+    parser.add_argument(
+        "--progress-interval",
+        type=float,
+        default=float(os.environ.get("STREAMAPP_PROGRESS_INTERVAL", "10")),
+        help="seconds between reports that change only progress figures: lags, applied positions "
+        "(default $STREAMAPP_PROGRESS_INTERVAL or 10)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -295,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
         settings.pod_uid,
         plane,
         args.report_interval,
+        ClientSettings(progress_interval=args.progress_interval),
     )
     if args.http_port:
         serve(args.http_address, args.http_port, registry, membership.healthy)
