@@ -4,9 +4,10 @@
 server. This runs the real thing at the largest supported size: the local control plane
 (e2e/localcluster) with the member pods on its kwok nodes (Running and Ready, running nothing), the
 operator as a `streamapp operator` process, and the executors played from this process
-(e2e/playedmembers.py): every target acknowledged at once, every Ready member's report written every
-`--report-interval` seconds with each active task's input lag changed (the worst case for the
-operator), warmups catching up at `--restore-rate` records/s.
+(e2e/playedmembers.py) on the executors' schedule: every target acknowledged at once, a member with a
+copy catching up reporting every 2 s, every other Ready member every `--report-interval` seconds (the
+executors' progress interval, 10 s; 2 s is the worst case, every report interval) with each active
+task's input lag changed, warmups catching up at `--restore-rate` records/s.
 
 Measured from outside the operator: its CPU time and peak memory (/proc), the reports written per
 second, the writes the app received (a watch on it), and the sizes of the app and of the largest
@@ -24,6 +25,7 @@ import platform
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ from kubernetes import client
 
 from kubesetup import create_namespace, install_crds
 from localcluster.controlplane import LocalCluster
+from localcluster.processes import free_port
 from localcluster.versions import KUBERNETES
 from localcluster.waiting import wait_for
 from playedmembers import PlayedMembers, api_client, object_sizes, unsettled
@@ -65,6 +68,46 @@ def usage(pid: int) -> Usage:
 
 
 @dataclass
+class Reconciles:
+    """The operator's own histograms (its /metrics): reconciles run, their wall seconds, plans run
+    and their seconds, summed since it started."""
+
+    count: float = 0.0
+    seconds: float = 0.0
+    plans: float = 0.0
+    plan_seconds: float = 0.0
+
+    def __sub__(self, other: Reconciles) -> Reconciles:
+        return Reconciles(
+            self.count - other.count,
+            self.seconds - other.seconds,
+            self.plans - other.plans,
+            self.plan_seconds - other.plan_seconds,
+        )
+
+
+def reconciles(port: int) -> Reconciles:
+    """Scraped from the operator's metrics endpoint (the engine's plans include reused ones)."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in (
+            "streamapp_reconcile_seconds_count",
+            "streamapp_reconcile_seconds_sum",
+            "streamapp_plan_seconds_count",
+            "streamapp_plan_seconds_sum",
+        ):
+            values[name] = float(value)
+    return Reconciles(
+        values.get("streamapp_reconcile_seconds_count", 0.0),
+        values.get("streamapp_reconcile_seconds_sum", 0.0),
+        values.get("streamapp_plan_seconds_count", 0.0),
+        values.get("streamapp_plan_seconds_sum", 0.0),
+    )
+
+
+@dataclass
 class Phase:
     name: str
     wall_s: float
@@ -74,23 +117,26 @@ class Phase:
     failed: int
     app_writes: int
     outcome: str
+    reconciled: Reconciles = field(default_factory=Reconciles)
     samples: list[str] = field(default_factory=list)
 
 
 def run_phase(
     name: str,
-    operator: subprocess.Popen[bytes],
+    operator: Operator,
     played: PlayedMembers,
     seconds: float,
     done: Callable[[], str | None] | None,
 ) -> Phase:
     """Until `done` says None (or `seconds` pass): the operator's CPU over the phase, progress every 15 s."""
-    start, before = time.monotonic(), usage(operator.pid)
+    start, before, reconciled = time.monotonic(), usage(operator.process.pid), reconciles(operator.metrics)
     counted = (played.counters.reports, played.counters.failed, played.counters.app_writes)
     outcome, samples, last = "reports only" if done is None else "", [], start
     while time.monotonic() - start < seconds:
-        if operator.poll() is not None:
-            raise RuntimeError(f"the operator exited ({operator.returncode}) during {name}; see its log")
+        if operator.process.poll() is not None:
+            raise RuntimeError(
+                f"the operator exited ({operator.process.returncode}) during {name}; see its log"
+            )
         time.sleep(5.0)
         waiting = done() if done is not None else None
         now = time.monotonic()
@@ -100,7 +146,7 @@ def run_phase(
         if waiting is not None:
             outcome = f"still going after {seconds:.0f} s, waiting for {waiting}"
         if now - last >= 15:
-            cpu = usage(operator.pid).cpu_s - before.cpu_s
+            cpu = usage(operator.process.pid).cpu_s - before.cpu_s
             line = (
                 f"[{name}] {now - start:.0f}s: operator {cpu / (now - start):.2f} core, "
                 f"{played.counters.reports - counted[0]} reports"
@@ -109,7 +155,7 @@ def run_phase(
             print(line, flush=True)
             samples.append(line)
             last = now
-    wall, after = time.monotonic() - start, usage(operator.pid)
+    wall, after = time.monotonic() - start, usage(operator.process.pid)
     return Phase(
         name,
         wall,
@@ -119,6 +165,7 @@ def run_phase(
         played.counters.failed - counted[1],
         played.counters.app_writes - counted[2],
         outcome,
+        reconciles(operator.metrics) - reconciled,
         samples,
     )
 
@@ -146,19 +193,37 @@ def app_body(partitions: int, replicas: int, standbys: int) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Operator:
+    """The operator's process and the port of its metrics."""
+
+    process: subprocess.Popen[bytes]
+    metrics: int
+
+
 @contextmanager
-def operator_process(kubeconfig: Path, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def operator_process(kubeconfig: Path, log: Path) -> Iterator[Operator]:
+    port = free_port()
     argv = [str(STREAMAPP), "operator", "--namespace", NAMESPACE, "--kubeconfig", str(kubeconfig)]
-    argv += ["--metrics-port", "0", "--no-leader-election"]
+    argv += ["--metrics-port", str(port), "--metrics-address", "127.0.0.1", "--no-leader-election"]
     process = subprocess.Popen(argv, stdout=log.open("ab"), stderr=subprocess.STDOUT)
     try:
-        yield process
+        wait_for(lambda: _serving(port), 60, "the operator's metrics")
+        yield Operator(process, port)
     finally:
         process.terminate()
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _serving(port: int) -> bool:
+    try:
+        reconciles(port)
+    except OSError:
+        return False
+    return True
 
 
 def report(
@@ -171,25 +236,27 @@ def report(
         f"Made by `make bench-apiscale` (`bench/apiscale.py`) on {dt.date.today()}: Kubernetes {KUBERNETES} "
         f"(the local control plane), Python {platform.python_version()}, {os.cpu_count()} cores; load average "
         f"{load[0]:.1f} at start, {load[1]:.1f} at end. One machine runs etcd, the API server, the scheduler, "
-        "the controller manager, kwok, the operator and the played playing the executors, so what the "
+        "the controller manager, kwok, the operator and this process playing the executors, so what the "
         "operator gets is what is left of 2 cores.",
         "",
         f"The app: {args.tasks:,} tasks, {replicas:,} members (pods on kwok nodes), standbyReplicas "
-        f"{args.standbys}. Each member's report is written every {args.report_interval:g} s (jittered ±10%; "
-        f"{replicas / args.report_interval:,.0f} reports/s asked) with every active task's input lag "
-        f"changed; warmups catch up at {args.restore_rate:,.0f} records/s from 20,000. The operator: "
+        f"{args.standbys}. Each settled member's report is written every {args.report_interval:g} s "
+        f"(jittered ±10%; {replicas / args.report_interval:,.0f} reports/s asked) with every active task's "
+        "input lag changed, a member with a copy catching up every 2 s, every new target acknowledged at "
+        f"once; warmups catch up at {args.restore_rate:,.0f} records/s from 20,000. The operator: "
         "`streamapp operator` with its defaults (`--min-reconcile-interval` 1 s), out of the cluster; its "
         "CPU is user+system time from /proc.",
         "",
         "| phase | wall s | operator CPU s | share of a core | peak RSS MB | reports written (per s) | failed "
-        "| app writes (per s) | outcome |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| app writes (per s) | reconciles (mean wall s) | plans computed or reused (mean s) | outcome |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for p in phases:
         lines.append(
             f"| {p.name} | {p.wall_s:.0f} | {p.cpu_s:.1f} | {p.cpu_s / p.wall_s:.2f} | {p.peak_mb:.0f} "
             f"| {p.reports:,} ({p.reports / p.wall_s:.0f}) | {p.failed} | {p.app_writes:,} "
-            f"({p.app_writes / p.wall_s:.2f}) | {p.outcome} |"
+            f"({p.app_writes / p.wall_s:.2f}) | {p.reconciled.count:,.0f} ({_mean(p.reconciled.seconds, p.reconciled.count)}) "
+            f"| {p.reconciled.plans:,.0f} ({_mean(p.reconciled.plan_seconds, p.reconciled.plans)}) | {p.outcome} |"
         )
     lines += [
         "",
@@ -205,13 +272,23 @@ def report(
     return "\n".join(lines) + "\n"
 
 
+def _mean(total: float, count: float) -> str:
+    return f"{total / count:.3f}" if count else "-"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", type=Path, help="write the Markdown report here (default: print it)")
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--members", type=int, default=1_000)
     parser.add_argument("--standbys", type=int, default=0)
-    parser.add_argument("--report-interval", type=float, default=2.0)
+    parser.add_argument(
+        "--report-interval",
+        type=float,
+        default=10.0,
+        help="seconds between a settled member's reports (the executors' progress interval; 2 is every "
+        "report interval, the worst case)",
+    )
     parser.add_argument("--restore-rate", type=float, default=10_000.0)
     parser.add_argument("--workers", type=int, default=8, help="played threads")
     parser.add_argument("--place-seconds", type=float, default=1_200.0)

@@ -2,10 +2,12 @@
 
 Member pods sit on kwok nodes (Ready, running nothing). :class:`PlayedMembers` follows every
 StreamAppMember of one app with a single watch and writes each Ready member's report with the
-executor's own models, from a few threads: a new target is acknowledged at once, and every member
-reports again every `interval` seconds (jittered ±10% so reports spread out) with each active task's
-input lag changed, so every report is news to the operator, the worst case. Warmups and standbys catch
-up at `restore_rate` (the simulated data plane of the operator tests). tests/integration/fleet.py runs
+executor's own models, from a few threads, on the executors' own schedule: a new target is
+acknowledged at once; a member with a copy still catching up reports every `decisive_interval`
+seconds (an executor reports a copy becoming caught up within 2 s); every other member reports again
+every `interval` seconds (the executors' progress interval, 10 s), each time with every active task's
+input lag changed, so every report is news to the operator. Reports are jittered ±10% so they spread
+out. Warmups and standbys catch up at `restore_rate` (the simulated data plane of the operator tests). tests/integration/fleet.py runs
 one real membership client per member instead, which is what a protocol test wants; at a thousand
 members that is a thousand threads and watches, so a measurement of the operator uses this.
 """
@@ -57,12 +59,14 @@ class PlayedMembers:
         kubeconfig: Path,
         namespace: str,
         app: str,
-        interval: float = 2.0,
+        interval: float = 10.0,
         restore_rate: float = 10_000.0,
         workers: int = 8,
+        decisive_interval: float = 2.0,
     ) -> None:
         self.kubeconfig, self.namespace, self.app = kubeconfig, namespace, app
         self.interval, self.restore_rate, self.workers = interval, restore_rate, workers
+        self.decisive_interval = decisive_interval
         self.members: dict[int, Played] = {}
         self.uids: dict[int, str] = {}
         self.lock = threading.Lock()
@@ -165,11 +169,13 @@ class PlayedMembers:
     def _body(self, member: int, now: float) -> dict[str, Any]:
         """The member's report as its executor writes it (called with the lock held)."""
         played = self.members[member]
-        played.due = now + self.interval * (0.9 + 0.2 * self.rng.random())
         rows = tuple(
             replace(row, input_lag=self.rng.randrange(1_000)) if row.role == "active" else row
             for row in played.plane.reports()
         )
+        catching_up = any(row.role != "active" and (row.lag or 0) > 0 for row in rows)
+        interval = self.decisive_interval if catching_up else self.interval
+        played.due = now + interval * (0.9 + 0.2 * self.rng.random())
         status = StreamAppMemberStatus(
             observed_generation=played.applied,
             pod_uid=self.uids[member],
