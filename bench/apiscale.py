@@ -174,7 +174,7 @@ def namespaces(core: client.CoreV1Api) -> set[str]:
     return {n.metadata.name for n in core.list_namespace().items}
 
 
-def app_body(partitions: int, replicas: int, standbys: int) -> dict[str, Any]:
+def app_body(partitions: int, replicas: int, standbys: int, warmups: int) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "StreamApp",
@@ -188,7 +188,7 @@ def app_body(partitions: int, replicas: int, standbys: int) -> dict[str, Any]:
                 "stateStore": {"uri": "file:///var/lib/streamapp"},
             },
             "executor": {"image": "streamapp/executor:bench"},
-            "rebalance": {"standbyReplicas": standbys},
+            "rebalance": {"standbyReplicas": standbys, "maxWarmupReplicas": warmups},
         },
     }
 
@@ -240,7 +240,7 @@ def report(
         "operator gets is what is left of 2 cores.",
         "",
         f"The app: {args.tasks:,} tasks, {replicas:,} members (pods on kwok nodes), standbyReplicas "
-        f"{args.standbys}. Each settled member's report is written every {args.report_interval:g} s "
+        f"{args.standbys}, maxWarmupReplicas {args.max_warmups}. Each settled member's report is written every {args.report_interval:g} s "
         f"(jittered ±10%; {replicas / args.report_interval:,.0f} reports/s asked) with every active task's "
         "input lag changed, a member with a copy catching up every 2 s, every new target acknowledged at "
         f"once; warmups catch up at {args.restore_rate:,.0f} records/s from 20,000. The operator: "
@@ -283,6 +283,13 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=1_000)
     parser.add_argument("--standbys", type=int, default=0)
     parser.add_argument(
+        "--max-warmups",
+        type=int,
+        default=10,
+        help="rebalance.maxWarmupReplicas (warmups at once per receiving member; the default 2 fills a "
+        "member that joins late or a scale-out's new members 2 tasks a round)",
+    )
+    parser.add_argument(
         "--report-interval",
         type=float,
         default=10.0,
@@ -314,7 +321,11 @@ def main() -> int:
             ) as played,
         ):
             custom.create_namespaced_custom_object(
-                GROUP, VERSION, NAMESPACE, APPS, app_body(args.tasks, args.members, args.standbys)
+                GROUP,
+                VERSION,
+                NAMESPACE,
+                APPS,
+                app_body(args.tasks, args.members, args.standbys, args.max_warmups),
             )
             phases = [
                 run_phase(
