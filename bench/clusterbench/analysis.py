@@ -118,6 +118,10 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if r["restored_blocking"] > 0 and r["gaps"]["stall_s"] > 0
     ]
     rows_per_task = [n for app in run.apps[:1] for n in state_rows(app)]
+    scale_out = streamapp.get("scale-out")
+    # a planned handoff's round trips and the new owner's first batches: what the streamapp scale-out's
+    # moved task stood still beyond the cadence (it restores nothing while blocking)
+    handoff = scale_out["gaps"]["worst_task_stall_s"] if scale_out else 0.0
     return {
         "input_rate_per_task": settings.rate / settings.partitions,
         "batch_interval_s": statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0,
@@ -125,6 +129,7 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "pod_start_s": round(max(pod_start, 1.0), 1),
         "restore_rate_per_task": round(max(candidates), 1) if candidates else None,
         "state_rows_per_task": round(statistics.mean(rows_per_task)) if rows_per_task else 0,
+        "handoff_s": round(handoff, 1),
     }
 
 

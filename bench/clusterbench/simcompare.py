@@ -49,6 +49,7 @@ def scenario_doc(
             "stateRecords": max(1, calibration["state_rows_per_task"]),
             "reportInterval": REPORT_INTERVAL_S,
             "podStartSeconds": calibration["pod_start_s"],
+            "reassignSeconds": calibration.get("handoff_s", 0.0),
         },
         "rebalance": {
             "protocol": row["protocol"],
