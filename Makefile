@@ -72,8 +72,8 @@ bench-scale: $(STAMP)
 	$(PY) bench/scale.py --write bench/results/scale.md
 
 ## bench-apiscale: one app of 100,000 tasks on 1,000 kwok members against the local control plane, the
-## operator as a process and the executors' reports played at 2 s: its CPU, memory and the objects' sizes
-## (about 20 min); writes bench/results/apiscale.md. Not part of make test.
+## operator as a process and the executors' reports played on their schedule: its CPU, memory and the
+## objects' sizes (about 30 min); writes bench/results/apiscale.md. Not part of make test.
 bench-apiscale: $(STAMP) k8s-binaries
 	@mkdir -p $(OUT)
 	PYTHONPATH=e2e $(PY) bench/apiscale.py --out $(OUT) --write bench/results/apiscale.md $(BENCH_ARGS)

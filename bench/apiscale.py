@@ -30,11 +30,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from kubernetes import client
 
-from kubesetup import create_namespace, install_crds
+from kubesetup import create_namespace, install_crds, kwok_app
 from localcluster.controlplane import LocalCluster
 from localcluster.processes import free_port
 from localcluster.versions import KUBERNETES
@@ -174,25 +173,6 @@ def namespaces(core: client.CoreV1Api) -> set[str]:
     return {n.metadata.name for n in core.list_namespace().items}
 
 
-def app_body(partitions: int, replicas: int, standbys: int, warmups: int) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": replicas,
-            "partitions": partitions,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
-                "stateStore": {"uri": "file:///var/lib/streamapp"},
-            },
-            "executor": {"image": "streamapp/executor:bench"},
-            "rebalance": {"standbyReplicas": standbys, "maxWarmupReplicas": warmups},
-        },
-    }
-
-
 @dataclass
 class Operator:
     """The operator's process and the port of its metrics."""
@@ -325,7 +305,14 @@ def main() -> int:
                 VERSION,
                 NAMESPACE,
                 APPS,
-                app_body(args.tasks, args.members, args.standbys, args.max_warmups),
+                kwok_app(
+                    APP,
+                    args.members,
+                    args.tasks,
+                    "streamapp/executor:bench",
+                    standbyReplicas=args.standbys,
+                    maxWarmupReplicas=args.max_warmups,
+                ),
             )
             phases = [
                 run_phase(

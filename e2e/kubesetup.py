@@ -3,12 +3,15 @@ run in. Shared by the integration tests' fixtures and the benchmarks that run th
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from localcluster.waiting import wait_for
 from streamapp.api.crd import crd_files
+from streamapp.api.names import GROUP, VERSION
 
 READY_TIMEOUT_S = 60.0
 
@@ -47,3 +50,24 @@ def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -
         return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
 
     wait_for(default_service_account, READY_TIMEOUT_S, f"ServiceAccount default in {name}")
+
+
+def kwok_app(name: str, replicas: int, partitions: int, image: str, **rebalance: Any) -> dict[str, Any]:
+    """A count app for members whose pods run on kwok nodes (nothing runs in them; reports are played or
+    absent): the pipeline names paths no executor opens, so only the operator's side is exercised."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "partitions": partitions,
+            "pipeline": {
+                "transform": "streamapp.executor.samples.counts:counts",
+                "source": {"type": "file", "path": "/data/input"},
+                "stateStore": {"uri": "file:///var/lib/streamapp"},
+            },
+            "executor": {"image": image},
+            "rebalance": rebalance,
+        },
+    }

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubernetes import client
 
+from kubesetup import kwok_app
 from streamapp.api.names import APPS, GROUP, VERSION
 
 STREAMAPP = Path(sys.executable).with_name("streamapp")
@@ -81,22 +82,8 @@ class Operators:
 def create_app(
     api: client.ApiClient, namespace: str, replicas: int, partitions: int, **rebalance: Any
 ) -> None:
-    body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": replicas,
-            "partitions": partitions,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
-                "stateStore": {"uri": "file:///var/lib/streamapp"},
-            },
-            "executor": {"image": "streamapp/executor:dev"},
-            "rebalance": {"scheduledRebalanceMaxDelay": "5m", **rebalance},
-        },
-    }
+    settings = {"scheduledRebalanceMaxDelay": "5m", **rebalance}
+    body = kwok_app(APP, replicas, partitions, "streamapp/executor:dev", **settings)
     client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
 
 
