@@ -219,7 +219,8 @@ def report(
         "the controller manager, kwok, the operator and this process playing the executors, so what the "
         "operator gets is what is left of 2 cores.",
         "",
-        f"The app: {args.tasks:,} tasks, {replicas:,} members (pods on kwok nodes), standbyReplicas "
+        f"The app: {args.tasks:,} tasks placed on {args.members - args.members // 10:,} members (pods on kwok "
+        f"nodes), then scaled out to {replicas:,} (the most an app may have) and left to report; standbyReplicas "
         f"{args.standbys}, maxWarmupReplicas {args.max_warmups}. Each settled member's report is written every {args.report_interval:g} s "
         f"(jittered ±10%; {replicas / args.report_interval:,.0f} reports/s asked) with every active task's "
         "input lag changed, a member with a copy catching up every 2 s, every new target acknowledged at "
@@ -238,6 +239,7 @@ def report(
             f"({p.app_writes / p.wall_s:.2f}) | {p.reconciled.count:,.0f} ({_mean(p.reconciled.seconds, p.reconciled.count)}) "
             f"| {p.reconciled.plans:,.0f} ({_mean(p.reconciled.plan_seconds, p.reconciled.plans)}) | {p.outcome} |"
         )
+    lines += ["", *cost_per_report(phases, replicas / args.report_interval)]
     lines += [
         "",
         f"Objects as the API server sends them once settled: the StreamApp {size[0]:,} bytes, the largest "
@@ -250,6 +252,26 @@ def report(
         "```",
     ]
     return "\n".join(lines) + "\n"
+
+
+def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
+    """The steady phases' CPU per second as a line over reports per second: its slope is what one
+    report costs, its intercept what reconciling costs whatever comes in; from them, the share of a core
+    at the rate asked (which this machine's API server may not let through)."""
+    steady = [p for p in phases if p.name.startswith("steady") and p.reports]
+    if len(steady) < 2:
+        return []
+    (r1, c1), (r2, c2) = [(p.reports / p.wall_s, p.cpu_s / p.wall_s) for p in steady[:2]]
+    if abs(r1 - r2) < 1.0:
+        return ["The two steady phases wrote reports at the same rate: no cost per report is derived."]
+    slope = (c1 - c2) / (r1 - r2)
+    base = c1 - slope * r1
+    return [
+        f"Steady, the operator's CPU went from {c2:.2f} to {c1:.2f} of a core as the reports written went "
+        f"from {r2:.1f} to {r1:.1f} per second: {slope * 1000:.1f} ms of CPU per report and {base:.2f} of a "
+        f"core beside them (reconciles, watches, metrics). At the {asked:,.0f} reports/s asked that is "
+        f"{base + slope * asked:.2f} of a core.",
+    ]
 
 
 def _mean(total: float, count: float) -> str:
@@ -291,6 +313,9 @@ def main() -> int:
     api = api_client(cluster.kubeconfig)
     custom = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
+    # placed on 90% of the members, then scaled out to all of them (the most an app may have), then
+    # left to report: a scale-out of a tenth of the tasks and the steady state at the full size
+    first = args.members - args.members // 10
     try:
         install_crds(api)
         create_namespace(api, NAMESPACE, {"streamapp.dev/bench": "apiscale"})
@@ -307,7 +332,7 @@ def main() -> int:
                 APPS,
                 kwok_app(
                     APP,
-                    args.members,
+                    first,
                     args.tasks,
                     "streamapp/executor:bench",
                     standbyReplicas=args.standbys,
@@ -316,28 +341,32 @@ def main() -> int:
             )
             phases = [
                 run_phase(
-                    "placement",
+                    f"placement on {first:,}",
                     operator,
                     played,
                     args.place_seconds,
                     lambda: unsettled(custom, NAMESPACE, APP),
                 )
             ]
-            size = object_sizes(custom, NAMESPACE, APP)
-            phases.append(run_phase("steady", operator, played, args.steady_seconds, None))
-            grown = args.members + args.members // 10
             custom.patch_namespaced_custom_object_scale(
-                GROUP, VERSION, NAMESPACE, APPS, APP, {"spec": {"replicas": grown}}
+                GROUP, VERSION, NAMESPACE, APPS, APP, {"spec": {"replicas": args.members}}
             )
             phases.append(
                 run_phase(
-                    f"scale-out to {grown:,}",
+                    f"scale-out to {args.members:,}",
                     operator,
                     played,
                     args.scale_seconds,
                     lambda: unsettled(custom, NAMESPACE, APP),
                 )
             )
+            phases.append(run_phase("steady", operator, played, args.steady_seconds, None))
+            # the same at half the rate written: two points give the cost of a report apart from the
+            # cost of reconciling at all, whatever rate this machine's API server let through
+            full = phases[-1]
+            played.interval = args.members / max(full.reports / full.wall_s / 2, 1e-3)
+            phases.append(run_phase("steady, half the rate", operator, played, args.steady_seconds, None))
+            size = object_sizes(custom, NAMESPACE, APP)
     finally:
         core.delete_namespace(NAMESPACE)
         if started_here:
