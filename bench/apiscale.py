@@ -261,12 +261,28 @@ def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
     steady = [p for p in phases if p.name.startswith("steady") and p.reports]
     if len(steady) < 2:
         return []
+    unfinished = [p.name for p in phases if p.outcome.startswith("still going")]
+    caveat = (
+        [
+            f"The {unfinished[-1]} phase had not finished when the steady ones began: they measure reports "
+            "while its rebalance went on.",
+            "",
+        ]
+        if unfinished
+        else []
+    )
     (r1, c1), (r2, c2) = [(p.reports / p.wall_s, p.cpu_s / p.wall_s) for p in steady[:2]]
-    if abs(r1 - r2) < 1.0:
-        return ["The two steady phases wrote reports at the same rate: no cost per report is derived."]
+    if abs(r1 - r2) < 0.3 * max(r1, r2):
+        return [
+            *caveat,
+            f"The two steady phases wrote {r1:.1f} and {r2:.1f} reports/s, too close to tell the cost of a "
+            "report from the rest (this machine's API server let through no more at the full rate): no "
+            "cost per report is derived.",
+        ]
     slope = (c1 - c2) / (r1 - r2)
     base = c1 - slope * r1
     return [
+        *caveat,
         f"Steady, the operator's CPU went from {c2:.2f} to {c1:.2f} of a core as the reports written went "
         f"from {r2:.1f} to {r1:.1f} per second: {slope * 1000:.1f} ms of CPU per report and {base:.2f} of a "
         f"core beside them (reconciles, watches, metrics). At the {asked:,.0f} reports/s asked that is "
