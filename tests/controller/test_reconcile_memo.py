@@ -18,7 +18,7 @@ from test_controller_core import APP, MODEL
 from test_invariants import events, run, setups
 from world import World
 
-from streamapp.controller import children, supporting
+from streamapp.controller import children, recovery, supporting
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.reconcile import Observed, reconcile, side_by_side
@@ -207,3 +207,24 @@ def test_member_targets_are_written_side_by_side_and_a_failure_holds_up_none() -
     with pytest.raises(ApiException):
         side_by_side([partial(write, m) for m in range(6)], threads=2)
     assert sorted(written) == list(range(6))
+
+
+def test_the_intent_this_loop_wrote_is_not_decoded_again_and_any_other_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kube, observed, memo, _ = settled_app()
+    written = memo.planned.result.assignment if memo.planned else Assignment()
+    app = kube.app
+    assert memo.read_intent(app, 4) is written
+    decoded: list[int] = []
+    real = recovery.read_intent
+    monkeypatch.setattr(recovery, "read_intent", lambda *a: decoded.append(1) or real(*a))
+    reconcile(kube, replace(observed, app=app), 21.0, Metrics(), memo=memo)  # type: ignore[arg-type]
+    assert decoded == [], "the stored intent is what this loop encoded"
+
+    edited = copy.deepcopy(app)
+    edited["status"]["intent"]["generation"] += 1
+    assert memo.read_intent(edited, 4) == replace(written, generation=written.generation + 1)
+    assert decoded == [1], "an intent someone else wrote is decoded"
+    with pytest.raises(ValueError, match="4 tasks for 6 partitions"):
+        memo.read_intent(app, 6)

@@ -104,7 +104,7 @@ def reconcile(
             kube.event(app, "InvalidSpec", str(error), warning=True)
             return Outcome(None, kube.patch_app_status(namespace, name, refused))
         return Outcome(None, None)
-    previous = _previous_intent(kube, app, observed.members, config.partitions)
+    previous = _previous_intent(kube, app, observed.members, config.partitions, memo)
     pods = _pods(observed.pods)
     revision = children.pod_revision(model)
     rolling = model.spec.rolling_update.config()
@@ -196,11 +196,13 @@ def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None
     return kube.patch_app_status(meta["namespace"], meta["name"], patch)
 
 
-def _previous_intent(kube: Kube, app: Body, members: Iterable[Body], partitions: int) -> Assignment:
+def _previous_intent(
+    kube: Kube, app: Body, members: Iterable[Body], partitions: int, memo: Memo
+) -> Assignment:
     """The persisted intent, or — when it is damaged — the one the members' specs describe, with a
     Warning Event saying so (planning on, rather than failing every reconcile until someone notices)."""
     try:
-        return recovery.read_intent(app, partitions)
+        return memo.read_intent(app, partitions)
     except ValueError as error:
         kube.event(app, INTENT_REBUILT, f"{error}; rebuilt from the members' targets", warning=True)
         log.warning("%s/%s: %s; rebuilding it from the members", *_key(app), error)
