@@ -119,9 +119,10 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ]
     rows_per_task = [n for app in run.apps[:1] for n in state_rows(app)]
     scale_out = streamapp.get("scale-out")
-    # a planned handoff's round trips and the new owner's first batches: what the streamapp scale-out's
-    # moved task stood still beyond the cadence (it restores nothing while blocking)
-    handoff = scale_out["gaps"]["worst_task_stall_s"] if scale_out else 0.0
+    # one planned handoff's wait, as the simulator charges it to each move: the streamapp scale-out's
+    # longest gap beyond the cadence (it restores nothing while blocking). Not the phase's summed stall,
+    # which also holds the fresh executor's slower batches after the handoff
+    handoff = scale_out["gaps"]["longest_s"] - scale_out["usual_gap_s"] if scale_out else 0.0
     return {
         "input_rate_per_task": settings.rate / settings.partitions,
         "batch_interval_s": statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0,

@@ -198,10 +198,10 @@ def calibration_section(results: dict[str, Any]) -> list[str]:
         "measured rows, of rows restored blocking to stall seconds (a lower bound: a stall also contains "
         "the start of the task);",
         f"- state {cal['state_rows_per_task']:,} rows per task (distinct keys per task of the input);",
-        f"- handoff {cal.get('handoff_s', 0.0):.1f} s (`reassignSeconds`, what a task that moves waits): "
-        "the streamapp scale-out's worst task stall, a planned handoff that restores nothing while "
-        "blocking — the round trips through the API server and the new owner's first batches. That "
-        "row's prediction is fitted by it; every other row's is not;",
+        f"- handoff {cal.get('handoff_s', 0.0):.1f} s (`reassignSeconds`, what a task waits each time it "
+        "moves): the streamapp scale-out's longest gap minus its usual gap, one planned handoff that "
+        "restores nothing while blocking (the round trips through the API server and the new owner's "
+        "first batch);",
         f"- batch interval {cal['batch_interval_s']:.1f} s (median usual gap): not a simulator input; it is "
         "what the measured stall subtracts, as the simulator's downtime counts no cadence.",
         "",
