@@ -220,9 +220,9 @@ def report(
         "operator gets is what is left of 2 cores.",
         "",
         f"The app: {args.tasks:,} tasks placed on {args.members - args.members // 10:,} members (pods on kwok "
-        f"nodes), then scaled out to {replicas:,} (the most an app may have) and left to report; standbyReplicas "
+        f"nodes) and left to report, then scaled out to {replicas:,} (the most an app may have); standbyReplicas "
         f"{args.standbys}, maxWarmupReplicas {args.max_warmups}. Each settled member's report is written every {args.report_interval:g} s "
-        f"(jittered ±10%; {replicas / args.report_interval:,.0f} reports/s asked) with every active task's "
+        f"(jittered ±10%; {replicas:,} members send {replicas / args.report_interval:,.0f} reports/s) with every active task's "
         "input lag changed, a member with a copy catching up every 2 s, every new target acknowledged at "
         f"once; warmups catch up at {args.restore_rate:,.0f} records/s from 20,000. The operator: "
         "`streamapp operator` with its defaults (`--min-reconcile-interval` 1 s), out of the cluster; its "
@@ -261,7 +261,8 @@ def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
     steady = [p for p in phases if p.name.startswith("steady") and p.reports]
     if len(steady) < 2:
         return []
-    unfinished = [p.name for p in phases if p.outcome.startswith("still going")]
+    before = phases[: phases.index(steady[0])]
+    unfinished = [p.name for p in before if p.outcome.startswith("still going")]
     caveat = (
         [
             f"The {unfinished[-1]} phase had not finished when the steady ones began: they measure reports "
@@ -285,8 +286,8 @@ def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
         *caveat,
         f"Steady, the operator's CPU went from {c2:.2f} to {c1:.2f} of a core as the reports written went "
         f"from {r2:.1f} to {r1:.1f} per second: {slope * 1000:.1f} ms of CPU per report and {base:.2f} of a "
-        f"core beside them (reconciles, watches, metrics). At the {asked:,.0f} reports/s asked that is "
-        f"{base + slope * asked:.2f} of a core.",
+        f"core beside them (reconciles, watches, metrics). At the {asked:,.0f} reports/s the full app's "
+        f"members send that is {base + slope * asked:.2f} of a core.",
     ]
 
 
@@ -329,8 +330,8 @@ def main() -> int:
     api = api_client(cluster.kubeconfig)
     custom = client.CustomObjectsApi(api)
     core = client.CoreV1Api(api)
-    # placed on 90% of the members, then scaled out to all of them (the most an app may have), then
-    # left to report: a scale-out of a tenth of the tasks and the steady state at the full size
+    # placed on 90% of the members and left to report (the steady state, settled), then scaled out to
+    # all of them (the most an app may have): a scale-out of a tenth of the tasks
     first = args.members - args.members // 10
     try:
         install_crds(api)
@@ -364,6 +365,14 @@ def main() -> int:
                     lambda: unsettled(custom, NAMESPACE, APP),
                 )
             ]
+            size = object_sizes(custom, NAMESPACE, APP)
+            phases.append(run_phase("steady", operator, played, args.steady_seconds, None))
+            # the same at half the rate written: two points give the cost of a report apart from the
+            # cost of reconciling at all, whatever rate this machine's API server let through
+            full = phases[-1]
+            played.interval = first / max(full.reports / full.wall_s / 2, 1e-3)
+            phases.append(run_phase("steady, half the rate", operator, played, args.steady_seconds, None))
+            played.interval = args.report_interval
             custom.patch_namespaced_custom_object_scale(
                 GROUP, VERSION, NAMESPACE, APPS, APP, {"spec": {"replicas": args.members}}
             )
@@ -376,13 +385,6 @@ def main() -> int:
                     lambda: unsettled(custom, NAMESPACE, APP),
                 )
             )
-            phases.append(run_phase("steady", operator, played, args.steady_seconds, None))
-            # the same at half the rate written: two points give the cost of a report apart from the
-            # cost of reconciling at all, whatever rate this machine's API server let through
-            full = phases[-1]
-            played.interval = args.members / max(full.reports / full.wall_s / 2, 1e-3)
-            phases.append(run_phase("steady, half the rate", operator, played, args.steady_seconds, None))
-            size = object_sizes(custom, NAMESPACE, APP)
     finally:
         core.delete_namespace(NAMESPACE)
         if started_here:
