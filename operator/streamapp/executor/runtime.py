@@ -40,7 +40,9 @@ from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskSta
 
 TAKEOVER_GRACE_SECONDS = 0.3
 """How long the batch lane holds a round for a takeover under way (a caught-up copy's takes a few
-hundredths of a second: the old owner's last batch to apply and a fence to write)."""
+hundredths of a second: the old owner's last batch to apply and a fence to write), counted from the
+later of the first takeover's start and the last one's end: the copy lane takes tasks over one after
+the other, so on a busy machine the last of several would otherwise miss the round."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ class Executor:
         # event rather than sleeping out its poll, so a handed-over task does not wait for two polls.
         self._copies_due = threading.Event()
         self._batches_due = threading.Event()
+        self._takeover_done_at = 0.0  # when the copy lane last finished a takeover (monotonic)
 
     @property
     def tasks(self) -> dict[int, Task]:
@@ -182,12 +185,14 @@ class Executor:
                 slot.release()
 
     def _await_takeovers(self) -> None:
-        """Give tasks made active in the last `TAKEOVER_GRACE_SECONDS` until then to finish their
-        takeover, so that tasks handed over together ride one round: the round starting on the first
-        one's wake-up would leave the others to wait a whole round more."""
+        """Give tasks being taken over until `TAKEOVER_GRACE_SECONDS` after the first one started or
+        the last one finished, whichever is later, so that tasks handed over together ride one round:
+        the round starting on the first one's wake-up would leave the others to wait a whole round
+        more. A takeover that makes no progress for that long (a cold restore) holds nothing up."""
         while True:
             starts = [since for _, slot in self._slots() if (since := slot.takeover_since()) is not None]
-            left = min(starts, default=0.0) + TAKEOVER_GRACE_SECONDS - time.monotonic()
+            progress = max(min(starts, default=0.0), self._takeover_done_at)
+            left = progress + TAKEOVER_GRACE_SECONDS - time.monotonic()
             if not starts or left <= 0:
                 return
             self._batches_due.wait(left)
@@ -200,12 +205,15 @@ class Executor:
     def _copy_unit(self, slot: Slot) -> int:
         """One unit of a claimed task that is not due for a batch, releasing the claim after it; a
         task it made due (a takeover done) wakes the batch lane."""
+        taking_over = slot.task.taking_over
         try:
             return slot.task.step()
         finally:
             due = slot.task.due
             slot.release()
             if due:
+                if taking_over:
+                    self._takeover_done_at = time.monotonic()
                 self._batches_due.set()
 
     def status(self) -> list[TaskStatus]:
