@@ -197,6 +197,7 @@ def test_member_round_trip_and_wire_names() -> None:
             "standby": [7],
             "warmup": [8, 9],
             "retiring": False,
+            "lagThresholds": [1000],
         },
         "status": {
             "observedGeneration": 5,

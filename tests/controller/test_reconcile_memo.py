@@ -18,6 +18,7 @@ from test_controller_core import APP, MODEL
 from test_invariants import events, run, setups
 from world import World
 
+from streamapp.api.member import StreamAppMemberSpec
 from streamapp.controller import children, recovery, supporting
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
@@ -70,8 +71,9 @@ def reporting(assignment: Assignment, version: int, input_lag: int = 0) -> tuple
     """Every member has applied `assignment` and reports its tasks processed, as object version
     `version` (the API server's resourceVersion changes with every write)."""
     bodies = []
+    thresholds = MODEL.spec.app_config().rebalance.lag_thresholds()
     for member, target in sorted(member_targets(assignment).items()):
-        spec = children.member_spec("counts", member, target, assignment.generation)
+        spec = children.member_spec("counts", member, target, assignment.generation, False, thresholds)
         body = children.member_object(MODEL, member, spec)
         body["metadata"]["resourceVersion"] = f"{version}-{member}"
         tasks = [
@@ -175,6 +177,19 @@ def test_a_member_spec_is_rendered_again_when_its_target_changes() -> None:
     assert memo.member_spec("counts", 0, targets[0], 2, True)["retiring"] is True
     moved = member_targets(plan(AppConfig(4, 1), [MemberView(0)], Assignment(), 0.0).assignment)[0]
     assert memo.member_spec("counts", 0, moved, 3, False) == children.member_spec("counts", 0, moved, 3)
+
+
+def test_member_specs_carry_the_apps_lag_thresholds_and_are_rewritten_when_they_change() -> None:
+    """The executor must know which copy lags the engine acts on (`handoffLag`,
+    `acceptableRecoveryLag`) to report a copy reaching one at once; 0 goes without saying."""
+    kube, observed, memo, _ = settled_app()
+    assert not [w for w in kube.writes if w[0] == "patch_member_spec"]
+    app = copy.deepcopy(kube.app)
+    app["spec"]["rebalance"].update(handoffLag=100, acceptableRecoveryLag=0)
+    reconcile(kube, replace(observed, app=app), 21.0, Metrics(), memo=memo)  # type: ignore[arg-type]
+    written = [args[2] for name, args in kube.writes if name == "patch_member_spec"]
+    assert len(written) == 2 and all(spec["lagThresholds"] == [100] for spec in written)
+    assert StreamAppMemberSpec.from_dict(written[0]).caught_up_at() == (0, 100)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

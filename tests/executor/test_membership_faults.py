@@ -37,10 +37,16 @@ FAILURES: list[Exception] = [
 ]
 
 
-def member(generation: int, uid: str = "uid-1", status: dict[str, Any] | None = None) -> dict[str, Any]:
+def member(
+    generation: int,
+    uid: str = "uid-1",
+    status: dict[str, Any] | None = None,
+    lag_thresholds: tuple[int, ...] = (),
+) -> dict[str, Any]:
+    spec = StreamAppMemberSpec.of("counts", 0, generation, {generation: 1}, {}, (), (), False, lag_thresholds)
     body: dict[str, Any] = {
         "metadata": {"name": "counts-0", "uid": uid, "resourceVersion": str(100 + generation)},
-        "spec": StreamAppMemberSpec.of("counts", 0, generation, {generation: 1}, {}, (), ()).to_dict(),
+        "spec": spec.to_dict(),
     }
     if status is not None:
         body["status"] = status
@@ -305,3 +311,27 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     clock.now += 0.1
     membership.notice(member(3))  # a new target is acknowledged at once, whatever the intervals
     assert [w["observedGeneration"] for w in api.writes][-1] == 3
+
+
+def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progress() -> None:
+    """With `handoffLag` 100 the operator hands a task over once its copy is 100 records behind: the
+    member spec carries that threshold, and the executor reports the crossing within the report
+    interval rather than the progress interval (up to 10 s later)."""
+    api, clock = ScriptedApi(), Clock()
+    plane = Progressing()
+    membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
+    membership.custom = api  # type: ignore[assignment]
+    membership.notice(member(2, lag_thresholds=(100, 1_000)))
+    assert len(api.writes) == 1
+    clock.now += 2.5
+    plane.warmup_lag = 400  # still above both thresholds: progress only
+    membership.report()
+    assert len(api.writes) == 1
+    clock.now += 2.5
+    plane.warmup_lag = 90  # within handoffLag: the operator revokes the owner on this
+    membership.report()
+    assert len(api.writes) == 2 and api.writes[-1]["tasks"][-1]["lag"] == 90
+    clock.now += 2.5
+    plane.warmup_lag = 10  # closer, but no threshold crossed: progress only again
+    membership.report()
+    assert len(api.writes) == 2

@@ -103,6 +103,14 @@ class StreamAppMemberSpec(Model):
             "it owns nothing, within the pod's grace period, instead of stopping at once."
         ),
     )
+    lag_thresholds: tuple[int, ...] = field(
+        default=(),
+        metadata=prop(
+            "Copy lags above 0 the operator acts on (the app's rebalance.handoffLag and "
+            "acceptableRecoveryLag): the executor reports a copy's lag reaching one of them, or 0, at "
+            "once, not with its next progress report."
+        ),
+    )
 
     @staticmethod
     def of(
@@ -114,6 +122,7 @@ class StreamAppMemberSpec(Model):
         standby: Iterable[int],
         warmup: Iterable[int],
         retiring: bool = False,
+        lag_thresholds: Iterable[int] = (),
     ) -> StreamAppMemberSpec:
         """The spec of a target (tasks → epochs for owned tasks): lists in task order, so the same
         target always serializes the same way, and each set again as ranges for kubectl."""
@@ -130,7 +139,12 @@ class StreamAppMemberSpec(Model):
             standby_tasks=task_ranges(standby),
             warmup_tasks=task_ranges(warmup),
             retiring=retiring,
+            lag_thresholds=tuple(sorted(set(lag_thresholds) - {0})),
         )
+
+    def caught_up_at(self) -> tuple[int, ...]:
+        """The copy lags the operator acts on: 0 (fully caught up) and `lag_thresholds`."""
+        return (0, *self.lag_thresholds)
 
     def active_epochs(self) -> dict[int, int]:
         """Tasks to process → their epochs."""

@@ -52,14 +52,28 @@ def owner_reference(app: StreamApp) -> dict[str, Any]:
 
 
 def member_spec(
-    app: str, member: int, target: MemberTarget | None, generation: int, retiring: bool = False
+    app: str,
+    member: int,
+    target: MemberTarget | None,
+    generation: int,
+    retiring: bool = False,
+    lag_thresholds: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """A StreamAppMember's spec: the member's target at the generation that last changed it, in the
     wire form of `api.member.StreamAppMemberSpec` (the model the executor parses it with); `retiring`
-    tells its executor to finish handing over on SIGTERM rather than stop at once."""
+    tells its executor to finish handing over on SIGTERM rather than stop at once, `lag_thresholds`
+    which copy lags to report without delay (`RebalanceConfig.lag_thresholds`)."""
     target = target or MemberTarget({}, {}, (), ())
     spec = StreamAppMemberSpec.of(
-        app, member, generation, target.active, target.revoking, target.standby, target.warmup, retiring
+        app,
+        member,
+        generation,
+        target.active,
+        target.revoking,
+        target.standby,
+        target.warmup,
+        retiring,
+        lag_thresholds,
     )
     return spec.to_dict()
 

@@ -68,7 +68,9 @@ class Memo:
     planned: _Planned | None = None
     targets: tuple[Assignment, dict[int, MemberTarget]] | None = None
     encoded: tuple[Assignment, dict[str, Any]] | None = None
-    specs: dict[int, tuple[MemberTarget | None, bool, dict[str, Any]]] = field(default_factory=dict)
+    specs: dict[int, tuple[MemberTarget | None, bool, tuple[int, ...], dict[str, Any]]] = field(
+        default_factory=dict
+    )
     plans_reused: int = 0
 
     def parse_reports(self, members: Iterable[Body]) -> Callable[[Body], StreamAppMemberStatus]:
@@ -140,14 +142,22 @@ class Memo:
         return dict(self.encoded[1])
 
     def member_spec(
-        self, app: str, member: int, target: MemberTarget | None, generation: int, retiring: bool
+        self,
+        app: str,
+        member: int,
+        target: MemberTarget | None,
+        generation: int,
+        retiring: bool,
+        lag_thresholds: tuple[int, ...] = (),
     ) -> dict[str, Any]:
-        """`children.member_spec`, rendered again only when the member's target or mark changed."""
+        """`children.member_spec`, rendered again only when the member's target, mark or the app's
+        lag thresholds changed."""
         hit = self.specs.get(member)
-        if hit is None or hit[0] != target or hit[1] != retiring:
-            hit = (target, retiring, children.member_spec(app, member, target, 0, retiring))
+        if hit is None or hit[:3] != (target, retiring, lag_thresholds):
+            spec = children.member_spec(app, member, target, 0, retiring, lag_thresholds)
+            hit = (target, retiring, lag_thresholds, spec)
             self.specs[member] = hit
-        return {**hit[2], "generation": generation}
+        return {**hit[3], "generation": generation}
 
 
 def _same_answer(

@@ -144,7 +144,8 @@ def reconcile(
     metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
     written = _write_status(kube, app, status)
     _repair_supporting(kube, model, result, observed, memo)
-    _write_member_specs(kube, model, result, observed.members, handing_off, memo)
+    thresholds = config.rebalance.lag_thresholds()
+    _write_member_specs(kube, model, result, observed.members, handing_off, memo, thresholds)
     rollout.act(kube, name, namespace, step, pods)
     rollout.announce(kube, app, step, pods, owned)
     _report(kube, app, result, previous, metrics)
@@ -229,9 +230,10 @@ def _write_member_specs(
     members: Iterable[Body],
     retiring: frozenset[int],
     memo: Memo | None = None,
+    lag_thresholds: tuple[int, ...] = (),
 ) -> None:
-    """Write each member's target where it changed, with `retiring` set for the members handing off;
-    create the StreamAppMember when missing. The writes go out side by side (`side_by_side`): a step
+    """Write each member's target where it changed, with `retiring` set for the members handing off
+    and the app's `lag_thresholds` (which copy lags its executor reports at once); create the StreamAppMember when missing. The writes go out side by side (`side_by_side`): a step
     of a large rebalance touches hundreds of members, and one at a time they held the reconcile, and
     with it the next step, for as many round trips to a busy API server."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
@@ -242,7 +244,8 @@ def _write_member_specs(
     writes: list[Callable[[], None]] = []
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
         generation = result.assignment.generation
-        wanted = memo.member_spec(name, member, targets.get(member), generation, member in retiring)
+        target = targets.get(member)
+        wanted = memo.member_spec(name, member, target, generation, member in retiring, lag_thresholds)
         current = existing.get(member)
         if current is None:
             if member < replicas or member in targets:

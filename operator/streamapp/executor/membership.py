@@ -94,16 +94,29 @@ def backoff_delay(
     return step / 2 + rand() * step / 2
 
 
-def progress_only(before: tuple[TaskReport, ...] | None, after: tuple[TaskReport, ...]) -> bool:
+def progress_only(
+    before: tuple[TaskReport, ...] | None, after: tuple[TaskReport, ...], caught_up_at: tuple[int, ...]
+) -> bool:
     """Whether `after` differs from `before` in progress figures only — input lag, applied positions,
-    restored rows, a copy's lag while it is neither caught up nor newly so — and not in anything the
-    operator acts on; pure."""
-    return before is not None and _decisive(before) == _decisive(after)
+    restored rows, a copy's lag while it crosses none of `caught_up_at` — and not in anything the
+    operator acts on; pure. `caught_up_at` are the lags the operator acts on (the member spec's
+    `lag_thresholds`): a copy reaching `handoffLag` is what releases a handoff, so that report must
+    not wait the progress interval."""
+    return before is not None and _decisive(before, caught_up_at) == _decisive(after, caught_up_at)
 
 
-def _decisive(rows: tuple[TaskReport, ...]) -> tuple[tuple[Any, ...], ...]:
+def _decisive(rows: tuple[TaskReport, ...], caught_up_at: tuple[int, ...]) -> tuple[tuple[Any, ...], ...]:
     return tuple(
-        (r.task, r.role, r.epoch, r.store_epoch, r.fenced_by, r.resumed_by, r.resumed_after, r.lag == 0)
+        (
+            r.task,
+            r.role,
+            r.epoch,
+            r.store_epoch,
+            r.fenced_by,
+            r.resumed_by,
+            r.resumed_after,
+            tuple(r.lag is not None and r.lag <= at for at in caught_up_at),
+        )
         for r in rows
     )
 
@@ -276,7 +289,10 @@ class MembershipClient:
         re-assertion is due; a failed write is retried after a backoff, changed or not."""
         now = self.clock()
         tasks = tuple(self.data_plane.reports())
-        allowed = self._next_progress if progress_only(self._reported, tasks) else self._next_report
+        # the newest target seen: new thresholds come without a new generation
+        caught_up_at = self.seen.caught_up_at() if self.seen is not None else (0,)
+        progress = progress_only(self._reported, tasks, caught_up_at)
+        allowed = self._next_progress if progress else self._next_report
         changed = tasks != self._reported and now >= allowed
         if not changed and now < self._reassert_at:
             return

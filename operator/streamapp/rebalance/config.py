@@ -96,6 +96,11 @@ class RebalanceConfig:
         _require(self.scheduled_rebalance_max_delay >= 0, "scheduledRebalanceMaxDelay", "must be >= 0")
         _require(self.revocation_timeout > 0, "revocationTimeout", "must be > 0")
 
+    def lag_thresholds(self) -> tuple[int, ...]:
+        """The copy lags a plan changes on (a handoff's `handoff_lag`, caught-up's
+        `acceptable_recovery_lag`): an executor must report a copy reaching one without delay."""
+        return tuple(sorted({self.handoff_lag, self.acceptable_recovery_lag}))
+
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any] | None) -> RebalanceConfig:
         """Read a camelCase `rebalance` block; unknown keys are errors (a typo must not pass silently)."""
