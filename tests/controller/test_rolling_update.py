@@ -15,6 +15,7 @@ from streamapp.controller import children, rollout
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status
 from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
+from streamapp.rebalance.config import RebalanceConfig
 from streamapp.rebalance.rollout import Costs, RolloutConfig, RolloutStep
 
 
@@ -94,6 +95,26 @@ def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engin
     assert step.retiring == {1: 30.0}
     views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
     assert [v.retiring for v in views] == [False, True]
+
+
+@pytest.mark.parametrize("protocol", ["cooperative", "streamapp"])
+def test_a_member_restarted_in_place_keeps_its_tasks_for_its_new_pod(protocol: str) -> None:
+    """Under cooperative `auto` restarts in place (a handoff would be cold); the step that deletes the
+    pod must not move its tasks: the engine holds them for the pod as for any lost member. Planned
+    as retiring instead, the real cluster bench saw them revoked and restored cold elsewhere."""
+    pods = states(labelled(0, "old"), labelled(1, "old"))
+    warm = protocol == "streamapp"
+    config = RolloutConfig(strategy="inPlace")
+    step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), config, 30.0, warm, Costs())
+    assert step.delete == (1,) and not step.retiring
+    views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
+    assert [(v.alive, v.retiring) for v in views] == [(True, False), (False, False)]
+    app = AppConfig(4, 2, RebalanceConfig(protocol=protocol))  # type: ignore[arg-type]
+    result = plan(app, views, owning(0, 1, 0, 1), 30.0)
+    assert [t.active for t in result.assignment.tasks] == [0, 1, 0, 1]
+    tasks = result.assignment.tasks
+    assert all(t.revoking_since is None and not t.warmups for t in tasks)
+    assert result.assignment.reserved_for(1) is not None
 
 
 @dataclass

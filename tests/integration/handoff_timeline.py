@@ -58,6 +58,21 @@ class HandoffTimeline:
         return [(at, label) for at, t, label in self.events if t == task and since <= at <= until]
 
 
+def gaps_apart(
+    commits: Sequence[Commit], timeline: HandoffTimeline, partitions: int, since: float, until: float
+) -> tuple[list[float], list[float]]:
+    """Every gap between two commits of a task within `[since, until]`, split in two: those with a
+    step of that task's handoff seen inside (a stand-still the protocol caused) and those with none
+    (how far batches alone stretch on this machine, the yardstick for the first)."""
+    handing, plain = [], []
+    for partition in range(partitions):
+        times = sorted(c.at for c in commits if c.partition == partition and since <= c.at <= until)
+        for earlier, later in itertools.pairwise(times):
+            inside = timeline.during(partition, earlier, later)
+            (handing if inside else plain).append(later - earlier)
+    return handing, plain
+
+
 def batch_interval_before(
     commits: Sequence[Commit], partition: int, moment: float, batches: int = 5
 ) -> float:

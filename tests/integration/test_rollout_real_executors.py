@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from dataplane_checks import check_partition
-from handoff_timeline import HandoffTimeline, batch_interval_before, gap_lines
+from handoff_timeline import HandoffTimeline, batch_interval_before, gap_lines, gaps_apart
 from kubernetes import client, config
 from operator_support import APP, Operators, app, reasons
 
@@ -96,6 +96,7 @@ def render(
     longest = max(gaps, key=lambda g: g.seconds)
     before = batch_interval_before(commits.commits, longest.partition, longest.ends - longest.seconds)
     usual = statistics.median(g.usual for g in gaps)
+    handing, plain = gaps_apart(commits.commits, watch.timeline, PARTITIONS, since, until)
     return "\n".join(
         [
             "# Rolling update of real executors (image change under flowing input)",
@@ -111,6 +112,10 @@ def render(
             f"- longest per-task commit gap during the rollout: **{longest.seconds:.1f} s** (task "
             f"{longest.partition}); one batch just before it took {before:.1f} s; the median over tasks "
             f"of the usual gap between commits during the rollout: {usual:.1f} s",
+            f"- gaps with a step of the task's handoff seen inside: {len(handing)}, longest "
+            f"{max(handing, default=0.0):.1f} s; gaps with none (batches alone on this machine): "
+            f"{len(plain)}, longest {max(plain, default=0.0):.1f} s, 99th percentile "
+            f"{_percentile(plain, 0.99):.1f} s",
             f"- rows a task's new owner restored while active (restoredBlocking), largest seen: "
             f"{max(watch.blocking.values())}; keys of state in the smallest partition at the change "
             f"(what a cold takeover restores at least): {state_rows}",
@@ -127,6 +132,11 @@ def render(
             "",
         ]
     )
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
 @pytest.mark.slow

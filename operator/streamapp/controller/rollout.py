@@ -47,9 +47,21 @@ def step(
 
 
 def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[MemberView]:
-    """Members handing off, and those whose pod is about to go, get nothing new from the engine."""
-    leaving = set(rollout.retiring) | set(rollout.delete)
-    return [dataclasses.replace(v, retiring=True) if v.id in leaving else v for v in views]
+    """Members handing off are retiring: the engine hands their tasks over and gives them nothing new.
+    A member whose pod this step deletes (a restart in place) is planned as the next reconcile will
+    see it, not alive: its tasks are held for its new pod. Marked retiring instead, it had its tasks
+    revoked and moved cold by the cooperative and eager protocols in the very step that restarts it,
+    and warm handoffs started under streamapp, wasted when the pod came back
+    (bench/results/cluster-notes.md)."""
+    handing_off, restarting = set(rollout.retiring), set(rollout.delete)
+    return [
+        dataclasses.replace(v, retiring=True)
+        if v.id in handing_off
+        else dataclasses.replace(v, alive=False)
+        if v.id in restarting
+        else v
+        for v in views
+    ]
 
 
 def handing_off(views: Iterable[MemberView], rollout: RolloutStep) -> frozenset[int]:
