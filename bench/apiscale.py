@@ -370,9 +370,9 @@ def main() -> int:
             # the same at half the rate written: two points give the cost of a report apart from the
             # cost of reconciling at all, whatever rate this machine's API server let through
             full = phases[-1]
-            played.interval = first / max(full.reports / full.wall_s / 2, 1e-3)
+            played.pace(first / max(full.reports / full.wall_s / 2, 1e-3))
             phases.append(run_phase("steady, half the rate", operator, played, args.steady_seconds, None))
-            played.interval = args.report_interval
+            played.pace(args.report_interval)
             custom.patch_namespaced_custom_object_scale(
                 GROUP, VERSION, NAMESPACE, APPS, APP, {"spec": {"replicas": args.members}}
             )

@@ -161,10 +161,13 @@ def observed(app: Mapping[str, Any], bodies: Sequence[Mapping[str, Any]], assign
         }
         for m in range(members)
     ]
+    thresholds = model.spec.app_config().rebalance.lag_thresholds()
     specs = [
         {
             "metadata": {**meta(m), "resourceVersion": "1"},
-            "spec": children.member_spec("counts", m, targets.get(m), assignment.generation),
+            "spec": children.member_spec(
+                "counts", m, targets.get(m), assignment.generation, False, thresholds
+            ),
             "status": reported.get(m, {}),
         }
         for m in range(members)
@@ -307,7 +310,7 @@ def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: 
     status = app_status(empty, settled, Assignment(), views, pods, NOW, bodies)
     old = old_status(status, assignment, views)
     specs = [
-        children.member_spec("counts", m, t, assignment.generation)
+        children.member_spec("counts", m, t, assignment.generation, False, config.rebalance.lag_thresholds())
         for m, t in member_targets(assignment).items()
     ]
     # One member reports: its active tasks' input lag changes, its copies' lags change.

@@ -90,6 +90,17 @@ class PlayedMembers:
         for thread in self.threads:
             thread.join(timeout=10)
 
+    def pace(self, interval: float) -> None:
+        """Report every `interval` seconds from now on, each member's next report placed at random
+        within the first interval: every member was due within the old one, and a longer interval
+        with only ±10% jitter would have them all report in one burst per interval (a measurement of
+        a report rate then sees bursts and idle spells, not the rate)."""
+        now = time.monotonic()
+        with self.lock:
+            self.interval = interval
+            for played in self.members.values():
+                played.due = now + interval * self.rng.random()
+
     def _follow(self) -> None:
         """Apply each member's newer target and make its report due at once (the acknowledgement)."""
         custom = client.CustomObjectsApi(api_client(self.kubeconfig))
