@@ -137,7 +137,7 @@ def run_phase(
                 f"the operator exited ({operator.process.returncode}) during {name}; see its log"
             )
         time.sleep(5.0)
-        waiting = done() if done is not None else None
+        waiting = _asked(done) if done is not None else None
         now = time.monotonic()
         if done is not None and waiting is None:
             outcome = f"done in {now - start:.0f} s"
@@ -167,6 +167,15 @@ def run_phase(
         reconciles(operator.metrics) - reconciled,
         samples,
     )
+
+
+def _asked(done: Callable[[], str | None]) -> str | None:
+    """What the phase still waits for; a failed look (listing 1,000 members of ~35 kB from a busy
+    API server can break off mid-reply) counts as still waiting, and the next look asks again."""
+    try:
+        return done()
+    except Exception as error:  # any failure of one look: it says nothing about the app
+        return f"(the last look failed: {type(error).__name__})"
 
 
 def namespaces(core: client.CoreV1Api) -> set[str]:
