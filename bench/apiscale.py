@@ -264,9 +264,12 @@ def report(
 
 
 def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
-    """The steady phases' CPU per second as a line over reports per second: its slope is what one
-    report costs, its intercept what reconciling costs whatever comes in; from them, the share of a core
-    at the rate asked (which this machine's API server may not let through)."""
+    """Split the steady phases' CPU between reconciles and reports: each phase's CPU per second is
+    (reconciles per second × CPU of one) + (reports per second × CPU of one), two phases give two
+    equations. Reconciles are coalesced — at most one a second whatever the reports, by
+    `--min-reconcile-interval` — so their rate is not the report rate, and a line over the report rate
+    alone (the first version of this) mixed them up. From the two costs: the share of a core at the
+    rate asked (which this machine's API server may not let through), with one reconcile a second."""
     steady = [p for p in phases if p.name.startswith("steady") and p.reports]
     if len(steady) < 2:
         return []
@@ -281,22 +284,30 @@ def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
         if unfinished
         else []
     )
-    (r1, c1), (r2, c2) = [(p.reports / p.wall_s, p.cpu_s / p.wall_s) for p in steady[:2]]
-    if abs(r1 - r2) < 0.3 * max(r1, r2):
+    rows = [(p.reconciled.count / p.wall_s, p.reports / p.wall_s, p.cpu_s / p.wall_s) for p in steady[:2]]
+    (a1, b1, c1), (a2, b2, c2) = rows
+    seen = (
+        f"Steady, the operator used {c1:.2f} of a core with {a1:.2f} reconciles and {b1:.1f} reports a "
+        f"second, and {c2:.2f} with {a2:.2f} and {b2:.1f}."
+    )
+    det = a1 * b2 - a2 * b1
+    if abs(det) < 0.15 * max(abs(a1 * b2), abs(a2 * b1)):
+        return [*caveat, f"{seen} The two mixes are too alike to tell a report's cost from a reconcile's."]
+    per_reconcile = (c1 * b2 - c2 * b1) / det
+    per_report = (a1 * c2 - a2 * c1) / det
+    if per_reconcile < 0 or per_report < 0:
         return [
             *caveat,
-            f"The two steady phases wrote {r1:.1f} and {r2:.1f} reports/s, too close to tell the cost of a "
-            "report from the rest (this machine's API server let through no more at the full rate): no "
-            "cost per report is derived.",
+            f"{seen} Solved for the cost of one of each, that gives {per_reconcile * 1000:.0f} ms a "
+            f"reconcile and {per_report * 1000:.1f} ms a report: one is negative, so the split is noise "
+            "and no rate is extrapolated.",
         ]
-    slope = (c1 - c2) / (r1 - r2)
-    base = c1 - slope * r1
     return [
         *caveat,
-        f"Steady, the operator's CPU went from {c2:.2f} to {c1:.2f} of a core as the reports written went "
-        f"from {r2:.1f} to {r1:.1f} per second: {slope * 1000:.1f} ms of CPU per report and {base:.2f} of a "
-        f"core beside them (reconciles, watches, metrics). At the {asked:,.0f} reports/s the full app's "
-        f"members send that is {base + slope * asked:.2f} of a core.",
+        f"{seen} Solved for the cost of one of each: {per_reconcile * 1000:.0f} ms of CPU a reconcile and "
+        f"{per_report * 1000:.1f} ms a report (watch event, index, the report parsed). At one reconcile a "
+        f"second and the {asked:,.0f} reports/s the full app's members send that is "
+        f"{per_reconcile + per_report * asked:.2f} of a core.",
     ]
 
 
