@@ -82,12 +82,14 @@ def _start_warmups(
     """Keep the warmups already running, start new ones — draining members' tasks first — within budget.
 
     Running warmups claim their destination's slots first (a restore half done is not thrown away for
-    a fresh one); one that no longer fits (the budget was lowered) is dropped.
+    a fresh one); one that no longer fits (the budget was lowered) is dropped. New ones are taken owner
+    by owner: a round then revokes all the moving tasks of a few owners rather than one task of
+    each, and every owner that gives up a task costs a write of its target and an acknowledgement
+    (a scale-out of 100,000 tasks to 1,000 members otherwise touched ~900 owners every round of an
+    API server that takes a few dozen writes a second: bench/results/apiscale.md).
     """
     running = [t for t in waiting if draft.warmups[t]]
-    fresh = sorted(
-        (t for t in waiting if not draft.warmups[t]), key=lambda t: (_urgency(draft, roster, t), t)
-    )
+    fresh = sorted((t for t in waiting if not draft.warmups[t]), key=lambda t: _order(draft, roster, t))
     for task in running:
         for member in draft.warmups[task]:
             if not budget.admit(member):
@@ -97,6 +99,12 @@ def _start_warmups(
         assert target is not None
         if budget.admit(target):
             draft.add_warmup(task, target)
+
+
+def _order(draft: Draft, roster: Roster, task: int) -> tuple[int, int, int]:
+    """Which new warmup goes first: by urgency, then grouped by current owner, then by task."""
+    owner = draft.active[task]
+    return (_urgency(draft, roster, task), -1 if owner is None else owner, task)
 
 
 def _urgency(draft: Draft, roster: Roster, task: int) -> int:
