@@ -199,6 +199,7 @@ def test_member_spec_and_status(objects: client.CustomObjectsApi, namespace: str
         revoking=[{"task": 6, "epoch": 1}],
         standby=[1],
         warmup=[2],
+        lagThresholds=[100],
     )
     _create(objects, namespace, member, MEMBERS)
     status = {
