@@ -53,15 +53,14 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
     revoked and moved cold by the cooperative and eager protocols in the very step that restarts it,
     and warm handoffs started under streamapp, wasted when the pod came back
     (bench/results/cluster-notes.md)."""
-    handing_off, restarting = set(rollout.retiring), set(rollout.delete)
-    return [
-        dataclasses.replace(v, retiring=True)
-        if v.id in handing_off
-        else dataclasses.replace(v, alive=False)
-        if v.id in restarting
-        else v
-        for v in views
-    ]
+    marked = []
+    for view in views:
+        if view.id in rollout.retiring:
+            view = dataclasses.replace(view, retiring=True)
+        elif view.id in rollout.delete:
+            view = dataclasses.replace(view, alive=False)
+        marked.append(view)
+    return marked
 
 
 def handing_off(views: Iterable[MemberView], rollout: RolloutStep) -> frozenset[int]:
