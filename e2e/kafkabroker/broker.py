@@ -30,6 +30,18 @@ def broker_root() -> Path:
     return default_root() / "kafka"
 
 
+def new_cluster_id() -> str:
+    """A random cluster id as Kafka writes them (URL-safe base64 of 16 bytes, unpadded).
+
+    One id in 64 would start with "-", which the storage tool's argument parser reads as an option
+    (a CI run failed so); Kafka's own generator draws again in that case, and so does this.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def server_properties(data: Path, port: int, controller_port: int) -> str:
     """The broker's configuration; pure. Replication factors of 1 because there is one node, and no
     initial rebalance delay because tests create groups and transactions right away."""
@@ -115,7 +127,7 @@ class KafkaBroker:
         port, controller_port = processes.free_ports(2)
         config = self.root / "server.properties"
         config.write_text(server_properties(data, port, controller_port))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         java = ["java", HEAP, "-cp", classpath]
         log = self.root / "logs" / "broker.log"
         formatter = processes.spawn(

@@ -19,6 +19,7 @@ from operator_support import APP, Operators, app, create_app
 
 from localcluster import build
 from localcluster.waiting import wait_for
+from streamapp.api.member import task_ranges
 from streamapp.api.names import GROUP, MEMBERS, VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,9 +198,18 @@ def test_hpa_resolves_the_scale_subresource_and_selector(
 def test_member_objects_carry_range_strings(
     api_client: client.ApiClient, namespace: str, running_app: dict[str, Any]
 ) -> None:
-    member = client.CustomObjectsApi(api_client).get_namespaced_custom_object(
-        GROUP, VERSION, namespace, MEMBERS, f"{APP}-0"
-    )
-    spec = member["spec"]
-    assert {"activeTasks", "revokingTasks", "standbyTasks", "warmupTasks"} <= set(spec)
-    assert spec["active"], "the executor's lists stay"
+    """Every member's task sets, again as range strings beside the executor's lists. Which member
+    holds the tasks depends on whose pod went Ready first (see the wide-columns test), so the test
+    reads every member rather than member 0."""
+    api = client.CustomObjectsApi(api_client)
+
+    def all_active() -> list[dict[str, Any]] | None:
+        specs = [
+            m["spec"] for m in api.list_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS)["items"]
+        ]
+        tasks = sorted(a["task"] for spec in specs for a in spec.get("active", []))
+        return specs if tasks == list(range(6)) else None
+
+    for spec in wait_for(all_active, TIMEOUT_S, "every task active on some member"):
+        assert {"activeTasks", "revokingTasks", "standbyTasks", "warmupTasks"} <= set(spec)
+        assert spec["activeTasks"] == task_ranges(a["task"] for a in spec["active"])
