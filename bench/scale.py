@@ -243,13 +243,15 @@ def settle(config: AppConfig, members: int) -> tuple[Plan, list[MemberView]]:
     return first, views
 
 
-def member_writes(before: Assignment, after: Assignment) -> int:
+def member_writes(before: Assignment, after: Assignment, thresholds: tuple[int, ...]) -> int:
     """Bytes of the member spec patches the operator sends between two assignments (same_target skips)."""
     old, new = member_targets(before), member_targets(after)
     total = 0
     for member in set(old) | set(new):
-        wanted = children.member_spec("counts", member, new.get(member), after.generation)
-        current = children.member_spec("counts", member, old.get(member), before.generation)
+        wanted = children.member_spec("counts", member, new.get(member), after.generation, False, thresholds)
+        current = children.member_spec(
+            "counts", member, old.get(member), before.generation, False, thresholds
+        )
         if not children.same_target(current, wanted):
             total += size(wanted)
     return total
@@ -282,7 +284,7 @@ def scale_out(
         old = old_status(status, result.assignment, views)
         written_new += size(status_changes({"status": current_new}, status))
         written_old += size(old) if status_changes({"status": current_old}, old) else 0
-        member_bytes = member_writes(previous, result.assignment)
+        member_bytes = member_writes(previous, result.assignment, grown.rebalance.lag_thresholds())
         written_new, written_old = written_new + member_bytes, written_old + member_bytes
         current_new, current_old, previous = status, old, result.assignment
         targets = member_targets(previous)

@@ -91,7 +91,7 @@ def executor(plane: Plane) -> tuple[MembershipClient, RecordingApi]:
 
 def test_the_spec_the_operator_writes_is_the_target_the_executor_applies() -> None:
     target = MemberTarget(active={5: 4, 0: 3}, revoking={2: 2}, standby=(7, 1), warmup=(9,))
-    spec = children.member_spec("counts", 2, target, generation=7)
+    spec = children.member_spec("counts", 2, target, 7, False, ())
     plane = Plane()
     membership, _ = executor(plane)
     membership.notice({"metadata": {"uid": "m"}, "spec": spec})

@@ -131,7 +131,7 @@ def test_member_pods_run_restricted_as_the_executor_account_whatever_the_templat
 
 def test_member_spec_lists_the_target_and_compares_without_generation() -> None:
     result = plan(AppConfig(4, 2), [MemberView(0), MemberView(1)], Assignment(), 0.0)
-    spec = children.member_spec("counts", 0, member_targets(result.assignment)[0], 1)
+    spec = children.member_spec("counts", 0, member_targets(result.assignment)[0], 1, False, ())
     assert [t["epoch"] for t in spec["active"]] == [1, 1]
     assert children.same_target(spec, {**spec, "generation": 7})
     assert not children.same_target(spec, {**spec, "warmup": [3]})

@@ -79,7 +79,10 @@ class SpecKube:
 def test_the_retiring_flag_is_written_even_when_the_assignment_did_not_change() -> None:
     previous = Assignment(generation=3, tasks=(TaskAssignment(active=0, epoch=1), TaskAssignment(1, 1)))
     result = plan(AppConfig(2, 2), member_views([pod(0, "a"), pod(1, "b")], [], {}, 2), previous, 1.0)
-    members = [{"spec": children.member_spec("counts", m, t, 3)} for m, t in member_targets(previous).items()]
+    members = [
+        {"spec": children.member_spec("counts", m, t, 3, False, ())}
+        for m, t in member_targets(previous).items()
+    ]
     kube = SpecKube()
     reconcile._write_member_specs(kube, MODEL, result, members, frozenset({1}))  # type: ignore[arg-type]
     assert list(kube.specs) == ["counts-1"]

@@ -172,11 +172,13 @@ def test_a_member_spec_is_rendered_again_when_its_target_changes() -> None:
     memo = Memo()
     owners = plan(AppConfig(4, 2), [MemberView(0), MemberView(1)], Assignment(), 0.0).assignment
     targets = member_targets(owners)
-    first = memo.member_spec("counts", 0, targets[0], 1, False)
-    assert memo.member_spec("counts", 0, targets[0], 2, False) == {**first, "generation": 2}
-    assert memo.member_spec("counts", 0, targets[0], 2, True)["retiring"] is True
+    first = memo.member_spec("counts", 0, targets[0], 1, False, ())
+    assert memo.member_spec("counts", 0, targets[0], 2, False, ()) == {**first, "generation": 2}
+    assert memo.member_spec("counts", 0, targets[0], 2, True, ())["retiring"] is True
     moved = member_targets(plan(AppConfig(4, 1), [MemberView(0)], Assignment(), 0.0).assignment)[0]
-    assert memo.member_spec("counts", 0, moved, 3, False) == children.member_spec("counts", 0, moved, 3)
+    assert memo.member_spec("counts", 0, moved, 3, False, ()) == children.member_spec(
+        "counts", 0, moved, 3, False, ()
+    )
 
 
 def test_member_specs_carry_the_apps_lag_thresholds_and_are_rewritten_when_they_change() -> None:

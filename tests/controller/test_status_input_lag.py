@@ -82,7 +82,7 @@ def test_gauge_mirrors_input_lag_and_disappears_when_unknown() -> None:
 
 def test_member_spec_carries_ranges_and_a_spec_without_them_is_rewritten() -> None:
     target = MemberTarget(active={0: 1, 1: 1, 2: 2, 7: 1}, revoking={9: 1}, standby=(4, 5), warmup=())
-    spec = children.member_spec("counts", 0, target, 5)
+    spec = children.member_spec("counts", 0, target, 5, False, ())
     assert (spec["activeTasks"], spec["revokingTasks"], spec["standbyTasks"], spec["warmupTasks"]) == (
         "0-2,7",
         "9",

@@ -56,8 +56,8 @@ def member_spec(
     member: int,
     target: MemberTarget | None,
     generation: int,
-    retiring: bool = False,
-    lag_thresholds: tuple[int, ...] = (),
+    retiring: bool,
+    lag_thresholds: tuple[int, ...],
 ) -> dict[str, Any]:
     """A StreamAppMember's spec: the member's target at the generation that last changed it, in the
     wire form of `api.member.StreamAppMemberSpec` (the model the executor parses it with); `retiring`

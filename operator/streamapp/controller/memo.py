@@ -148,7 +148,7 @@ class Memo:
         target: MemberTarget | None,
         generation: int,
         retiring: bool,
-        lag_thresholds: tuple[int, ...] = (),
+        lag_thresholds: tuple[int, ...],
     ) -> dict[str, Any]:
         """`children.member_spec`, rendered again only when the member's target, mark or the app's
         lag thresholds changed."""
