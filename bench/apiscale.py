@@ -66,6 +66,27 @@ def usage(pid: int) -> Usage:
     return Usage(ticks / TICK, peak / 1024)
 
 
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy since boot (all cores; /proc/stat, idle and
+    iowait left out)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    )
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+# The processes besides the operator whose CPU the report sets beside its own: the control plane's
+# busiest components and this process, whose threads play the executors' reports.
+NEIGHBOURS = ("kube-apiserver", "etcd", "kwok")
+PLAYER = "this process (the played executors)"
+
+
+def neighbour_cpu(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each neighbour, and of the machine as a whole ("machine")."""
+    cpu = {name: usage(pids[name]).cpu_s for name in NEIGHBOURS if name in pids}
+    return {**cpu, PLAYER: usage(os.getpid()).cpu_s, "machine": machine_busy()}
+
+
 @dataclass
 class Reconciles:
     """The operator's own histograms (its /metrics): reconciles run, their wall seconds, plans run
@@ -118,6 +139,7 @@ class Phase:
     outcome: str
     reconciled: Reconciles = field(default_factory=Reconciles)
     samples: list[str] = field(default_factory=list)
+    neighbours: dict[str, float] = field(default_factory=dict)
 
 
 def run_phase(
@@ -126,9 +148,12 @@ def run_phase(
     played: PlayedMembers,
     seconds: float,
     done: Callable[[], str | None] | None,
+    pids: dict[str, int],
 ) -> Phase:
-    """Until `done` says None (or `seconds` pass): the operator's CPU over the phase, progress every 15 s."""
+    """Until `done` says None (or `seconds` pass): the operator's CPU over the phase, and its
+    neighbours' (`pids`: the control plane's components), progress every 15 s."""
     start, before, reconciled = time.monotonic(), usage(operator.process.pid), reconciles(operator.metrics)
+    neighbours = neighbour_cpu(pids)
     counted = (played.counters.reports, played.counters.failed, played.counters.app_writes)
     outcome, samples, last = "reports only" if done is None else "", [], start
     while time.monotonic() - start < seconds:
@@ -166,6 +191,7 @@ def run_phase(
         outcome,
         reconciles(operator.metrics) - reconciled,
         samples,
+        {name: cpu - neighbours[name] for name, cpu in neighbour_cpu(pids).items()},
     )
 
 
@@ -248,7 +274,12 @@ def report(
             f"({p.app_writes / p.wall_s:.2f}) | {p.reconciled.count:,.0f} ({_mean(p.reconciled.seconds, p.reconciled.count)}) "
             f"| {p.reconciled.plans:,.0f} ({_mean(p.reconciled.plan_seconds, p.reconciled.plans)}) | {p.outcome} |"
         )
-    lines += ["", *cost_per_report(phases, replicas / args.report_interval)]
+    lines += [
+        "",
+        *cost_per_report(phases, replicas / args.report_interval),
+        "",
+        *where_the_cores_went(phases),
+    ]
     lines += [
         "",
         f"Objects as the API server sends them once settled: the StreamApp {size[0]:,} bytes, the largest "
@@ -261,6 +292,31 @@ def report(
         "```",
     ]
     return "\n".join(lines) + "\n"
+
+
+def where_the_cores_went(phases: list[Phase]) -> list[str]:
+    """Per phase, the share of a core of the operator, its neighbours and the rest of the machine:
+    what limited the reports this machine's API server let through."""
+    names = [n for n in (*NEIGHBOURS, PLAYER) if any(n in p.neighbours for p in phases)]
+    cores = os.cpu_count() or 1
+    lines = [
+        f"Where the {cores} cores went (share of a core over each phase, CPU time from /proc; *rest*: the "
+        "machine's busy time less the processes named; *idle*: what no process used):",
+        "",
+        f"| phase | operator | {' | '.join(names)} | rest | idle |",
+        f"|---|---:|{'---:|' * len(names)}---:|---:|",
+    ]
+    for p in phases:
+        if "machine" not in p.neighbours:
+            continue
+        shares = [p.neighbours.get(n, 0.0) / p.wall_s for n in names]
+        busy = p.neighbours["machine"] / p.wall_s
+        rest = busy - p.cpu_s / p.wall_s - sum(shares)
+        cells = " | ".join(f"{share:.2f}" for share in shares)
+        lines.append(
+            f"| {p.name} | {p.cpu_s / p.wall_s:.2f} | {cells} | {max(rest, 0.0):.2f} | {max(cores - busy, 0.0):.2f} |"
+        )
+    return lines
 
 
 def cost_per_report(phases: list[Phase], asked: float) -> list[str]:
@@ -353,6 +409,7 @@ def main() -> int:
     # placed on 90% of the members and left to report (the steady state, settled), then scaled out to
     # all of them (the most an app may have): a scale-out of a tenth of the tasks
     first = args.members - args.members // 10
+    pids = cluster.pids()
     try:
         install_crds(api)
         create_namespace(api, NAMESPACE, {"streamapp.dev/bench": "apiscale"})
@@ -383,15 +440,18 @@ def main() -> int:
                     played,
                     args.place_seconds,
                     lambda: unsettled(custom, NAMESPACE, APP),
+                    pids,
                 )
             ]
             size = object_sizes(custom, NAMESPACE, APP)
-            phases.append(run_phase("steady", operator, played, args.steady_seconds, None))
+            phases.append(run_phase("steady", operator, played, args.steady_seconds, None, pids))
             # the same at half the rate written: two points give the cost of a report apart from the
             # cost of reconciling at all, whatever rate this machine's API server let through
             full = phases[-1]
             played.pace(first / max(full.reports / full.wall_s / 2, 1e-3))
-            phases.append(run_phase("steady, half the rate", operator, played, args.steady_seconds, None))
+            phases.append(
+                run_phase("steady, half the rate", operator, played, args.steady_seconds, None, pids)
+            )
             played.pace(args.report_interval)
             custom.patch_namespaced_custom_object_scale(
                 GROUP, VERSION, NAMESPACE, APPS, APP, {"spec": {"replicas": args.members}}
@@ -403,6 +463,7 @@ def main() -> int:
                     played,
                     args.scale_seconds,
                     lambda: unsettled(custom, NAMESPACE, APP),
+                    pids,
                 )
             )
     finally:

@@ -189,6 +189,10 @@ class LocalCluster:
                     self._stop_and_clean()
                     raise
 
+    def pids(self) -> dict[str, int]:
+        """The running components' process ids by name (what a benchmark reads their CPU time by)."""
+        return {record.name: record.pid for record in self._load_state().processes}
+
     def down(self) -> None:
         """Stop every recorded process (newest first), free ports, drop state; logs are kept."""
         with self._exclusive():
