@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from clusterbench.measure import RestoreCounter
+from clusterbench.measure import RestoreCounter, restore_counts
 from demo.commits import CommitLog
 from demo.driver import kill_member, restarts
 from localcluster.controlplane import LocalCluster
@@ -97,12 +97,7 @@ class BenchApp:
     def poll(self) -> None:
         """Read new manifests and add what the executors report having restored."""
         self.commits.poll()
-        seen: dict[tuple[str, int, str], tuple[int, int]] = {}
-        for report in self.member_reports():
-            for task in report.get("tasks") or []:
-                key = (str(report.get("podUID")), int(task["task"]), str(task["role"]))
-                seen[key] = (int(task.get("restoredBlocking") or 0), int(task.get("restoredBackground") or 0))
-        self.restored.observe(seen)
+        self.restored.observe(restore_counts(self.member_reports()))
         self.restore_samples.append((time.time(), self.restored.blocking, self.restored.background))
 
     def event(self, label: str) -> None:

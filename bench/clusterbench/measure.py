@@ -20,6 +20,7 @@ import itertools
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -132,20 +133,34 @@ def worst_window(commits: Sequence[Commit], rate: float, since: float, until: fl
     return float(sums.min()) / (rate * span)
 
 
+def restore_counts(reports: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(pod UID, task) → (restoredBlocking, restoredBackground) from member reports (their status)."""
+    return {
+        (str(report.get("podUID")), int(task["task"])): (
+            int(task.get("restoredBlocking") or 0),
+            int(task.get("restoredBackground") or 0),
+        )
+        for report in reports
+        for task in report.get("tasks") or []
+    }
+
+
 @dataclass
 class RestoreCounter:
     """Rows restored, summed over every copy an executor reported, across resets.
 
-    A member reports per copy (task and role) the rows that copy has restored so far; a new pod or a
-    copy dropped and made again starts from zero. The counter adds every increase it sees and takes a
-    drop as a restart from zero, so its totals only grow."""
+    A member reports per copy the rows that copy has restored so far; a new pod or a copy dropped and
+    made again starts from zero. The counter adds every increase it sees and takes a drop as a restart
+    from zero, so its totals only grow. A copy is its pod and task, not its role: a warmup promoted
+    to active keeps its replica and its counts, and keyed by role the promotion counted every row it
+    had restored in the background a second time."""
 
     blocking: int = 0
     background: int = 0
-    last: dict[tuple[str, int, str], tuple[int, int]] | None = None
+    last: dict[tuple[str, int], tuple[int, int]] | None = None
 
-    def observe(self, reports: Mapping[tuple[str, int, str], tuple[int, int]]) -> None:
-        """`reports`: (pod UID, task, role) → (restoredBlocking, restoredBackground) as reported now."""
+    def observe(self, reports: Mapping[tuple[str, int], tuple[int, int]]) -> None:
+        """`reports`: (pod UID, task) → (restoredBlocking, restoredBackground) as reported now."""
         last = self.last or {}
         for key, (blocking, background) in reports.items():
             before = last.get(key, (0, 0))

@@ -14,6 +14,7 @@ from clusterbench.measure import (
     RestoreCounter,
     latencies,
     phase_gaps,
+    restore_counts,
     usual_gap,
     window_latency,
     worst_window,
@@ -90,10 +91,19 @@ def test_the_worst_window_finds_the_dip_and_compares_it_with_the_input_rate() ->
 
 def test_restored_rows_add_up_across_reports_and_restarts() -> None:
     counter = RestoreCounter()
-    counter.observe({("pod-a", 0, "active"): (100, 0), ("pod-a", 1, "warmup"): (0, 50)})
-    counter.observe({("pod-a", 0, "active"): (120, 0), ("pod-a", 1, "warmup"): (0, 80)})
-    counter.observe({("pod-a", 0, "active"): (5, 0)})  # the copy was made again: it starts from zero
+    counter.observe({("pod-a", 0): (100, 0), ("pod-a", 1): (0, 50)})
+    counter.observe({("pod-a", 0): (120, 0), ("pod-a", 1): (0, 80)})
+    counter.observe({("pod-a", 0): (5, 0)})  # the copy was made again: it starts from zero
     assert (counter.blocking, counter.background) == (125, 80)
+
+
+def test_a_warmup_promoted_to_active_is_counted_once() -> None:
+    """The promoted copy reports its background rows under its new role, as the same replica."""
+    counter = RestoreCounter()
+    for role in ("warmup", "active"):
+        report = {"podUID": "pod-a", "tasks": [{"task": 1, "role": role, "restoredBackground": 32_000}]}
+        counter.observe(restore_counts([report]))
+    assert (counter.blocking, counter.background) == (0, 32_000)
 
 
 CALIBRATION = {
