@@ -226,6 +226,29 @@ def test_member_report_with_unknown_role_is_refused() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("spec", "status", "path"),
+    [
+        ({"active": [{"task": 3, "epoch": 1}, {"task": 3, "epoch": 2}]}, {}, r"spec\.active\[1\]"),
+        (
+            {},
+            {"tasks": [{"task": 0, "role": "warmup"}, {"task": 0, "role": "warmup"}]},
+            r"status\.tasks\[1\]",
+        ),
+    ],
+)
+def test_a_task_listed_twice_is_refused(spec: dict[str, Any], status: dict[str, Any], path: str) -> None:
+    """The task lists are atomic for the API server (one managedFields entry each), which then no longer
+    refuses duplicate keys: the models do, on both sides. One task in two roles is no duplicate."""
+    body = {"metadata": {"name": "m"}, "spec": {"app": "a", "memberId": 0, **spec}, "status": status}
+    with pytest.raises(ValidationError, match=rf"^{path}: duplicate entry"):
+        StreamAppMember.from_resource(body)
+    two_roles = [{"task": 0, "role": "active"}, {"task": 0, "role": "revoking"}]
+    StreamAppMember.from_resource(
+        {**body, "spec": {"app": "a", "memberId": 0}, "status": {"tasks": two_roles}}
+    )
+
+
 def _condition(status: ConditionStatus, at: str, reason: str = "Stable") -> Condition:
     return Condition(type="Ready", status=status, reason=reason, message="", last_transition_time=at)
 

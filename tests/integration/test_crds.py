@@ -216,6 +216,27 @@ def test_member_spec_and_status(objects: client.CustomObjectsApi, namespace: str
     assert parsed.to_dict()["spec"] == written["spec"]
 
 
+def test_member_task_lists_are_tracked_as_one_field(objects: client.CustomObjectsApi, namespace: str) -> None:
+    """The operator and the executor each replace their lists whole, so the API server keeps one
+    managedFields entry per list, not one per task: with 100 tasks the entries would otherwise be most
+    of the object."""
+    active = [{"task": t, "epoch": 1} for t in range(100)]
+    _create(
+        objects,
+        namespace,
+        _member("counts-1", app="counts", memberId=1, generation=1, active=active),
+        MEMBERS,
+    )
+    tasks = [{"task": t, "role": "active", "epoch": 1, "appliedSeq": 4, "lag": 0} for t in range(100)]
+    status = {"observedGeneration": 1, "podUID": "0f0e", "reportedAt": "2026-01-01T00:00:00Z", "tasks": tasks}
+    written = objects.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, MEMBERS, "counts-1", {"status": status}
+    )
+    fields = json.dumps(written["metadata"]["managedFields"])
+    assert '"f:tasks": {}' in fields and '"f:active": {}' in fields
+    assert "k:{" not in fields, "no entry per list item"
+
+
 def test_sample_is_accepted(objects: client.CustomObjectsApi, namespace: str) -> None:
     sample = next(
         doc

@@ -88,6 +88,8 @@ def decode(cls: type[T], data: object, path: str) -> T:
         if slot.rules:
             _check_rules(slot.rules, value, child)
         _check_bounds(slot.meta.max_length, slot.meta.max_items, value, child)
+        if slot.meta.list_map_keys:
+            _check_unique(slot.meta.list_map_keys, value, child)
         values[slot.name] = value
     if rest_field is not None or len(data) > len(values):
         known = {slot.key for slot in slots}
@@ -177,6 +179,19 @@ def _check_bounds(max_length: int | None, max_items: int | None, value: object, 
         raise ValidationError(path, f"must be at most {max_length} characters long")
     if max_items is not None and isinstance(value, tuple | dict) and len(value) > max_items:
         raise ValidationError(path, f"must have at most {max_items} items")
+
+
+def _check_unique(keys: tuple[str, ...], value: object, path: str) -> None:
+    """Entries of a keyed list differ in their keys: the API server checks that only for lists it keeps
+    as maps, and the models check it for atomic ones too (a report naming one copy twice is not read)."""
+    if not isinstance(value, tuple):
+        return
+    seen: set[tuple[object, ...]] = set()
+    for index, item in enumerate(value):
+        key = tuple(item.get(k) if isinstance(item, Mapping) else getattr(item, k) for k in keys)
+        if key in seen:
+            raise ValidationError(f"{path}[{index}]", f"duplicate entry for {', '.join(keys)} {key}")
+        seen.add(key)
 
 
 _FIELDS: dict[type, tuple[tuple[str, str, Any, bool], ...]] = {}

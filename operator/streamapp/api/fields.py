@@ -68,8 +68,11 @@ class Prop:
     `minimum`, `maximum` and `pattern` become CEL rules whose messages name the field (the API server's own
     messages for `minimum`/`pattern` do not say what a valid value looks like); `max_length`/`max_items` bound the
     cost of CEL rules. `rest` marks the field that keeps unknown keys of an open object (the schema then
-    preserves unknown fields). `list_map_keys` makes a list a map keyed by those fields, so server-side
-    apply merges its entries instead of replacing the list.
+    preserves unknown fields). `list_map_keys` names the fields that tell a list's entries apart: they
+    are checked unique when decoded, and the list becomes a map keyed by them, so server-side apply
+    merges its entries instead of replacing the list — unless `atomic`: a list one writer always
+    replaces whole stays one field for the API server's field tracking, whose managedFields otherwise
+    hold an entry per item (most of a member's object: bench/results/apiscale.md).
     """
 
     description: str
@@ -84,6 +87,7 @@ class Prop:
     rules: tuple[Rule, ...] = ()
     rest: bool = False
     list_map_keys: tuple[str, ...] = ()
+    atomic: bool = False
     codec: Codec | None = None
 
     def all_rules(self, wire: str) -> tuple[Rule, ...]:

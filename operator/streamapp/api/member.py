@@ -76,10 +76,10 @@ class StreamAppMemberSpec(Model):
     member_id: int = field(metadata=prop("Static member id; the pod is <app>-<id>."))
     generation: int = field(default=0, metadata=prop("Assignment generation that last changed this target."))
     active: tuple[ActiveTask, ...] = field(
-        default=(), metadata=prop("Tasks to process.", list_map_keys=("task",))
+        default=(), metadata=prop("Tasks to process.", list_map_keys=("task",), atomic=True)
     )
     revoking: tuple[RevokingTask, ...] = field(
-        default=(), metadata=prop("Tasks to let go of.", list_map_keys=("task",))
+        default=(), metadata=prop("Tasks to let go of.", list_map_keys=("task",), atomic=True)
     )
     standby: tuple[int, ...] = field(default=(), metadata=prop("Tasks to keep hot copies of."))
     warmup: tuple[int, ...] = field(default=(), metadata=prop("Tasks to warm up before a handoff."))
@@ -250,7 +250,8 @@ class StreamAppMemberStatus(Model):
         default=None, metadata=prop("When the report was written.", format="date-time")
     )
     tasks: tuple[TaskReport, ...] = field(
-        default=(), metadata=prop("One report per copy (task and role).", list_map_keys=("task", "role"))
+        default=(),
+        metadata=prop("One report per copy (task and role).", list_map_keys=("task", "role"), atomic=True),
     )
     setup_error: str | None = field(
         default=None,

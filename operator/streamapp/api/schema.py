@@ -67,7 +67,9 @@ def field_schema(field: dataclasses.Field[Any], tp: Any, meta: Prop, key: str) -
     ):
         if value is not None:
             schema[keyword] = value
-    if meta.list_map_keys:
+    if meta.atomic:
+        schema["x-kubernetes-list-type"] = "atomic"
+    elif meta.list_map_keys:
         schema["x-kubernetes-list-type"] = "map"
         schema["x-kubernetes-list-map-keys"] = list(meta.list_map_keys)
     rules = meta.all_rules(key)

@@ -513,7 +513,7 @@ class StreamAppStatus(Model):
         ),
     )
     members: tuple[MemberSummary, ...] = field(
-        default=(), metadata=prop("Per-member summary.", list_map_keys=("id",))
+        default=(), metadata=prop("Per-member summary.", list_map_keys=("id",), atomic=True)
     )
     handoff_seconds: float | None = field(
         default=None,
