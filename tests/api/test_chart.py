@@ -114,6 +114,7 @@ def test_defaults_watch_every_namespace_behind_a_lease(helm: list[str], tmp_path
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
+        "FlowSchema",
         "Role",
         "RoleBinding",
         "Service",
@@ -211,6 +212,23 @@ def test_service_monitor(helm: list[str], tmp_path: Path) -> None:
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service_labels.items()
 
 
+def test_flow_schema_matches_the_operator_s_service_account(helm: list[str], tmp_path: Path) -> None:
+    flow = one(template(helm, None, tmp_path), "FlowSchema", GLOBAL_NAME)
+    spec = flow["spec"]
+    assert spec["priorityLevelConfiguration"] == {"name": "workload-high"}
+    assert spec["matchingPrecedence"] == 1000
+    [rule] = spec["rules"]
+    assert rule["subjects"] == [
+        {"kind": "ServiceAccount", "serviceAccount": {"name": FULLNAME, "namespace": NAMESPACE}}
+    ]
+    assert rule["resourceRules"][0]["verbs"] == ["*"] and rule["resourceRules"][0]["clusterScope"] is True
+    values = {"flowControl": {"priorityLevel": "streamapp", "matchingPrecedence": 500}}
+    custom = one(template(helm, values, tmp_path), "FlowSchema")["spec"]
+    assert (custom["priorityLevelConfiguration"]["name"], custom["matchingPrecedence"]) == ("streamapp", 500)
+    disabled = template(helm, {"flowControl": {"enabled": False}}, tmp_path)
+    assert "FlowSchema" not in kinds(disabled)
+
+
 def test_crd_upgrade_job(helm: list[str], tmp_path: Path) -> None:
     values = {
         "crds": {"upgradeJob": {"enabled": True}},
@@ -272,6 +290,7 @@ def test_image_and_pod_overrides(helm: list[str], tmp_path: Path) -> None:
         ("replicaCount=abc", "replicaCount"),
         ("image.pullPolicy=Sometimes", "pullPolicy"),
         ("replicas=2", "replicas"),  # an unknown key: a typo must not pass silently
+        ("flowControl.matchingPrecedence=9000", "matchingPrecedence"),  # after service-accounts: useless
     ],
 )
 def test_schema_rejects_bad_values(helm: list[str], setting: str, message: str) -> None:

@@ -92,12 +92,15 @@ def reconciled(api: client.ApiClient, namespace: str, replicas: int) -> bool:
 def release_objects(api: client.ApiClient, namespaces: list[str]) -> list[str]:
     """Every object the chart labels for this release that is still there."""
     apps, core, rbac = client.AppsV1Api(api), client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
-    found = [
-        f"ClusterRole/{o.metadata.name}" for o in rbac.list_cluster_role(label_selector=INSTANCE).items
-    ] + [
-        f"ClusterRoleBinding/{o.metadata.name}"
-        for o in rbac.list_cluster_role_binding(label_selector=INSTANCE).items
-    ]
+    flows = client.FlowcontrolApiserverV1Api(api).list_flow_schema(label_selector=INSTANCE).items
+    found = (
+        [f"FlowSchema/{o.metadata.name}" for o in flows]
+        + [f"ClusterRole/{o.metadata.name}" for o in rbac.list_cluster_role(label_selector=INSTANCE).items]
+        + [
+            f"ClusterRoleBinding/{o.metadata.name}"
+            for o in rbac.list_cluster_role_binding(label_selector=INSTANCE).items
+        ]
+    )
     for namespace in namespaces:
         listings = {
             "Deployment": apps.list_namespaced_deployment,
@@ -110,6 +113,21 @@ def release_objects(api: client.ApiClient, namespaces: list[str]) -> list[str]:
             items = listing(namespace, label_selector=INSTANCE).items
             found += [f"{kind}/{namespace}/{o.metadata.name}" for o in items]
     return found
+
+
+def flow_schema_uid(api: client.ApiClient, user: str, namespace: str) -> str | None:
+    """UID of the FlowSchema the API server put a request of `user` (impersonated) under, from the
+    header it answers with (a request refused by RBAC is classified too)."""
+    with client.ApiClient(api.configuration, "Impersonate-User", user) as as_user:
+        custom = client.CustomObjectsApi(as_user)
+        try:
+            answer = custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, MEMBERS, _preload_content=False
+            )
+            found = answer.headers.get("X-Kubernetes-PF-FlowSchema-UID")
+        except client.exceptions.ApiException as refused:
+            found = (refused.headers or {}).get("X-Kubernetes-PF-FlowSchema-UID")
+    return str(found) if found else None
 
 
 def operator_pods(api: client.ApiClient, namespace: str) -> list[Any]:
@@ -156,6 +174,19 @@ def test_install_upgrade_uninstall(
         def holder() -> str | None:
             leases = client.CoordinationV1Api(api_client).list_namespaced_lease(release_namespace).items
             return next((lease.spec.holder_identity for lease in leases), None)
+
+        # The operator's requests queue under the release's FlowSchema, not with the executors'.
+        flow = client.FlowcontrolApiserverV1Api(api_client).read_flow_schema(
+            f"{release_namespace}-{FULLNAME}"
+        )
+        operator_user = f"system:serviceaccount:{release_namespace}:{FULLNAME}"
+        wait_for(
+            lambda: flow_schema_uid(api_client, operator_user, namespace) == flow.metadata.uid,
+            60,
+            "the API server to classify the operator's requests by the release's FlowSchema",
+        )
+        executor_user = f"system:serviceaccount:{namespace}:{APP}-0"
+        assert flow_schema_uid(api_client, executor_user, namespace) not in (None, flow.metadata.uid)
 
         leader = wait_for(holder, 120, "an operator pod holding the Lease")
         assert leader in {p.metadata.name for p in pods}

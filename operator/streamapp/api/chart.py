@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import manifests
+from streamapp.api import flowcontrol, manifests
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
 from streamapp.api.rbac import Rule, operator_cluster_role_rules, operator_lease_rules
@@ -123,6 +123,27 @@ VALUES: tuple[Value, ...] = (
         "Scrape interval.",
     ),
     Value("metrics.serviceMonitor.labels", {}, _STRINGS, "Labels a Prometheus selects ServiceMonitors by."),
+    Value(
+        "flowControl.enabled",
+        True,
+        {"type": "boolean"},
+        "A FlowSchema that queues the operator's API requests at a priority level of their own rather than "
+        "with every executor's ServiceAccount.",
+    ),
+    Value(
+        "flowControl.priorityLevel",
+        flowcontrol.PRIORITY_LEVEL,
+        {"type": "string", "minLength": 1},
+        "The PriorityLevelConfiguration the operator's requests go to (it must exist; a missing one leaves "
+        "the FlowSchema dangling and the requests at the defaults).",
+    ),
+    Value(
+        "flowControl.matchingPrecedence",
+        flowcontrol.MATCHING_PRECEDENCE,
+        {"type": "integer", "minimum": 1, "maximum": flowcontrol.SERVICE_ACCOUNTS_PRECEDENCE - 1},
+        "The FlowSchema's precedence; below the built-in `service-accounts` schema's "
+        f"{flowcontrol.SERVICE_ACCOUNTS_PRECEDENCE}, which would match first otherwise.",
+    ),
     Value(
         "crds.upgradeJob.enabled",
         False,
@@ -554,6 +575,34 @@ spec:
 """
 
 
+def _flow_schema_template() -> str:
+    """The operator's FlowSchema (`streamapp.api.flowcontrol`): cluster-scoped, so named per release."""
+    return f"""\
+{{{{- if .Values.flowControl.enabled }}}}
+apiVersion: {flowcontrol.API_VERSION}
+kind: FlowSchema
+metadata:
+  name: {{{{ include "streamapp-operator.globalName" . }}}}
+  labels:
+    {{{{- include "streamapp-operator.labels" . | nindent 4 }}}}
+spec:
+  priorityLevelConfiguration:
+    name: {{{{ .Values.flowControl.priorityLevel }}}}
+  matchingPrecedence: {{{{ .Values.flowControl.matchingPrecedence }}}}
+  distinguisherMethod:
+    type: ByUser
+  rules:
+    - subjects:
+        - kind: ServiceAccount
+          serviceAccount:
+            name: {{{{ include "streamapp-operator.serviceAccountName" . }}}}
+            namespace: {{{{ .Release.Namespace }}}}
+      resourceRules:
+{_block(flowcontrol.RESOURCE_RULES, 8)}
+{{{{- end }}}}
+"""
+
+
 def _crd_job_template() -> str:
     """The opt-in CRD upgrade: hooks run before the release's objects, so the Job brings its own
     ServiceAccount and ClusterRole (lower hook weights come first); all are deleted once it succeeded."""
@@ -701,6 +750,10 @@ Role with the namespaced rules, and a small ClusterRole keeps what a Role cannot
 warning and misses changes after start). The Lease Role lives in the release namespace. Objects outside
 the release namespace are named `<release namespace>-<fullname>`.
 
+Flow control: a FlowSchema (`flowControl.*`, on by default) sends the operator's API requests to the
+`workload-high` priority level. Without it they share one level with every member's executor, each
+executor being a ServiceAccount of its own, and get one fair share among them all under load.
+
 ## Values
 
 {_values_table()}
@@ -749,6 +802,7 @@ def chart_files() -> Files:
         "rbac.yaml": header + _rbac_template(),
         "service.yaml": header + SERVICE,
         "servicemonitor.yaml": header + SERVICE_MONITOR,
+        "flowschema.yaml": header + _flow_schema_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),
         "NOTES.txt": NOTES,
     }
