@@ -17,7 +17,7 @@ from streamapp.api.names import RESTART_ANNOTATION
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, reconcile, rollout, supporting
 from streamapp.controller.observe import PodState, member_views
-from streamapp.rebalance import AppConfig, Assignment, TaskAssignment, member_targets, plan
+from streamapp.rebalance import AppConfig, Assignment, RebalanceConfig, TaskAssignment, member_targets, plan
 from streamapp.rebalance.rollout import RolloutStep
 
 NO_ROLLOUT = RolloutStep(retiring={}, delete=(), updated=2, outdated=())
@@ -45,6 +45,27 @@ def test_a_pod_the_operator_restarts_or_one_no_longer_ready_is_not_drained() -> 
         assert (view.alive, view.retiring) == (False, False)
         state = PodState.of(body)
         assert state is not None and not state.draining
+
+
+def test_a_pod_deleted_with_no_grace_period_is_lost_not_drained() -> None:
+    """A force delete (a node gone) leaves no time to hand over: the member is lost and its tasks are
+    held for it (not revoked, which would move them cold at once), even when a watch event shows the
+    pod still Ready."""
+    forced = pod(1, "b", deleting=True)
+    forced["metadata"]["deletionGracePeriodSeconds"] = 0
+    [_, view] = member_views([pod(0, "a"), forced], [], {}, wanted=2)
+    assert (view.alive, view.retiring) == (False, False)
+    previous = Assignment(generation=3, tasks=tuple(TaskAssignment(active=m, epoch=1) for m in (0, 1, 0, 1)))
+    for protocol in ("cooperative", "streamapp"):
+        config = AppConfig(4, 2, RebalanceConfig(protocol=protocol))
+        views = member_views([pod(0, "a"), forced], [], {}, wanted=2)
+        planned = plan(config, views, previous, now=100.0).assignment
+        assert [(t.active, t.revoking_since) for t in planned.tasks][1::2] == [(1, None), (1, None)], protocol
+        assert [r.member for r in planned.reservations] == [1], protocol
+    graceful = pod(1, "b", deleting=True)
+    graceful["metadata"]["deletionGracePeriodSeconds"] = 30
+    [_, drained] = member_views([pod(0, "a"), graceful], [], {}, wanted=2)
+    assert (drained.alive, drained.retiring) == (True, True)
 
 
 def test_executors_are_told_to_retire_for_handoffs_and_drains_never_for_restarts_in_place() -> None:

@@ -75,6 +75,7 @@ class PodState:
     handoff_since: float | None = None
     restarted: bool = False
     capacity: float = DEFAULT_CAPACITY
+    forced: bool = False
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -99,6 +100,7 @@ class PodState:
             handoff_since=_seconds(annotations.get(HANDOFF_ANNOTATION)),
             restarted=RESTART_ANNOTATION in annotations,
             capacity=pod_capacity(pod),
+            forced=meta.get("deletionGracePeriodSeconds") == 0,
         )
 
     @property
@@ -109,8 +111,14 @@ class PodState:
     @property
     def draining(self) -> bool:
         """Deleted by someone else (an eviction, a node drain, kubectl delete) while its executor is
-        still Ready: it can hand its tasks over before it goes."""
-        return self.terminating and self.ready and not self.finished and not self.restarted
+        still Ready: it can hand its tasks over before it goes. Not when deleted with no grace period
+        (`forced`: a force delete, as for a node that is gone): the API server removes such a pod at
+        once, and watchers see it terminating and still Ready for an instant first; taken for a
+        drain, that instant revoked its tasks (they then moved cold) instead of holding them for it
+        like any other lost member's."""
+        return (
+            self.terminating and self.ready and not self.finished and not self.restarted and not self.forced
+        )
 
 
 def _seconds(value: object) -> float | None:
