@@ -752,7 +752,7 @@ the release namespace are named `<release namespace>-<fullname>`.
 
 Flow control: a FlowSchema (`flowControl.*`, on by default) sends the operator's API requests to the
 `workload-high` priority level. Without it they share one level with every member's executor, each
-executor being a ServiceAccount of its own, and get one fair share among them all under load.
+executor being a ServiceAccount of its own, and get one fair share among all those with requests queued.
 
 ## Values
 

@@ -2,9 +2,9 @@
 
 Every member's executor runs as a ServiceAccount of its own, and the API server's default FlowSchema
 for service accounts puts all of them, and the operator, at one priority level with one flow per
-ServiceAccount. Under load the API server serves those flows fairly: the operator, one flow among a
-thousand, would get a thousandth of the level's seats while its writes — a rebalance step's member
-targets, the app's status — are what the members are waiting for. The chart therefore ships a
+ServiceAccount. Under load the API server serves those flows fairly: the operator, one flow among
+every member with requests queued, gets one share of the level's seats while its writes — a
+rebalance step's member targets, the app's status — are what the members are waiting for. The chart therefore ships a
 FlowSchema that matches the operator's ServiceAccount before the default one and sends its requests
 to a level of their own choosing (the built-in `workload-high`, which the controller manager's
 controllers use, unless the values say otherwise). A FlowSchema naming a level that does not exist is
