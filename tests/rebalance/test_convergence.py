@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from world import World
 
@@ -54,6 +54,10 @@ def test_adding_one_client_converges_within_bound(clients: int, warmups: int) ->
     warmups=st.integers(1, 3),
     total=st.sampled_from([0, 1, 2, 5]),
 )
+# Found by this test once warmups were started owner by owner, while quotas broke ties by raw counts
+# (the extra task moved between members as the rebalance changed their counts: rebalance/quotas.py).
+@example(tasks=31, before=4, added=1, warmups=2, total=0)
+@example(tasks=27, before=4, added=3, warmups=2, total=5)
 def test_adding_clients_converges_within_the_per_destination_bound(
     tasks: int, before: int, added: int, warmups: int, total: int
 ) -> None:
