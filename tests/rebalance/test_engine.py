@@ -65,6 +65,33 @@ def test_member_that_never_returns_loses_its_tasks_at_the_deadline() -> None:
     assert 1 not in {t.active for t in world.assignment.tasks}
 
 
+def test_a_member_visibly_restarting_is_not_prewarmed_for() -> None:
+    """A lost member whose pod is starting again is waited for to the deadline with nothing warming
+    elsewhere; once it stops looking like it will return (a crash loop), its tasks are pre-warmed."""
+    world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
+    world.kill(1)
+    world.members[1].returning = True
+    world.replan()
+    world.now = 200
+    assert world.replan().changed is False, "past the pre-warm point, but the member is on its way back"
+    assert not any(t.warmups for t in world.assignment.tasks)
+    world.members[1].returning = False
+    world.replan()
+    assert EventKind.WARMUP_STARTED in kinds(world)
+
+
+def test_a_member_still_restarting_at_the_deadline_loses_its_tasks() -> None:
+    """Returning holds no longer than the delay: at the deadline the tasks move, cold."""
+    world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
+    world.kill(1)
+    world.members[1].returning = True
+    world.replan()
+    world.now = 300
+    world.replan()
+    assert EventKind.RESERVATION_EXPIRED in kinds(world)
+    assert 1 not in {t.active for t in world.assignment.tasks}
+
+
 def test_caught_up_standby_takes_over_a_lost_task_at_once() -> None:
     world = settled(6, 3, standby_replicas=1, failover_to_standby=True)
     task = next(t for t, a in enumerate(world.assignment.tasks) if a.active == 0)

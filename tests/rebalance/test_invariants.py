@@ -44,8 +44,9 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
 
 # One step of the world: (kind, member, value). Members beyond the app's size exercise scale-in;
 # "deafen" makes a member stop applying and acknowledging (until its pod is replaced), "retire" marks
-# or unmarks (a paused rollout) a member a rolling update is about to replace, "lose_intent" deletes
-# and re-creates the app on the same store.
+# or unmarks (a paused rollout) a member a rolling update is about to replace, "return" marks or
+# unmarks (a crash loop) a dead member's pod as visibly starting again, "lose_intent" deletes and
+# re-creates the app on the same store.
 KINDS = [
     "plan",
     "apply",
@@ -58,6 +59,7 @@ KINDS = [
     "apply_all",
     "deafen",
     "retire",
+    "return",
 ]
 events = st.lists(
     st.tuples(
@@ -112,6 +114,8 @@ def run(world: World, kind: str, member: int, value: int) -> None:
         world.now += world.app.rebalance.revocation_timeout * (value // 2 % 3) / 2
     elif kind == "deafen" and member in world.members:
         world.members[member].deaf = True
+    elif kind == "return" and member in world.members:
+        world.members[member].returning = not world.members[member].returning
     elif kind == "retire" and member in world.members:
         world.members[member].retiring = not world.members[member].retiring
     elif kind == "stall":
@@ -167,11 +171,15 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
                 assert lag is not None and lag <= config.acceptable_recovery_lag, (
                     f"task {task} revoked for a successor with lag {lag}"
                 )
-        # A lost member's held tasks are pre-warmed only once half its delay has passed.
+        # A lost member's held tasks are pre-warmed only once half its delay has passed, and never
+        # while its pod is visibly starting again.
         held_by = after.reserved_for(new.active) if new.active is not None else None
         if held_by is not None and set(new.warmups) - set(old.warmups):
             assert world.now >= prewarm_at(held_by.deadline, config.scheduled_rebalance_max_delay), (
                 f"task {task} pre-warmed at {world.now}, before half the delay to {held_by.deadline}"
+            )
+            assert not views[held_by.member].returning, (
+                f"task {task} pre-warmed while its owner {held_by.member} is on its way back"
             )
         # Copies: distinct members, never the owner, within the configured counts.
         copies = (*new.standbys, *new.warmups)
@@ -359,24 +367,27 @@ def assert_balanced(world: World, setup: Setup) -> None:
     victim=st.integers(0, 4),
     elapsed=st.floats(0.0, 0.99),
     standbys=st.integers(0, 1),
+    returning=st.booleans(),
 )
 def test_held_tasks_are_prewarmed_from_half_the_delay_on(
-    replicas: int, extra: int, delay: float, victim: int, elapsed: float, standbys: int
+    replicas: int, extra: int, delay: float, victim: int, elapsed: float, standbys: int, returning: bool
 ) -> None:
     """A lost member's tasks are held with nothing warming elsewhere during the first half of the
     delay (a bounce wastes nothing), and pre-warmed from then on unless a standby is already warm (a
-    member that never returns still hands them to warm copies); every plan keeps the invariants."""
+    member that never returns still hands them to warm copies) or its pod is visibly starting again
+    (`returning`: nothing is pre-warmed for it at all); every plan keeps the invariants."""
     config = RebalanceConfig(
         scheduled_rebalance_max_delay=delay, standby_replicas=standbys, failover_to_standby=False
     )
     world = World.start(AppConfig(replicas + extra, replicas, config))
     world.converge(100)
     world.kill(victim % replicas)
+    world.members[victim % replicas].returning = returning
     run(world, "plan", 0, 0)
     world.now = elapsed * delay
     run(world, "plan", 0, 0)
     warming = any(t.warmups for t in world.assignment.tasks)
-    if world.now < delay / 2:
+    if world.now < delay / 2 or returning:
         assert not warming
     elif not standbys:  # a standby of a held task is already warm: nothing to pre-warm
         assert warming

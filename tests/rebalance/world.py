@@ -34,6 +34,7 @@ class Member:
     store_epochs: dict[int, int] = field(default_factory=dict)
     fenced: frozenset[int] = frozenset()
     retiring: bool = False
+    returning: bool = False
 
 
 @dataclass
@@ -74,6 +75,7 @@ class World:
                 dict(m.store_epochs),
                 m.fenced if m.alive else frozenset(),
                 m.retiring,
+                returning=m.returning and not m.alive,
             )
             for m in sorted(self.members.values(), key=lambda m: m.id)
         ]
@@ -135,6 +137,7 @@ class World:
         member.deaf = False
         member.fenced = frozenset()
         member.retiring = False
+        member.returning = False
 
     def lose_intent(self) -> None:
         """The app is deleted and re-created on the same store: every pod and member report is new,

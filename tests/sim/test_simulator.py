@@ -276,14 +276,17 @@ def test_a_scenario_reads_its_rolling_update_block() -> None:
 
 
 def test_a_bounce_within_the_delay_wastes_no_warmup() -> None:
-    """Held tasks are pre-warmed only after half the delay: a member back in 30 s of 5 min finds
-    nothing started elsewhere for its tasks."""
+    """Held tasks are pre-warmed only after half the delay, and not at all while the member's pod is
+    visibly starting: a member back in 30 s of 5 min, or in 200 s, finds nothing started elsewhere
+    for its tasks; one whose pod never starts has them pre-warmed and handed over warm."""
     result = run("bounce", "streamapp")
     assert result.wasted_warmups == 0
     scenario = load_scenario(SCENARIOS / "bounce.yaml").with_protocol("streamapp")
     slow = replace(scenario, events=(replace(scenario.events[0], restart_after=200.0),))
     late, _ = simulate(slow)
-    assert late.wasted_warmups > 0, "past half the delay the held tasks are pre-warmed (then dropped)"
+    assert late.wasted_warmups == 0 and late.background_restore_records == 0
+    gone, _ = simulate(replace(scenario, events=(replace(scenario.events[0], restart_after=None),)))
+    assert gone.background_restore_records > 0 and gone.blocking_restore_records == 0
 
 
 def churn_scenario(standbys: int) -> Scenario:

@@ -8,7 +8,10 @@ now (`status.podUID`), because a report from before a restart says nothing about
 survived; so do fenced tasks, since a new pod takes over afresh. Acknowledgements count whoever made
 them: an old pod that acknowledged a revocation did let go. Store epochs count whoever reported them
 too: the store never forgets an epoch, so any report is a lower bound for the next one. Capacity comes
-from the pod that runs now (its CPU request, `controller.capacity`) unless the spec sets it.
+from the pod that runs now (its CPU request, `controller.capacity`) unless the spec sets it. A member
+that is not alive but whose pod is visibly starting again — its container restarting after a first
+crash, a replacement pod scheduled — is *returning*: the engine then waits for it without pre-warming
+its tasks elsewhere.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from streamapp.api.names import (
     RESTART_ANNOTATION,
     REVISION_LABEL,
 )
+from streamapp.api.podtemplate import EXECUTOR_CONTAINER
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller.capacity import DEFAULT_CAPACITY, member_capacity, pod_capacity
 from streamapp.rebalance import MemberView
@@ -76,6 +80,7 @@ class PodState:
     restarted: bool = False
     capacity: float = DEFAULT_CAPACITY
     forced: bool = False
+    starting: bool = False
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -101,6 +106,7 @@ class PodState:
             restarted=RESTART_ANNOTATION in annotations,
             capacity=pod_capacity(pod),
             forced=meta.get("deletionGracePeriodSeconds") == 0,
+            starting=_starting(status),
         )
 
     @property
@@ -119,6 +125,47 @@ class PodState:
         return (
             self.terminating and self.ready and not self.finished and not self.restarted and not self.forced
         )
+
+    @property
+    def returning(self) -> bool:
+        """Not alive, but visibly on its way back: scheduled, not being deleted, and its containers
+        starting (`_starting`). The engine then holds the member's tasks for it without pre-warming
+        them elsewhere (`MemberView.returning`)."""
+        return (
+            not self.alive
+            and not self.terminating
+            and not self.finished
+            and bool(self.node)
+            and self.starting
+        )
+
+
+STARTING_REASONS = frozenset({"ContainerCreating", "PodInitializing", "CrashLoopBackOff"})
+"""Waiting reasons of a container on its way to running. Any other (ErrImagePull, ImagePullBackOff,
+CreateContainerConfigError, ...) needs a person to fix something, so the member is not coming back."""
+
+MAX_CRASHES_RETURNING = 1
+"""Crashes of one container (restarts done or pending) after which its pod no longer counts as on its
+way back: a first crash is a bounce, a second is the start of a crash loop."""
+
+
+def _starting(status: Body) -> bool:
+    """Whether the pod's containers are on their way to running: none waits for a reason other than
+    starting, none has crashed more than once, and the executor is not running and ready — which,
+    with the pod not Ready, means its node stopped reporting (the kubelet's last word is stale), not
+    that it is starting."""
+    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+    for container in statuses:
+        state = container.get("state") or {}
+        waiting = state.get("waiting")
+        if waiting is not None and waiting.get("reason", "ContainerCreating") not in STARTING_REASONS:
+            return False
+        pending = "terminated" in state or (waiting or {}).get("reason") == "CrashLoopBackOff"
+        if int(container.get("restartCount") or 0) + int(pending) > MAX_CRASHES_RETURNING:
+            return False
+        if container.get("name") == EXECUTOR_CONTAINER and "running" in state and container.get("ready"):
+            return False
+    return True
 
 
 def _seconds(value: object) -> float | None:
@@ -185,6 +232,7 @@ def _view(
         store_epochs=store_epochs(reports),
         fenced=frozenset(t.task for t in reports if fresh and t.role == "active" and t.fenced_by),
         retiring=pod is not None and pod.draining,
+        returning=pod is not None and pod.returning,
     )
 
 

@@ -73,7 +73,7 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
     quota = None if draft.reservations else quotas(draft.partitions, roster.live, capacity, owned)
     desired = desired_owners(draft, roster, quota, held, aware, capacity)
     delay = config.scheduled_rebalance_max_delay
-    prewarm = prewarm_due(draft, held, delay, now) if aware else set()
+    prewarm = prewarm_due(draft, roster, held, delay, now) if aware else set()
     held_targets = _would_take(draft, roster, prewarm, capacity)
     for task, target in enumerate(desired):
         if target is not None and draft.active[task] is None:
@@ -81,7 +81,7 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
         warm_handoffs(draft, roster, desired, config, probe_due, held_targets)
-        back = expected_back(draft, delay, now)
+        back = expected_back(draft, roster, delay, now)
         place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
     else:

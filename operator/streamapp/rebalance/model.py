@@ -33,6 +33,13 @@ class MemberView:
     `retiring` marks a member whose pod is about to be replaced by a rolling update: it is treated
     like a draining member (keeps what it owns until caught-up successors take it, gets nothing new),
     so its pod can be deleted once it owns no active task, without a task going down.
+
+    `returning` marks a member that is not alive but whose pod is visibly on its way back: its
+    container restarting in place, or a replacement pod scheduled and starting. A lost member that is
+    returning is expected back within its reservation, so its held tasks are not pre-warmed elsewhere
+    and its standby copies are not replaced before the deadline (copies made for a member that comes
+    back are thrown away). The shell sets it only when Kubernetes shows the start under way, never for
+    a pod stuck unscheduled, failing to pull its image or crash-looping.
     """
 
     id: int
@@ -44,6 +51,7 @@ class MemberView:
     store_epochs: Mapping[int, int] = field(default_factory=dict)
     fenced: frozenset[int] = frozenset()
     retiring: bool = False
+    returning: bool = False
 
 
 @dataclass(frozen=True, slots=True)

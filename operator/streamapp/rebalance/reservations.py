@@ -11,6 +11,13 @@ Held tasks are pre-warmed on whoever would take them, but only once half the del
 the loss is thrown away at the return (two per bounce with the default budget). The second half of the
 delay still lets a member that never returns hand its tasks to warm copies at the deadline. The same
 point holds for the lost member's standby copies: they are replaced on live members only from then on.
+
+A member whose pod is visibly starting again (`returning`: its container restarting in place, a
+replacement pod scheduled) is not pre-warmed for at all: it is on its way back, and a restart slower
+than half the delay — a Spark executor on a loaded node takes a minute or more — would otherwise
+always waste the copies. Should it stop returning (a crash loop, an image that will not pull), the
+pre-warm point applies again; should it still be starting at the deadline, its tasks move cold, so the
+delay is to be set above a restart's time.
 """
 
 from __future__ import annotations
@@ -46,14 +53,20 @@ def prewarm_at(deadline: float, delay: float) -> float:
     return deadline - delay * (1.0 - PREWARM_AFTER)
 
 
-def expected_back(draft: Draft, delay: float, now: float) -> set[int]:
-    """Reserved members still likely to return (before their pre-warm point): copies are not replaced."""
-    return {m for m, deadline in draft.reservations.items() if now < prewarm_at(deadline, delay)}
+def expected_back(draft: Draft, roster: Roster, delay: float, now: float) -> set[int]:
+    """Reserved members still likely to return (before their pre-warm point, or visibly starting
+    again): their copies are not replaced."""
+    return {
+        m
+        for m, deadline in draft.reservations.items()
+        if now < prewarm_at(deadline, delay) or roster.returning(m)
+    }
 
 
-def prewarm_due(draft: Draft, held: set[int], delay: float, now: float) -> set[int]:
-    """The held tasks whose owner has been away long enough for pre-warming them to be worth it."""
-    back = expected_back(draft, delay, now)
+def prewarm_due(draft: Draft, roster: Roster, held: set[int], delay: float, now: float) -> set[int]:
+    """The held tasks whose owner has been away long enough for pre-warming them to be worth it, and
+    is not visibly on its way back."""
+    back = expected_back(draft, roster, delay, now)
     return {task for task in held if draft.active[task] not in back}
 
 
@@ -114,10 +127,12 @@ def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: flo
 
 def _expire(draft: Draft, roster: Roster, delay: float, now: float) -> None:
     """End reservations at their deadline; one that holds no task (all failed over) ends at its
-    pre-warm point, when the member's copies are replaced anyway, so balance need not wait longer."""
+    pre-warm point, when the member's copies are replaced anyway, so balance need not wait longer —
+    unless the member is returning, when its copies are kept for it until the deadline."""
     for member, deadline in sorted(draft.reservations.items()):
         owned = draft.owned_by(member)
-        until = deadline if owned else min(deadline, prewarm_at(deadline, delay))
+        keep = owned or roster.returning(member)
+        until = deadline if keep else min(deadline, prewarm_at(deadline, delay))
         if now < until and member < roster.replicas:
             continue
         del draft.reservations[member]

@@ -3,7 +3,7 @@
 A member is *live* when its pod is ready and its static id is below `replicas`: it may receive work.
 It is *draining* when its pod is ready but scale-in removed its id, or a rolling update is about to
 replace its pod (`retiring`): it keeps what it owns until successors are ready, and gets nothing new.
-Anything else is not alive.
+Anything else is not alive; of those, a member whose pod is visibly starting again is *returning*.
 """
 
 from __future__ import annotations
@@ -64,6 +64,11 @@ class Roster:
     def is_draining(self, member: int) -> bool:
         """Whether the member is alive but leaving (scale-in or a rolling update)."""
         return self.alive(member) and not self.is_live(member)
+
+    def returning(self, member: int) -> bool:
+        """Whether the member is not alive but its pod is visibly starting again."""
+        view = self.members.get(member)
+        return view is not None and not view.alive and view.returning
 
     def acked(self, member: int) -> int:
         """The newest generation the member has applied (0 when never seen)."""

@@ -57,8 +57,12 @@ class Executor:
     reported_resumed: dict[int, Sample] = field(default_factory=dict)
 
     def view(self) -> MemberView:
-        """What the operator observes: pod readiness, the last lag report, the last acknowledgement."""
-        return MemberView(self.id, self.alive, self.zone, 1.0, dict(self.reported), self.acked)
+        """What the operator observes: pod readiness (or a pod on its way to it: `returning`), the last
+        lag report, the last acknowledgement."""
+        returning = not self.alive and self.ready_at is not None
+        return MemberView(
+            self.id, self.alive, self.zone, 1.0, dict(self.reported), self.acked, returning=returning
+        )
 
     def listening(self) -> bool:
         """Whether the executor applies targets at all (its pod is ready and its watch is not deaf)."""
