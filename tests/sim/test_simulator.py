@@ -281,10 +281,9 @@ def test_a_bounce_within_the_delay_wastes_no_warmup() -> None:
     for its tasks; one whose pod never starts has them pre-warmed and handed over warm."""
     result = run("bounce", "streamapp")
     assert result.wasted_warmups == 0
-    scenario = load_scenario(SCENARIOS / "bounce.yaml").with_protocol("streamapp")
-    slow = replace(scenario, events=(replace(scenario.events[0], restart_after=200.0),))
-    late, _ = simulate(slow)
+    late = run("bounce-slow", "streamapp")
     assert late.wasted_warmups == 0 and late.background_restore_records == 0
+    scenario = load_scenario(SCENARIOS / "bounce-slow.yaml").with_protocol("streamapp")
     gone, _ = simulate(replace(scenario, events=(replace(scenario.events[0], restart_after=None),)))
     assert gone.background_restore_records > 0 and gone.blocking_restore_records == 0
 
