@@ -117,6 +117,7 @@ def test_status_shape() -> None:
     assert status["members"]["items"]["properties"]["phase"]["enum"] == [
         "Starting",
         "Ready",
+        "Restarting",
         "Lost",
         "Draining",
     ]

@@ -3,7 +3,8 @@
 What the kubelet reports decides (`controller.observe._starting`): a container being created, starting
 without being ready yet, or waiting out the back-off after a first crash is on its way back; a second
 crash, an image that does not pull, a pod with no node, one being deleted, or a Ready executor in a pod
-that is not (its node stopped reporting) are not.
+that is not (its node stopped reporting) are not. The app's status shows such a member holding tasks
+as Restarting rather than Lost.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 from test_controller_core import pod
 
 from streamapp.controller.observe import PodState, member_views
+from streamapp.controller.status import members_summary
+from streamapp.rebalance import Assignment, TaskAssignment
 
 
 def starting(
@@ -73,3 +76,14 @@ def test_a_pod_with_no_node_being_deleted_or_on_a_silent_node_is_not_returning()
 def test_a_ready_pod_is_alive_not_returning() -> None:
     state = PodState.of(pod(1, "b"))
     assert state is not None and state.alive and not state.returning
+
+
+def test_the_app_status_shows_a_returning_member_holding_tasks_as_restarting() -> None:
+    assignment = Assignment(
+        generation=2, tasks=tuple(TaskAssignment(active=m, epoch=1) for m in (0, 1, 0, 1))
+    )
+    for body, phase in ((starting(executor(RUNNING, restarts=1)), "Restarting"), (starting(node=""), "Lost")):
+        pods = {s.member: s for s in map(PodState.of, (pod(0, "a"), body)) if s is not None}
+        views = member_views([pod(0, "a"), body], [], {}, wanted=2)
+        rows = members_summary("counts", assignment, views, pods, replicas=2)
+        assert [r["phase"] for r in rows] == ["Ready", phase]

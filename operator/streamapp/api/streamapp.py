@@ -57,7 +57,7 @@ CPU_PATTERN = "^([0-9]+|[0-9]*[.][0-9]+)m?$"
 # Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
 # server skips CEL rules once an enum fails.
 ENDPOINT_TYPES = ("file", "kafka")
-MemberPhase = Literal["Starting", "Ready", "Lost", "Draining"]
+MemberPhase = Literal["Starting", "Ready", "Restarting", "Lost", "Draining"]
 # How each task keeps its state on the member's volume (the executor's `localstate`).
 LocalStoreKind = Literal["memory", "lmdb"]
 
@@ -444,8 +444,9 @@ class MemberSummary(Model):
     pod: str | None = field(default=None, metadata=prop("Name of the member's pod, when it exists."))
     phase: MemberPhase = field(
         metadata=prop(
-            "Starting, Ready, Lost (pod gone or not ready) or Draining (scale-in, or handing its tasks off "
-            "before a rolling update replaces its pod)."
+            "Starting, Ready, Restarting (holds tasks, its pod visibly on its way back: they are waited "
+            "for, not pre-warmed elsewhere), Lost (holds tasks, pod gone or not ready for another reason) "
+            "or Draining (scale-in, or handing its tasks off before a rolling update replaces its pod)."
         )
     )
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))

@@ -209,7 +209,7 @@ def members_summary(
             if view.id >= replicas or (view.alive and view.retiring)
             else "Ready"
             if view.alive
-            else "Lost"
+            else ("Restarting" if view.returning else "Lost")
             if active[view.id]
             else "Starting"
         )
