@@ -4,7 +4,8 @@ Measured from the outside on real executors. The app's delay is short (12 s), an
 ready only once Spark has started (the operator's own `/readyz` probe, not the tests' always-ready
 one), so a SIGKILLed executor stays away past half the delay: the point from which the tasks of a
 member that is simply gone are pre-warmed on the others. Its pod shows its container restarting, so
-the operator starts no copy of those tasks until the deadline; output stays exactly-once.
+the operator starts no copy of those tasks until the deadline and shows the member as Restarting;
+output stays exactly-once.
 """
 
 from __future__ import annotations
@@ -34,9 +35,13 @@ DELAY_SECONDS = 12.0
 POLL_SECONDS = 0.2
 
 
-def task_counts(api: client.ApiClient, namespace: str) -> dict[str, int]:
+def app_status(api: client.ApiClient, namespace: str) -> dict[str, Any]:
     app = client.CustomObjectsApi(api).get_namespaced_custom_object(GROUP, VERSION, namespace, APPS, APP)
-    return dict((app.get("status") or {}).get("tasks") or {})
+    return dict(app.get("status") or {})
+
+
+def task_counts(api: client.ApiClient, namespace: str) -> dict[str, int]:
+    return dict(app_status(api, namespace).get("tasks") or {})
 
 
 def pod_ready(api: client.ApiClient, namespace: str, member: int) -> bool:
@@ -84,14 +89,18 @@ def test_a_restarting_member_gets_no_prewarmed_copies(
 
     # From just past half the delay to just before the deadline, while member 1 is still away.
     warming: list[int] = []
+    phases: set[str] = set()
     while time.monotonic() < lost_at + DELAY_SECONDS - 1 and not pod_ready(api_client, namespace, 1):
-        counts = task_counts(api_client, namespace)
+        status = app_status(api_client, namespace)
+        counts = status.get("tasks") or {}
         if time.monotonic() > lost_at + DELAY_SECONDS / 2 + 1:
             assert counts.get("reserved", 0) > 0, f"member 1's tasks released before the deadline: {counts}"
             warming.append(counts.get("warming", 0))
+            phases |= {m["phase"] for m in status.get("members") or [] if m["id"] == 1}
         time.sleep(POLL_SECONDS)
     assert len(warming) >= 5, "member 1 was back before the pre-warm point: nothing was tested"
     assert not any(warming), f"copies warmed for a member whose pod was restarting: {warming}"
+    assert phases == {"Restarting"}, f"member 1 shown as {phases} while its pod restarted"
 
     generate(log, GenerateSpec(partitions=PARTITIONS, count=1_000, keys=2_000, seed=2))
     wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "all input committed again")
