@@ -53,6 +53,8 @@ def test_a_pod_starting_or_restarting_after_a_first_crash_is_returning() -> None
     assert returning(
         starting(executor({"waiting": {"reason": "PodInitializing"}}), init=(executor(RUNNING),))
     )
+    done = {"name": "setup", "state": {"terminated": {"exitCode": 0}}, "restartCount": 1}
+    assert returning(starting(executor(CREATING), init=(done,)))  # an init container that retried once, done
 
 
 def test_a_crash_loop_or_a_start_that_needs_a_person_is_not_returning() -> None:
@@ -60,6 +62,8 @@ def test_a_crash_loop_or_a_start_that_needs_a_person_is_not_returning() -> None:
     assert not returning(starting(executor(RUNNING, restarts=2)))
     for reason in ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError"):
         assert not returning(starting(executor({"waiting": {"reason": reason}})))
+    failed_twice = {"name": "setup", "state": {"terminated": {"exitCode": 1}}, "restartCount": 1}
+    assert not returning(starting(executor({"waiting": {"reason": "PodInitializing"}}), init=(failed_twice,)))
     init_looping = {"name": "setup", "state": BACKOFF, "restartCount": 3}
     assert not returning(starting(executor({"waiting": {"reason": "PodInitializing"}}), init=(init_looping,)))
 

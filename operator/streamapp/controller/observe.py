@@ -154,18 +154,28 @@ def _starting(status: Body) -> bool:
     starting, none has crashed more than once, and the executor is not running and ready — which,
     with the pod not Ready, means its node stopped reporting (the kubelet's last word is stale), not
     that it is starting."""
-    statuses = [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
-    for container in statuses:
+    init = [(c, True) for c in status.get("initContainerStatuses") or []]
+    for container, is_init in [*init, *((c, False) for c in status.get("containerStatuses") or [])]:
         state = container.get("state") or {}
         waiting = state.get("waiting")
         if waiting is not None and waiting.get("reason", "ContainerCreating") not in STARTING_REASONS:
             return False
-        pending = "terminated" in state or (waiting or {}).get("reason") == "CrashLoopBackOff"
-        if int(container.get("restartCount") or 0) + int(pending) > MAX_CRASHES_RETURNING:
+        if int(container.get("restartCount") or 0) + _crash_pending(state, is_init) > MAX_CRASHES_RETURNING:
             return False
         if container.get("name") == EXECUTOR_CONTAINER and "running" in state and container.get("ready"):
             return False
     return True
+
+
+def _crash_pending(state: Body, is_init: bool) -> int:
+    """1 when the container has stopped and will be started again (not yet in `restartCount`): waiting
+    out the back-off, or just terminated — except an init container that finished its work (exit 0)."""
+    if (state.get("waiting") or {}).get("reason") == "CrashLoopBackOff":
+        return 1
+    terminated = state.get("terminated")
+    if terminated is None:
+        return 0
+    return int(not is_init or terminated.get("exitCode") != 0)
 
 
 def _seconds(value: object) -> float | None:
