@@ -11,17 +11,25 @@ properties here.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from streamapp.api.kafka import credential_env
 
 METADATA_TIMEOUT_S = 30.0
+LEADERSHIP_ERRORS = frozenset(
+    {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+)
+"""Broker answers that mean "not yet": a partition whose leader is being elected or moved, or a topic
+just created that the broker asked has not taken up. librdkafka does not mark them retriable when it
+raises them from a watermark query, so `watermarks` retries them itself."""
+RETRY_PAUSE_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -95,3 +103,18 @@ def ensure_topic(endpoint: KafkaEndpoint, partitions: int, **topic_config: str) 
     except KafkaException as error:
         if error.args[0].name() != "TOPIC_ALREADY_EXISTS":
             raise
+
+
+def watermarks(consumer: Consumer, where: TopicPartition) -> tuple[int, int]:
+    """Low and high watermark of one partition, asked of its leader (never from a cache). An answer in
+    `LEADERSHIP_ERRORS` is asked again until `METADATA_TIMEOUT_S` has passed, so a marker topic the sink
+    has just created, or a leader election, does not fail the batch that first meets it."""
+    deadline = time.monotonic() + METADATA_TIMEOUT_S
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(where, timeout=METADATA_TIMEOUT_S, cached=False)
+            return int(low), int(high)
+        except KafkaException as error:
+            if error.args[0].code() not in LEADERSHIP_ERRORS or time.monotonic() >= deadline:
+                raise
+        time.sleep(RETRY_PAUSE_S)

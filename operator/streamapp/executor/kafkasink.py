@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from streamapp.executor import manifest as manifests
-from streamapp.executor.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic
+from streamapp.executor.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic, watermarks
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.manifest import Conflict, Head, Kind, Manifest
 from streamapp.executor.sink import FileSink
@@ -253,7 +253,7 @@ class KafkaSink:
         key = marker_key(self.app, partition)
         where = TopicPartition(self.markers.topic, partition % self.partitions)
         try:
-            low, end = consumer.get_watermark_offsets(where, timeout=METADATA_TIMEOUT_S, cached=False)
+            low, end = watermarks(consumer, where)
             while end > low:
                 start = max(low, end - MARKER_WINDOW)
                 found = _last_value(consumer, where, start, end, key)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 
-from streamapp.executor.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint
+from streamapp.executor.kafkaclient import KafkaEndpoint, watermarks
 from streamapp.executor.source import RECORD_SCHEMA, SPARK_SCHEMA
 
 FETCH_BATCH = 10_000
@@ -53,9 +53,7 @@ class KafkaSource:
 
     def end_offset(self, partition: int) -> int:
         with self._lock:
-            _, high = self._consumer.get_watermark_offsets(
-                TopicPartition(self.endpoint.topic, partition), timeout=METADATA_TIMEOUT_S, cached=False
-            )
+            _, high = watermarks(self._consumer, TopicPartition(self.endpoint.topic, partition))
         return int(high)
 
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
