@@ -275,10 +275,16 @@ class Executor:
             pass
 
     def _claim(self, due: bool) -> list[Slot]:
-        """Claim every task no other thread holds whose next unit is (or, `due` False, is not) a batch;
-        the others are let go at once."""
+        """Claim every task no other thread holds whose next unit is (or, `due` False, is not) a batch.
+
+        A task is looked at before it is claimed, so a lane never holds, even for an instant, a task
+        that is the other lane's: a task that has just become due, held by the copy lane's look at it
+        while the batch lane claims its round, would miss that round and stand still a whole round
+        more. It is looked at again once claimed, since a pending role takes effect on the claim."""
         claimed = []
         for _, slot in self._slots():
+            if slot.task.due is not due:
+                continue
             if slot.claim():
                 if slot.task.due is due:
                     claimed.append(slot)
