@@ -10,7 +10,7 @@ from dataplane_checks import check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streamapp.executor import changelog
+from streamapp.executor import changelog, source
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.generate import GenerateSpec, generate
 from streamapp.executor.layout import StateLayout
@@ -148,11 +148,32 @@ def test_the_warm_up_runs_both_kinds_of_round_on_records_read_from_a_file_log_an
         return counts.transform(batch)
 
     assert pipelines.warm_up(Pipeline("recording", recording, counts.merge), spark)
-    # one batch alone (a round of one due partition), then two in one shared job; each a Parquet scan
+    # one batch alone (a round of one due partition), then two in one shared job, each read from the log
     assert len(seen) == 3
-    assert all(batch.inputFiles() for batch in seen)
+    assert [batch.select("key").collect()[0].key for batch in seen] == ["streamapp-warm-up"] * 3
 
     def needs_an_amount(batch: DataFrame) -> DataFrame:
         return batch.select("key", F.col("amount").alias("value"))
 
     assert not pipelines.warm_up(Pipeline("needs-amount", needs_an_amount, resolve("sum")), spark)
+
+
+def test_the_file_log_reads_a_span_alike_in_process_and_by_a_spark_scan(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = FileLog(tmp_path)
+    generate(log, GenerateSpec(partitions=1, count=21, keys=5, seed=3, chunk=7))
+    spans = [(0, 21), (3, 10), (5, 19), (20, 21), (7, 14)]
+
+    def rows(frame: DataFrame) -> list[tuple[object, ...]]:
+        return sorted(tuple(row) for row in frame.select("offset", "timestamp", "key", "value").collect())
+
+    in_process = [log.read(spark, 0, *span) for span in spans]
+    assert not any(frame.inputFiles() for frame in in_process)
+    monkeypatch.setattr(source, "IN_PROCESS_READ_RECORDS", 0)
+    scanned = [log.read(spark, 0, *span) for span in spans]
+    assert all(frame.inputFiles() for frame in scanned)
+    for (start, end), mine, theirs in zip(spans, in_process, scanned, strict=True):
+        assert rows(mine) == rows(theirs)
+        assert [row[0] for row in rows(mine)] == list(range(start, end))
+        assert mine.schema == theirs.schema

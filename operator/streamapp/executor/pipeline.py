@@ -132,10 +132,12 @@ def warm_up(pipeline: Pipeline, spark: SparkSession) -> bool:
     member whose first job is a batch of a task it just took over makes that task stand still for it.
     The executor runs this before it reports ready, so that cost is paid before it is given any task.
     Each kind of round compiles its own plan: a round of one due partition runs `keyed_updates`, a
-    round of several `keyed_updates_by_partition`, and both start with a Parquet scan of the file log.
-    Warming only the shared job on in-memory rows left a member's first single-partition batch from
-    the log at 3-10 s against ~0.7 s for the next ones (fresh sessions on 2 busy cores; 0.8-1.2 s
-    with all three warmed), and a member given one task after a scale-out runs exactly that round.
+    round of several `keyed_updates_by_partition`, and both start with a read of the file log (a
+    small batch, like these, is read in process and handed over as Arrow). Warming only the shared job
+    on rows made in memory left a member's first single-partition batch from the log at 3-10 s against
+    ~0.7 s for the next ones (fresh sessions on 2 busy cores, when the log was always scanned by
+    Spark; 0.8-1.2 s with all three warmed), and a member given one task after a scale-out runs
+    exactly that round.
     A transform that cannot digest made-up records only loses the warm-up: it is logged, not raised.
     """
     try:

@@ -33,6 +33,13 @@ RECORD_SCHEMA = pa.schema(
     ]
 )
 SPARK_SCHEMA = "offset BIGINT, timestamp TIMESTAMP, key STRING, value STRING"
+IN_PROCESS_READ_RECORDS = 10_000
+"""The longest span of the file log read by this process rather than by a Spark scan. A Spark scan of
+Parquet pays, in the JVM, a Hadoop configuration broadcast per file set and a code generation per
+offset range (the range's bounds are compiled into the filter): most of a small batch's cost. Measured
+(bench/results/fileread.md, rounds of three batches): JVM CPU 0.33 s in process against 0.74 s scanned
+at 10 records a batch, 0.34 against 0.44 s at 10,000; from 30,000 on the scan takes less wall time
+(0.26 s against 0.32 s; at 100,000 0.39 s against 0.86 s)."""
 
 
 class Source(Protocol):
@@ -88,21 +95,20 @@ class FileLog:
         return segments[-1].next if segments else 0
 
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
-        paths = [str(s.path) for s in overlapping(self.segments(partition), start, end)]
-        if not paths:
+        """A span of up to `IN_PROCESS_READ_RECORDS` is read here and handed to Spark as Arrow; a
+        longer one is scanned by Spark from the segment files."""
+        segments = overlapping(self.segments(partition), start, end)
+        if not segments:
             return spark.createDataFrame([], SPARK_SCHEMA)
-        frame = spark.read.schema(SPARK_SCHEMA).parquet(*paths)
+        if end - start <= IN_PROCESS_READ_RECORDS:
+            return spark.createDataFrame(_records(segments, start, end))
+        frame = spark.read.schema(SPARK_SCHEMA).parquet(*(str(s.path) for s in segments))
         return frame.where((frame["offset"] >= start) & (frame["offset"] < end))
 
     def read_arrow(self, partition: int, start: int = 0, end: int | None = None) -> pa.Table:
         """The same records without Spark (for references, tests and tools)."""
         stop = self.end_offset(partition) if end is None else end
-        tables = [pq.read_table(s.path) for s in overlapping(self.segments(partition), start, stop)]
-        if not tables:
-            return RECORD_SCHEMA.empty_table()
-        table = pa.concat_tables(tables)
-        mask = pc.and_(pc.greater_equal(table["offset"], start), pc.less(table["offset"], stop))
-        return table.filter(mask)
+        return _records(overlapping(self.segments(partition), start, stop), start, stop)
 
     def append(self, partition: int, records: pa.Table) -> int:
         """Append records (columns `timestamp`, `key`, `value`) as one segment; returns the new end offset."""
@@ -119,3 +125,11 @@ class FileLog:
         path = self.directory(partition) / segment_name(first, first + count)
         storage.write_atomic(path, sink.getvalue().to_pybytes())
         return first + count
+
+
+def _records(segments: Sequence[Segment], start: int, end: int) -> pa.Table:
+    """The records of `segments` with `start <= offset < end`, read in this process."""
+    if not segments:
+        return RECORD_SCHEMA.empty_table()
+    table = pa.concat_tables([pq.read_table(s.path) for s in segments])
+    return table.filter(pc.and_(pc.greater_equal(table["offset"], start), pc.less(table["offset"], end)))
