@@ -105,7 +105,7 @@ def render(
             "# Rolling update of real executors (image change under flowing input)",
             "",
             "Recorded by `STREAMAPP_ROLLOUT_REPORT=bench/results/rollout.md STREAMAPP_CLUSTER_DIR=... "
-            ".venv/bin/python -m pytest -q tests/integration/test_rollout_real_executors.py` on "
+            ".venv/bin/python -m pytest -q -m long tests/integration/test_rollout_real_executors.py` on "
             f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC (load average {os.getloadavg()[0]:.0f} on "
             f"{os.cpu_count()} cores): {REPLICAS} real executors on the process node, {PARTITIONS} tasks, "
             f"{RATE:.0f} records/s, `rollingUpdate.strategy: auto` (handoff), no standbys, emptyDir "
