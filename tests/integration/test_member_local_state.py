@@ -16,7 +16,7 @@ from typing import Any
 
 from dataplane_checks import check_partition
 from kubernetes import client
-from operator_support import APP, Operators
+from operator_support import APP, Operators, app
 
 from chaos.faults import executor_pid
 from localcluster.controlplane import LocalCluster
@@ -112,8 +112,28 @@ def start_app(
     if claim:
         body["spec"]["executor"]["storage"] = {"size": "1Gi"}
     client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+    wait_for(lambda: settled(api, namespace, replicas), 400, "every member owning tasks, none moving")
     wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "every partition processed")
     return log, state
+
+
+def settled(api: client.ApiClient, namespace: str, replicas: int) -> bool:
+    """Every member reports active tasks and none is warming or being revoked: the tasks member 1
+    holds now stay its own. The input alone can be committed before then, by the member that was
+    ready first."""
+    tasks = (app(api, namespace).get("status") or {}).get("tasks") or {}
+    try:
+        owners = [
+            active_reports(api, namespace, member, datetime.min.replace(tzinfo=UTC))
+            for member in range(replicas)
+        ]
+    except client.ApiException as error:
+        if error.status == 404:  # a member not created yet
+            return False
+        raise
+    return (
+        all(owners) and not tasks.get("warming") and not tasks.get("revoking") and not tasks.get("unassigned")
+    )
 
 
 def resume_and_check(

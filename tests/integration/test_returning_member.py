@@ -56,8 +56,18 @@ def pod_ready(api: client.ApiClient, namespace: str, member: int) -> bool:
 
 
 def settled(api: client.ApiClient, namespace: str) -> bool:
-    counts = task_counts(api, namespace)
-    return counts.get("active") == PARTITIONS and not counts.get("warming") and not counts.get("revoking")
+    """Every task active, none moving, and both members processing some: before the second member is
+    ready, the first owns every task and nothing is warming yet."""
+    status = app_status(api, namespace)
+    counts = status.get("tasks") or {}
+    members = status.get("members") or []
+    return (
+        counts.get("active") == PARTITIONS
+        and not counts.get("warming")
+        and not counts.get("revoking")
+        and len(members) == 2
+        and all(member.get("active") for member in members)
+    )
 
 
 def test_a_restarting_member_gets_no_prewarmed_copies(
