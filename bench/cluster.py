@@ -31,7 +31,7 @@ sys.path[:0] = [
 
 from clusterbench import analysis, raw, report, simcompare  # noqa: E402
 from clusterbench.plots import plot_phase  # noqa: E402
-from clusterbench.runner import Run, Settings, run_on_cluster  # noqa: E402
+from clusterbench.runner import PROTOCOLS, Run, Settings, run_on_cluster  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CALIBRATED = Path(__file__).resolve().parent / "scenarios" / "calibrated"
@@ -53,11 +53,12 @@ def measure(settings: Settings, command: str) -> tuple[Run, dict[str, Any]]:
     return run, extra
 
 
-def derive(run: Run, extra: dict[str, Any]) -> dict[str, Any]:
-    """Everything measured from a run, as the JSON the report is written from; and the plots."""
+def derive(run: Run, extra: dict[str, Any], plotted: Path) -> dict[str, Any]:
+    """Everything measured from a run, as the JSON the report is written from; and the plots (into
+    `plotted`)."""
     print("measuring from the manifests and the input", flush=True)
     rows = analysis.rows(run)
-    plots(run)
+    plots(run, plotted)
     return {
         **extra,
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(run.settings).items()},
@@ -69,21 +70,21 @@ def derive(run: Run, extra: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def plots(run: Run) -> None:
+def plots(run: Run, directory: Path) -> None:
     for scenario in report.SCENARIOS:
         windows = [w for w in run.windows if w.phase == scenario]
         if windows:
-            plot_phase(run.apps, windows, RESULTS / f"cluster-{scenario}.png")
+            plot_phase(run.apps, windows, directory / f"cluster-{scenario}.png")
 
 
-def compare(results: dict[str, Any]) -> None:
-    """Calibrated scenario files, the simulator on each, its figures put into the rows."""
+def compare(results: dict[str, Any], scenarios: Path) -> None:
+    """Calibrated scenario files (into `scenarios`), the simulator on each, its figures put into the rows."""
     calibration = dict(results["calibration"])
     calibration["restore_rate_per_task"] = calibration["restore_rate_per_task"] or DEFAULT_RESTORE_RATE
     calibration["process_rate_per_task"] = calibration["process_rate_per_task"] or 1.0
     settings = results["settings"]
     paths = simcompare.write_scenarios(
-        results["rows"], calibration, settings["partitions"], settings["delay"], CALIBRATED
+        results["rows"], calibration, settings["partitions"], settings["delay"], scenarios
     )
     for row, path in zip(results["rows"], paths, strict=True):
         row["predicted"] = simcompare.predict(path)
@@ -116,26 +117,41 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/cluster.py", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller state, lower rate, shorter holds")
     parser.add_argument("--only", action="append", default=[], help="run only this phase (repeatable)")
+    parser.add_argument(
+        "--protocol",
+        action="append",
+        choices=PROTOCOLS,
+        default=[],
+        help="run only this protocol's app (repeatable; default all three side by side): its absolute "
+        "figures without the other apps' executors on the same cores",
+    )
     parser.add_argument("--out", type=Path, default=Path("out"), help="where the apps' files go")
     parser.add_argument("--write", type=Path, default=RESULTS / "cluster.md")
     parser.add_argument("--from-json", type=Path, help="no cluster: compare and report from this JSON")
     parser.add_argument("--from-raw", type=Path, help="no cluster: measure, compare, report from a raw run")
     args = parser.parse_args(argv)
+    # The record (bench/results/cluster.md) keeps its plots, notes and calibrated scenarios where the
+    # README and `make bench` read them; any other --write gets all of them beside it.
+    record = args.write.resolve() == (RESULTS / "cluster.md").resolve()
+    plotted, scenarios = (
+        (RESULTS, CALIBRATED) if record else (args.write.parent, args.write.parent / "calibrated")
+    )
     if args.from_json:
         results = json.loads(args.from_json.read_text())
     elif args.from_raw:
-        results = derive(*raw.load(args.from_raw))
+        results = derive(*raw.load(args.from_raw), plotted)
     else:
         settings = Settings.quick(args.out) if args.quick else Settings(args.out)
-        settings = replace(settings, only=tuple(args.only))
+        settings = replace(settings, only=tuple(args.only), protocols=tuple(args.protocol) or PROTOCOLS)
         command = f"bench/cluster.py {shlex.join(sys.argv[1:] if argv is None else argv)}"
         print(f"invoked as: {shlex.join(sys.argv)}", flush=True)
         with interruptible():
-            results = derive(*measure(settings, command))
-    compare(results)
+            results = derive(*measure(settings, command), plotted)
+    compare(results, scenarios)
     json_path = args.write.with_suffix(".json")
     json_path.write_text(json.dumps(results, indent=1) + "\n")
-    args.write.write_text(report.render(results))
+    shown = "bench/scenarios/calibrated/" if record else f"{scenarios}/"
+    args.write.write_text(report.render(results, RESULTS / "cluster-notes.md" if record else None, shown))
     args.write.with_name("cluster-headline.md").write_text(report.headline(results))
     print(f"wrote {args.write} and {json_path}")
     failed = [p for p, text in results["exactly_once"].items() if not text.startswith("ok")]

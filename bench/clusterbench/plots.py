@@ -20,7 +20,10 @@ def plot_phase(apps: Sequence[BenchApp], windows: Sequence[Window], path: Path) 
     import matplotlib.pyplot as plt
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure, axes = plt.subplots(len(windows), 1, figsize=(7.5, 1.7 * len(windows) + 0.8), sharex=True)
+    figure, grid = plt.subplots(
+        len(windows), 1, figsize=(7.5, 1.7 * len(windows) + 0.8), sharex=True, squeeze=False
+    )
+    axes = grid[:, 0]  # one row per window, also when a run has a single app
     by_protocol = {app.protocol: app for app in apps}
     for axis, window in zip(axes, windows, strict=True):
         app = by_protocol[window.protocol]

@@ -99,7 +99,9 @@ def comparison_table(rows: Sequence[dict[str, Any]], scenario: str) -> str:
     return "\n".join(lines)
 
 
-def render(results: dict[str, Any]) -> str:
+def render(
+    results: dict[str, Any], notes: Path | None = None, scenarios: str = "bench/scenarios/calibrated/"
+) -> str:
     m, s, cal = results["machine"], results["settings"], results["calibration"]
     out = [
         "# Rebalance benchmark on the local cluster: real executors, measured from outside",
@@ -111,12 +113,11 @@ def render(results: dict[str, Any]) -> str:
         f"pyspark {m['pyspark']}, {m['java']}; Kubernetes {m['kubernetes']} and etcd {m['etcd']} as local "
         f"processes (e2e/localcluster), the operator installed by its Helm chart. Load average at start "
         f"{results['load_start']:.1f}, at end {results['load_end']:.1f} (the machine is shared with other "
-        f"sessions' tests: absolute seconds move between runs; the protocols ran side by side at the same "
-        f"moments, so the comparison between them is the point).",
+        f"sessions' tests: absolute seconds move between runs{_side_by_side(results)}).",
         "",
         "## Set-up",
         "",
-        f"Three apps, one per protocol (`eager`, `cooperative`, `streamapp`), each in its own namespace, "
+        f"{_apps(results)}, each in its own namespace, "
         f"running the sample count (`streamapp.executor.samples.counts`) on real PySpark executors on the "
         f"process node, {s['partitions']} tasks, 2 members between scenarios, every member with a claim "
         f"(`executor.storage.size: 1Gi`), `scheduledRebalanceMaxDelay: {s['delay']}`, everything else "
@@ -169,14 +170,34 @@ def render(results: dict[str, Any]) -> str:
             continue
         out += [f"## {scenario}", "", measured_table(results["rows"], scenario), ""]
         out += [f"![{scenario}](cluster-{scenario}.png)", ""]
-    out += calibration_section(results)
-    notes = Path(__file__).resolve().parents[1] / "results" / "cluster-notes.md"
-    if notes.exists():  # what was found out about a recorded run, by hand, kept across regenerations
+    out += calibration_section(results, scenarios)
+    if (
+        notes is not None and notes.exists()
+    ):  # found out about a recorded run by hand, kept across regenerations
         out += ["", notes.read_text()]
     return "\n".join(out) + "\n"
 
 
-def calibration_section(results: dict[str, Any]) -> list[str]:
+def _side_by_side(results: dict[str, Any]) -> str:
+    """Why a full run's figures compare: its protocols shared the same moments."""
+    if all(p in results["exactly_once"] for p in PROTOCOLS):
+        return "; the protocols ran side by side at the same moments, so the comparison between them is the point"
+    return ""
+
+
+def _apps(results: dict[str, Any]) -> str:
+    """The apps the run had: all three protocols side by side, or those `--protocol` chose."""
+    ran = [p for p in PROTOCOLS if p in results["exactly_once"]]
+    if len(ran) == len(PROTOCOLS):
+        return "Three apps, one per protocol (" + ", ".join(f"`{p}`" for p in ran) + ")"
+    return (
+        "One app per protocol run ("
+        + ", ".join(f"`{p}`" for p in ran)
+        + "; `--protocol` left the others out)"
+    )
+
+
+def calibration_section(results: dict[str, Any], scenarios: str) -> list[str]:
     cal = results["calibration"]
     if not any("predicted" in r for r in results["rows"]):
         return []
@@ -186,7 +207,7 @@ def calibration_section(results: dict[str, Any]) -> list[str]:
         "The simulator (`streamapp.sim`, the real engine with modelled executors) ran every measured "
         "(scenario, protocol) as its own scenario: the app's shape when the action started, the action at "
         "t = 0, the phase's measured length as the duration, and a workload calibrated from this run "
-        "(files: `bench/scenarios/calibrated/`):",
+        f"(files: `{scenarios}`):",
         "",
         f"- input rate {cal['input_rate_per_task']:.1f} records/s per task (the run's);",
         f"- process rate {_fmt(cal['process_rate_per_task'])} records/s per task: the most records per "

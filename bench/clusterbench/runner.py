@@ -46,6 +46,7 @@ class Settings:
     delay: str = "180s"
     phase_timeout_s: float = 900.0
     only: tuple[str, ...] = ()  # run only these phases (a scenario measured again); empty: all
+    protocols: tuple[str, ...] = PROTOCOLS  # the apps run side by side, one per protocol
 
     @staticmethod
     def quick(out: Path) -> Settings:
@@ -279,7 +280,7 @@ def run_on_cluster(settings: Settings) -> Run:
         workdir = settings.out / "cluster-bench"
         shutil.rmtree(workdir, ignore_errors=True)
         rebalance = {"scheduledRebalanceMaxDelay": settings.delay}
-        run.apps = [BenchApp(p, workdir / p, settings.partitions, api) for p in PROTOCOLS]
+        run.apps = [BenchApp(p, workdir / p, settings.partitions, api) for p in settings.protocols]
         for app in run.apps:
             app.core().create_namespace({"metadata": {"name": app.namespace}})
         helm = Helm(cluster.kubeconfig)
