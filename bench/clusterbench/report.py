@@ -171,9 +171,8 @@ def render(
         out += [f"## {scenario}", "", measured_table(results["rows"], scenario), ""]
         out += [f"![{scenario}](cluster-{scenario}.png)", ""]
     out += calibration_section(results, scenarios)
-    if (
-        notes is not None and notes.exists()
-    ):  # found out about a recorded run by hand, kept across regenerations
+    # What was found out about the recorded run by hand, kept across regenerations.
+    if notes is not None and notes.exists():
         out += ["", notes.read_text()]
     return "\n".join(out) + "\n"
 
