@@ -81,7 +81,9 @@ bench-apiscale: $(STAMP) k8s-binaries
 ## bench-cluster: the rebalance scenarios on the local cluster with real executors, eager, cooperative and
 ## streamapp side by side, then the simulator calibrated from the run beside it; writes bench/results/cluster.md.
 ## BENCH_ARGS=--quick took 18 min on 2 cores at load average 0.5-19 and 48 min at ~40 (executors start in
-## minutes there); the default run is larger and longer. Never part of make test.
+## minutes there); the default run is larger and longer. `--only PHASE` and `--protocol P` (repeatable) run
+## part of it with a --write of its own, e.g. BENCH_ARGS='--quick --only rolling-restart --protocol streamapp
+## --write out/part/cluster.md' (2 min). Never part of make test.
 bench-cluster: $(STAMP) k8s-binaries helm
 	@mkdir -p $(OUT)
 	$(PY) bench/cluster.py --out $(OUT) $(BENCH_ARGS)

@@ -133,6 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     # The record (bench/results/cluster.md) keeps its plots, notes and calibrated scenarios where the
     # README and `make bench` read them; any other --write gets all of them beside it.
     record = args.write.resolve() == (RESULTS / "cluster.md").resolve()
+    if record and (args.only or args.protocol) and not (args.from_json or args.from_raw):
+        parser.error(
+            "--only and --protocol run part of the bench: give --write elsewhere, not over the record"
+        )
     plotted, scenarios = (
         (RESULTS, CALIBRATED) if record else (args.write.parent, args.write.parent / "calibrated")
     )
