@@ -112,7 +112,8 @@ def watermarks(consumer: Consumer, where: TopicPartition) -> tuple[int, int]:
     deadline = time.monotonic() + METADATA_TIMEOUT_S
     while True:
         try:
-            low, high = consumer.get_watermark_offsets(where, timeout=METADATA_TIMEOUT_S, cached=False)
+            left = max(RETRY_PAUSE_S, deadline - time.monotonic())
+            low, high = consumer.get_watermark_offsets(where, timeout=left, cached=False)
             return int(low), int(high)
         except KafkaException as error:
             if error.args[0].code() not in LEADERSHIP_ERRORS or time.monotonic() >= deadline:

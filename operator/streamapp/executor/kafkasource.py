@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 
 from streamapp.executor.kafkaclient import KafkaEndpoint, watermarks
-from streamapp.executor.source import RECORD_SCHEMA, SPARK_SCHEMA
+from streamapp.executor.source import RECORD_SCHEMA, arrow_frame
 
 FETCH_BATCH = 10_000
 POLL_TIMEOUT_S = 1.0
@@ -57,10 +57,7 @@ class KafkaSource:
         return int(high)
 
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
-        table = self.read_arrow(partition, start, end)
-        if table.num_rows == 0:
-            return spark.createDataFrame([], SPARK_SCHEMA)
-        return spark.createDataFrame(table)
+        return arrow_frame(spark, self.read_arrow(partition, start, end))
 
     def read_arrow(self, partition: int, start: int, end: int) -> pa.Table:
         """Records with `start <= offset < end` as an Arrow table of the record columns."""

@@ -98,10 +98,8 @@ class FileLog:
         """A span of up to `IN_PROCESS_READ_RECORDS` is read here and handed to Spark as Arrow; a
         longer one is scanned by Spark from the segment files."""
         segments = overlapping(self.segments(partition), start, end)
-        if not segments:
-            return spark.createDataFrame([], SPARK_SCHEMA)
-        if end - start <= IN_PROCESS_READ_RECORDS:
-            return spark.createDataFrame(_records(segments, start, end))
+        if not segments or end - start <= IN_PROCESS_READ_RECORDS:
+            return arrow_frame(spark, _records(segments, start, end))
         frame = spark.read.schema(SPARK_SCHEMA).parquet(*(str(s.path) for s in segments))
         return frame.where((frame["offset"] >= start) & (frame["offset"] < end))
 
@@ -125,6 +123,13 @@ class FileLog:
         path = self.directory(partition) / segment_name(first, first + count)
         storage.write_atomic(path, sink.getvalue().to_pybytes())
         return first + count
+
+
+def arrow_frame(spark: SparkSession, records: pa.Table) -> DataFrame:
+    """Records read in this process as a DataFrame of the record columns (an empty one keeps them too)."""
+    if records.num_rows == 0:
+        return spark.createDataFrame([], SPARK_SCHEMA)
+    return spark.createDataFrame(records)
 
 
 def _records(segments: Sequence[Segment], start: int, end: int) -> pa.Table:
