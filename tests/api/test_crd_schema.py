@@ -122,7 +122,14 @@ def test_status_shape() -> None:
         "Draining",
     ]
     member_status = _root("StreamAppMember")["properties"]["status"]["properties"]
-    assert set(member_status) == {"observedGeneration", "podUID", "reportedAt", "tasks", "setupError"}
+    assert set(member_status) == {
+        "observedGeneration",
+        "podUID",
+        "reportedAt",
+        "tasks",
+        "setupError",
+        "restoreRate",
+    }
     assert member_status["tasks"]["items"]["properties"]["role"]["enum"] == [
         "active",
         "revoking",

@@ -78,6 +78,9 @@ class Plane:
     def apply(self, target: StreamAppMemberSpec) -> None:
         self.applied.append(target)
 
+    def restore_rate(self) -> float | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         return self.rows
 

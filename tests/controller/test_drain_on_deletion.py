@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from test_controller_core import APP, MODEL, pod
+from test_controller_core import APP, MODEL, member, pod
 
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import RESTART_ANNOTATION
@@ -77,7 +77,8 @@ def test_executors_are_told_to_retire_for_handoffs_and_drains_never_for_restarts
 
 def test_the_engine_moves_a_draining_members_tasks_and_gives_it_nothing_new() -> None:
     previous = Assignment(generation=3, tasks=tuple(TaskAssignment(active=m, epoch=1) for m in (0, 1, 0, 1)))
-    views = member_views([pod(0, "a"), pod(1, "b", deleting=True)], [], {}, wanted=2)
+    reported = [member(0, "a", 3, {}), member(1, "b", 3, {})]
+    views = member_views([pod(0, "a"), pod(1, "b", deleting=True)], reported, {}, wanted=2)
     result = plan(AppConfig(4, 2), views, previous, now=100.0)
     targets = member_targets(result.assignment)
     assert set(targets[0].warmup) == {1, 3}, "the leaving member's tasks warm up on the one that stays"

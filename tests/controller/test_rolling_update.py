@@ -11,7 +11,7 @@ from test_controller_core import APP, MODEL
 
 from streamapp.api.names import HANDOFF_ANNOTATION, REVISION_LABEL
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, rollout
+from streamapp.controller import children, costs, rollout
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status
 from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
@@ -100,15 +100,22 @@ def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engin
 @pytest.mark.parametrize("protocol", ["cooperative", "streamapp"])
 def test_a_member_restarted_in_place_keeps_its_tasks_for_its_new_pod(protocol: str) -> None:
     """Under cooperative `auto` restarts in place (a handoff would be cold); the step that deletes the
-    pod must not move its tasks: the engine holds them for the pod as for any lost member. Planned
-    as retiring instead, the real cluster bench saw them revoked and restored cold elsewhere."""
+    pod must not move its tasks: the engine holds them for the pod as for any lost member, which is
+    returning (the operator re-creates its pod) — under streamapp, expected back in 10 s against
+    restores of 100 s, so nothing warms elsewhere either. Planned as retiring instead, the real
+    cluster bench saw them revoked and restored cold elsewhere."""
     pods = states(labelled(0, "old"), labelled(1, "old"))
     warm = protocol == "streamapp"
     config = RolloutConfig(strategy="inPlace")
     step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), config, 30.0, warm, Costs())
     assert step.delete == (1,) and not step.retiring
-    views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
-    assert [(v.alive, v.retiring) for v in views] == [(True, False), (False, False)]
+    measured = [
+        MemberView(0, restore_rate=1_000.0, restore_rows={0: 100_000, 2: 100_000}),
+        MemberView(1, restore_rate=1_000.0, restore_rows={1: 100_000, 3: 100_000}),
+    ]
+    views = rollout.mark_retiring(measured, step)
+    assert [(v.alive, v.retiring, v.returning) for v in views] == [(True, False, False), (False, False, True)]
+    views = costs.with_return_estimates(views, Costs(restart={1: 10.0}), None)
     app = AppConfig(4, 2, RebalanceConfig(protocol=protocol))  # type: ignore[arg-type]
     result = plan(app, views, owning(0, 1, 0, 1), 30.0)
     assert [t.active for t in result.assignment.tasks] == [0, 1, 0, 1]

@@ -103,6 +103,9 @@ class Plane:
     def apply(self, target: StreamAppMemberSpec) -> None:
         self.applied.append(target)
 
+    def restore_rate(self) -> float | None:
+        return None
+
     def reports(self) -> list[object]:
         return []
 

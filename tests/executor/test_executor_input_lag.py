@@ -76,6 +76,9 @@ class TwoTasks:
     def apply(self, target: StreamAppMemberSpec) -> None:
         del target
 
+    def restore_rate(self) -> float | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         return [
             TaskReport(

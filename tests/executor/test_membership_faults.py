@@ -116,6 +116,9 @@ class Recorder:
     def apply(self, target: StreamAppMemberSpec) -> None:
         self.applied.append(target)
 
+    def restore_rate(self) -> float | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         target = self.applied[-1] if self.applied else None
         return [

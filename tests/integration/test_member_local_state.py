@@ -108,7 +108,10 @@ def start_app(
     state = StateLayout(root / "state")
     generate(log, GenerateSpec(partitions=PARTITIONS, count=12_000, keys=KEYS, seed=1))
     operators.start()
-    body = app_on_process_node(APP, root, PARTITIONS, replicas=replicas, scheduledRebalanceMaxDelay="10m")
+    # The tasks wait for their member (`delay`): what is measured is what its local state saves it.
+    body = app_on_process_node(
+        APP, root, PARTITIONS, replicas=replicas, scheduledRebalanceMaxDelay="10m", lostTaskRecovery="delay"
+    )
     if claim:
         body["spec"]["executor"]["storage"] = {"size": "1Gi"}
     client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)

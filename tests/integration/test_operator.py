@@ -87,8 +87,10 @@ def test_scale_out_warms_up_then_hands_over(
 def test_member_bounce_keeps_its_tasks(
     api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
+    """`lostTaskRecovery: delay`: a member whose pod is deleted and re-created keeps its tasks (static
+    membership); nothing moves, no epoch changes."""
     operators.start()
-    create_app(api_client, namespace, replicas=3, partitions=9)
+    create_app(api_client, namespace, replicas=3, partitions=9, lostTaskRecovery="delay")
     core = client.CoreV1Api(api_client)
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
@@ -132,6 +134,7 @@ def test_member_that_never_returns_loses_its_tasks_after_the_delay(
         scheduledRebalanceMaxDelay="8s",
         standbyReplicas=1,
         failoverToStandby=False,
+        lostTaskRecovery="delay",
     )
     core = client.CoreV1Api(api_client)
     with Fleet(api_client, namespace, APP) as fleet:
@@ -158,6 +161,47 @@ def test_member_that_never_returns_loses_its_tasks_after_the_delay(
         assert all(lag is not None and lag <= 10_000 for lag in takeovers.values()), (
             f"cold takeover: {takeovers}"
         )
+        assert_clean(fleet)
+
+
+def test_a_member_that_cannot_come_back_has_its_tasks_restored_at_once(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """`lostTaskRecovery: auto` (the default) on the real API server: member 2's replacement pod can
+    never be scheduled, so it is not visibly coming back; its tasks are restored on the others at once
+    and taken over as soon as a copy caught up — long before the 5-minute delay — and the app's status
+    and Events say why."""
+    operators.start()
+    create_app(api_client, namespace, replicas=3, partitions=9)
+    core = client.CoreV1Api(api_client)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
+        lost = {t for t, m in owners(fleet).items() if m == 2}
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            APPS,
+            APP,
+            {"spec": {"executor": {"podTemplate": {"spec": {"nodeSelector": {"streamapp.dev/none": "x"}}}}}},
+        )
+        core.delete_namespaced_pod(f"{APP}-2", namespace, grace_period_seconds=0)
+
+        def restored_elsewhere() -> bool:
+            current = owners(fleet)
+            return all(current.get(t) not in (None, 2) for t in lost)
+
+        wait_for(restored_elsewhere, 60, "member 2's tasks restored elsewhere (the delay is 5 min)")
+        events = client.CoreV1Api(api_client).list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={APP}"
+        )
+        said = {e.reason: e.message for e in events.items}
+        # Its pod is first missing (on its way back, but overdue at once: kwok pods start in no time),
+        # then never scheduled (not visibly coming back): restored either way.
+        assert said["RestoringElsewhere"].startswith("member 2: restoring elsewhere: "), said
+        assert "RestoredElsewhere" in said, sorted(said)
+        takeovers = {t: lag for t, _member, lag in fleet.takeovers if t in lost}
+        assert set(takeovers) == lost
         assert_clean(fleet)
 
 

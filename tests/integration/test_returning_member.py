@@ -1,4 +1,5 @@
-"""A member whose executor restarts is waited for without copies of its tasks warming elsewhere.
+"""`lostTaskRecovery: delay`: a member whose executor restarts is waited for without copies of its tasks
+warming elsewhere.
 
 Measured from the outside on real executors. The app's delay is short (12 s), and its members count as
 ready only once Spark has started (the operator's own `/readyz` probe, not the tests' always-ready
@@ -83,7 +84,12 @@ def test_a_restarting_member_gets_no_prewarmed_copies(
     generate(log, GenerateSpec(partitions=PARTITIONS, count=4_000, keys=2_000, seed=1))
     operators.start()
     body: dict[str, Any] = app_on_process_node(
-        APP, tmp_path, PARTITIONS, replicas=2, scheduledRebalanceMaxDelay=f"{DELAY_SECONDS:g}s"
+        APP,
+        tmp_path,
+        PARTITIONS,
+        replicas=2,
+        scheduledRebalanceMaxDelay=f"{DELAY_SECONDS:g}s",
+        lostTaskRecovery="delay",
     )
     del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]  # the operator's /readyz probe
     body["spec"]["executor"]["storage"] = {"size": "1Gi"}

@@ -34,7 +34,8 @@ def test_first_plan_balances_every_task_with_epoch_one() -> None:
 
 
 def test_bounce_within_delay_keeps_tasks_and_moves_nothing() -> None:
-    world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
+    """`lostTaskRecovery: delay`: a lost member's tasks wait for it (Kafka's fixed delay)."""
+    world = settled(12, 3, scheduled_rebalance_max_delay=300.0, lost_task_recovery="delay")
     before = world.assignment
     world.kill(1)
     lost = world.replan()
@@ -51,7 +52,7 @@ def test_bounce_within_delay_keeps_tasks_and_moves_nothing() -> None:
 
 
 def test_member_that_never_returns_loses_its_tasks_at_the_deadline() -> None:
-    world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
+    world = settled(12, 3, scheduled_rebalance_max_delay=300.0, lost_task_recovery="delay")
     world.kill(1)
     world.replan()
     world.now = 150
@@ -68,7 +69,7 @@ def test_member_that_never_returns_loses_its_tasks_at_the_deadline() -> None:
 def test_a_member_visibly_restarting_is_not_prewarmed_for() -> None:
     """A lost member whose pod is starting again is waited for to the deadline with nothing warming
     elsewhere; once it stops looking like it will return (a crash loop), its tasks are pre-warmed."""
-    world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
+    world = settled(12, 3, scheduled_rebalance_max_delay=300.0, lost_task_recovery="delay")
     world.kill(1)
     world.members[1].returning = True
     world.replan()
@@ -82,7 +83,7 @@ def test_a_member_visibly_restarting_is_not_prewarmed_for() -> None:
 
 def test_a_member_still_restarting_at_the_deadline_loses_its_tasks() -> None:
     """Returning holds no longer than the delay: at the deadline the tasks move, cold."""
-    world = settled(12, 3, scheduled_rebalance_max_delay=300.0)
+    world = settled(12, 3, scheduled_rebalance_max_delay=300.0, lost_task_recovery="delay")
     world.kill(1)
     world.members[1].returning = True
     world.replan()

@@ -8,7 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from world import World
 
-from streamapp.rebalance import PROTOCOLS, AppConfig, Assignment, MemberView, Plan, RebalanceConfig, plan
+from streamapp.rebalance import (
+    PROTOCOLS,
+    AppConfig,
+    Assignment,
+    MemberView,
+    Plan,
+    RebalanceConfig,
+    Reservation,
+    plan,
+)
+from streamapp.rebalance.recovery import LATE_FACTOR
 from streamapp.rebalance.reservations import prewarm_at
 
 ZONES = ("a", "b", "c")
@@ -35,6 +45,7 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
         drain_on_scale_in=draw(st.booleans()),
         probing_rebalance_interval=draw(st.sampled_from([60.0, 600.0])),
         revocation_timeout=draw(st.sampled_from([60.0, 300.0])),
+        lost_task_recovery=draw(st.sampled_from(["auto", "delay"])),
     )
     app = AppConfig(draw(st.integers(1, 24)), draw(st.integers(1, 6)), config)
     zones = draw(st.sampled_from([(), ZONES[:2], ZONES]))
@@ -46,7 +57,8 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
 # "deafen" makes a member stop applying and acknowledging (until its pod is replaced), "retire" marks
 # or unmarks (a paused rollout) a member a rolling update is about to replace, "return" marks or
 # unmarks (a crash loop) a dead member's pod as visibly starting again, "lose_intent" deletes and
-# re-creates the app on the same store.
+# re-creates the app on the same store, "estimate" changes what a member reports of restores (a task's
+# rows, its rate) and what the shell expects of its return.
 KINDS = [
     "plan",
     "apply",
@@ -60,6 +72,7 @@ KINDS = [
     "deafen",
     "retire",
     "return",
+    "estimate",
 ]
 events = st.lists(
     st.tuples(
@@ -116,6 +129,11 @@ def run(world: World, kind: str, member: int, value: int) -> None:
         world.members[member].deaf = True
     elif kind == "return" and member in world.members:
         world.members[member].returning = not world.members[member].returning
+    elif kind == "estimate" and member in world.members:
+        estimated = world.members[member]
+        estimated.restore_rows[value % world.app.partitions] = value * 5_000
+        estimated.restore_rate = float(value * 1_000) if value % 5 else None
+        estimated.return_seconds = float(value % 120) if value % 7 else None
     elif kind == "retire" and member in world.members:
         world.members[member].retiring = not world.members[member].retiring
     elif kind == "stall":
@@ -171,16 +189,23 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
                 assert lag is not None and lag <= config.acceptable_recovery_lag, (
                     f"task {task} revoked for a successor with lag {lag}"
                 )
-        # A lost member's held tasks are pre-warmed only once half its delay has passed, and never
-        # while its pod is visibly starting again.
         held_by = after.reserved_for(new.active) if new.active is not None else None
-        if held_by is not None and set(new.warmups) - set(old.warmups):
+        started = set(new.warmups) - set(old.warmups)
+        if held_by is not None and started and config.lost_task_recovery == "delay":
+            # A lost member's held tasks are pre-warmed only once half its delay has passed, and never
+            # while its pod is visibly starting again.
             assert world.now >= prewarm_at(held_by.deadline, config.scheduled_rebalance_max_delay), (
                 f"task {task} pre-warmed at {world.now}, before half the delay to {held_by.deadline}"
             )
             assert not views[held_by.member].returning, (
                 f"task {task} pre-warmed while its owner {held_by.member} is on its way back"
             )
+        elif held_by is not None and started:
+            # `auto`: no restore is started that is expected to finish after the member is back.
+            for member in started:
+                assert not loses_the_race(world, views, held_by, task, member), (
+                    f"task {task} restored on {member} although its owner {held_by.member} is expected back first"
+                )
         # Copies: distinct members, never the owner, within the configured counts.
         copies = (*new.standbys, *new.warmups)
         assert len(set(copies)) == len(copies) and new.active not in copies, f"task {task}: bad copies {new}"
@@ -190,6 +215,25 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
             f"task {task}: standby on a gone member"
         )
     check_warmup_budget(config, after)
+
+
+def loses_the_race(
+    world: World, views: dict[int, MemberView], held_by: Reservation, task: int, member: int
+) -> bool:
+    """Whether a restore of `task` on `member`, started now, cannot finish before the task's owner is
+    expected back (an owner visibly returning, not yet overdue; every figure measured)."""
+    owner = views[held_by.member]
+    expected, rate = owner.return_seconds, views[member].restore_rate
+    rows = owner.restore_rows.get(task)
+    if not owner.returning or expected is None or rate is None or rows is None:
+        return False
+    if views[member].lags.get(task, world.app.rebalance.acceptable_recovery_lag + 1) <= (
+        world.app.rebalance.acceptable_recovery_lag
+    ):
+        return False
+    lost_at = held_by.deadline - world.app.rebalance.scheduled_rebalance_max_delay
+    overdue = world.now >= lost_at + LATE_FACTOR * expected
+    return not overdue and world.now + rows / rate >= lost_at + expected
 
 
 def check_warmup_budget(config: RebalanceConfig, after: Assignment) -> None:
@@ -372,12 +416,15 @@ def assert_balanced(world: World, setup: Setup) -> None:
 def test_held_tasks_are_prewarmed_from_half_the_delay_on(
     replicas: int, extra: int, delay: float, victim: int, elapsed: float, standbys: int, returning: bool
 ) -> None:
-    """A lost member's tasks are held with nothing warming elsewhere during the first half of the
+    """`lostTaskRecovery: delay`: a lost member's tasks are held with nothing warming elsewhere during the first half of the
     delay (a bounce wastes nothing), and pre-warmed from then on unless a standby is already warm (a
     member that never returns still hands them to warm copies) or its pod is visibly starting again
     (`returning`: nothing is pre-warmed for it at all); every plan keeps the invariants."""
     config = RebalanceConfig(
-        scheduled_rebalance_max_delay=delay, standby_replicas=standbys, failover_to_standby=False
+        scheduled_rebalance_max_delay=delay,
+        standby_replicas=standbys,
+        failover_to_standby=False,
+        lost_task_recovery="delay",
     )
     world = World.start(AppConfig(replicas + extra, replicas, config))
     world.converge(100)
@@ -391,3 +438,68 @@ def test_held_tasks_are_prewarmed_from_half_the_delay_on(
         assert not warming
     elif not standbys:  # a standby of a held task is already warm: nothing to pre-warm
         assert warming
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    replicas=st.integers(2, 5),
+    extra=st.integers(0, 12),
+    victim=st.integers(0, 4),
+    rows=st.lists(st.integers(0, 400_000), min_size=1, max_size=17),
+    rate=st.sampled_from([None, 1_000.0, 10_000.0, 100_000.0]),
+    expected=st.sampled_from([None, 5.0, 40.0, 200.0]),
+    returning=st.booleans(),
+    elapsed=st.floats(0.0, 400.0),
+    budget=st.integers(1, 3),
+)
+def test_lost_tasks_wait_only_for_a_member_expected_back_before_a_restore(
+    replicas: int,
+    extra: int,
+    victim: int,
+    rows: list[int],
+    rate: float | None,
+    expected: float | None,
+    returning: bool,
+    elapsed: float,
+    budget: int,
+) -> None:
+    """`auto`, both ways: no restore is started that is expected to finish after the member is back
+    (`loses_the_race`), and no held task waits without a restore while one alone would finish before
+    the member is back, or while the member's return is unknown or overdue (room in the budget
+    permitting: nothing else warms in a settled app); every plan keeps the invariants. Every member
+    restores at the same rate, so it does not matter which would take a task."""
+    config = RebalanceConfig(scheduled_rebalance_max_delay=300.0, max_warmup_replicas=budget)
+    world = World.start(AppConfig(replicas + extra, replicas, config))
+    world.converge(100)
+    for task, t in enumerate(world.assignment.tasks):
+        assert t.active is not None
+        world.members[t.active].restore_rows[task] = rows[task % len(rows)]
+    for member in world.members.values():
+        member.restore_rate = rate
+    lost = victim % replicas
+    held = [task for task, t in enumerate(world.assignment.tasks) if t.active == lost]
+    world.kill(lost)
+    world.members[lost].returning = returning
+    world.members[lost].return_seconds = expected
+    run(world, "plan", 0, 0)
+    world.now = min(elapsed, 299.0)
+    before, views = world.assignment, world.views()
+    result = world.replan()
+    check_step(world, before, result.assignment, views)
+    reservation = result.assignment.reserved_for(lost)
+    for task in held:
+        t = result.assignment.tasks[task]
+        if t.active != lost or t.warmups or reservation is None:
+            continue  # restored elsewhere, or restoring, or no longer held
+        destinations = [m for m in range(replicas) if m != lost]
+        if len(held) > budget * len(destinations):
+            continue  # a queue: which tasks wait depends on the order (test_recovery covers one)
+        owner = views[lost]
+        lost_at = reservation.deadline - 300.0
+        known = owner.returning and owner.return_seconds is not None
+        overdue = known and world.now >= lost_at + LATE_FACTOR * (owner.return_seconds or 0)
+        assert known and not overdue, f"task {task} waits for {lost}, whose return is unknown or overdue"
+        for member in destinations:
+            assert loses_the_race(world, views, reservation, task, member), (
+                f"task {task} waits for {lost} although a restore on {member} would finish first"
+            )

@@ -3,16 +3,31 @@ retiring member's tasks off before its pod goes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_invariants import check_step
 from world import World
 
-from streamapp.rebalance import AppConfig, RebalanceConfig
+from streamapp.rebalance import (
+    AppConfig,
+    Assignment,
+    MemberView,
+    RebalanceConfig,
+    Reservation,
+    TaskAssignment,
+)
 from streamapp.rebalance.config import ConfigError
 from streamapp.rebalance.costs import Costs
-from streamapp.rebalance.rollout import MemberPod, RolloutConfig, rollout_step
+from streamapp.rebalance.rollout import (
+    HANDOFF_FLOOR_SECONDS,
+    MemberPod,
+    RolloutConfig,
+    at_rest,
+    rollout_step,
+)
 
 NEW = "new"
 
@@ -113,9 +128,16 @@ def test_auto_hands_off_when_the_measured_restart_costs_as_much_or_more() -> Non
 def test_auto_hands_off_while_either_cost_is_unknown() -> None:
     unmeasured = Costs(restart={0: 1.0, 1: 1.0}, handoff=4.8, claims=True)
     assert auto(unmeasured) == ({2: 0.0}, (), "its restart time is not measured yet")
-    no_handoff = Costs(restart={2: 1.0}, claims=True)
-    assert auto(no_handoff) == ({2: 0.0}, (), "measured restart 1.0 s, handoff time not measured yet")
+    no_handoff = Costs(restart={2: 3.0}, claims=True)
+    assert auto(no_handoff) == ({2: 0.0}, (), "measured restart 3.0 s, handoff time not measured yet")
     assert auto(Costs())[0] == {2: 0.0}
+
+
+def test_auto_restarts_in_place_a_member_no_handoff_could_beat() -> None:
+    """A restart measured within the least a handoff ever costs (a batch on each side and a round
+    trip) needs no handoff measured first."""
+    quick = Costs(restart={2: HANDOFF_FLOOR_SECONDS}, claims=True)
+    assert auto(quick) == ({}, (2,), "measured restart 1.0 s: no handoff is quicker")
 
 
 def test_auto_hands_off_a_member_without_a_claim_however_fast_it_restarted() -> None:
@@ -182,12 +204,15 @@ def test_a_member_restarts_in_place_only_when_asked_or_measured_cheaper(
     restart: float | None, handoff: float | None, claims: bool, warm: bool, strategy: str
 ) -> None:
     """With somewhere to go, a member owning tasks restarts in place exactly when `inPlace` is asked
-    for, or `auto` cannot warm a successor, or it is on a claim and both costs are known and the
-    restart is the cheaper; it hands off otherwise."""
+    for, or `auto` cannot warm a successor, or it is on a claim and its measured restart is the
+    cheaper — than the measured handoff, or with none measured than any handoff could be; it hands
+    off otherwise."""
     costs = Costs({2: restart} if restart is not None else {}, handoff, claims)
     config = RolloutConfig(strategy=strategy)  # type: ignore[arg-type]
     step = rollout_step(three_old(), 3, NEW, EVERY_TASK, config, 0.0, warm, costs)
-    cheaper = claims and restart is not None and handoff is not None and restart < handoff
+    bound = handoff if handoff is not None else HANDOFF_FLOOR_SECONDS
+    quicker = restart is not None and (restart < bound or (handoff is None and restart == bound))
+    cheaper = claims and quicker
     in_place = strategy == "inPlace" or (strategy == "auto" and (not warm or cheaper))
     assert step.delete == ((2,) if in_place else ())
     assert step.retiring == ({} if in_place else {2: 0.0})
@@ -252,3 +277,46 @@ def test_a_retiring_member_hands_every_task_to_a_warm_successor(
     assert all(t.revoking_since is None for t in world.assignment.tasks)
     counts = [owners.count(m) for m in range(replicas) if m != retiring]
     assert max(counts) - min(counts) <= 1
+
+
+def test_a_member_whose_executor_never_reported_is_replaced_at_once() -> None:
+    """An executor that never reported (a broken image, a process that never started) processes
+    nothing: its pod is replaced at once, not handed off for handoffTimeout — with the others too,
+    since none of them holds anything up."""
+    broken = {m: MemberPod(m, "old", True, reporting=False) for m in range(3)}
+    step = rollout_step(broken, 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(), 10.0)
+    assert (step.retiring, step.delete) == ({}, (0, 1, 2))
+    assert step.reasons[2] == "its executor has not reported: it processes nothing to hand off"
+
+
+def test_the_next_member_waits_for_the_app_to_settle_at_most_a_handoff_timeout() -> None:
+    """Member 2 is back on the new revision (ready at 100 s) and its tasks are still to come back: the
+    next member is taken only once the assignment is at rest, or handoffTimeout after 100 s."""
+    back = {
+        0: MemberPod(0, "old", True),
+        1: MemberPod(1, "old", True),
+        2: MemberPod(2, NEW, True, ready_since=100.0),
+    }
+    config = RolloutConfig(handoff_timeout=60.0)
+    waiting = rollout_step(back, 3, NEW, {0: 6, 1: 6}, config, 120.0, settled=False)
+    assert (waiting.retiring, waiting.delete, waiting.wake_at) == ({}, (), 160.0)
+    assert rollout_step(back, 3, NEW, {0: 6, 1: 6}, config, 160.0, settled=False).retiring == {1: 160.0}
+    assert rollout_step(back, 3, NEW, {0: 4, 1: 4, 2: 4}, config, 120.0, settled=True).retiring == {1: 120.0}
+
+
+def test_an_assignment_is_at_rest_once_every_live_member_owns_its_share() -> None:
+    """Nothing in flight, no reservation, and no live member short of its share by more than a task."""
+
+    def owning(*owners: int, **fields: object) -> Assignment:
+        return Assignment(tasks=tuple(TaskAssignment(active=m, epoch=1) for m in owners), **fields)  # type: ignore[arg-type]
+
+    views = [MemberView(0), MemberView(1), MemberView(2)]
+    assert at_rest(owning(0, 1, 2, 0, 1, 2), views, 3)
+    assert at_rest(owning(0, 1, 2, 0, 1, 1), views, 3), "a task more or less is balance"
+    assert not at_rest(owning(0, 1, 0, 0, 1, 1), views, 3), "member 2 back, owning nothing yet"
+    assert at_rest(owning(0, 1, 0, 0, 1, 1), views, 2), "member 2 is not wanted"
+    lost = [MemberView(0), MemberView(1), MemberView(2, alive=False)]
+    assert not at_rest(owning(0, 1, 2, 0, 1, 2, reservations=(Reservation(2, 300.0),)), lost, 3)
+    warming = owning(0, 1, 2, 0, 1, 2)
+    warming = replace(warming, tasks=(replace(warming.tasks[0], warmups=(1,)), *warming.tasks[1:]))
+    assert not at_rest(warming, views, 3), "a handoff in flight"

@@ -35,6 +35,9 @@ class Member:
     fenced: frozenset[int] = frozenset()
     retiring: bool = False
     returning: bool = False
+    restore_rows: dict[int, int] = field(default_factory=dict)
+    restore_rate: float | None = None
+    return_seconds: float | None = None
 
 
 @dataclass
@@ -76,6 +79,9 @@ class World:
                 m.fenced if m.alive else frozenset(),
                 m.retiring,
                 returning=m.returning and not m.alive,
+                restore_rows=dict(m.restore_rows),
+                restore_rate=m.restore_rate,
+                return_seconds=None if m.alive else m.return_seconds,
             )
             for m in sorted(self.members.values(), key=lambda m: m.id)
         ]

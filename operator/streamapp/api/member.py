@@ -218,6 +218,14 @@ class TaskReport(Model):
             "manifests' times; unset for a task with no earlier batch. Kept while the task stays here."
         ),
     )
+    restore_rows: int | None = field(
+        default=None,
+        metadata=prop(
+            "Active copies only: rows a copy with no local state would restore for this task now (the "
+            "newest snapshot's keys plus the rows of the segments after it); over a member's restore "
+            "rate, what a restore of the task elsewhere is estimated to take if this member is lost.",
+        ),
+    )
     resumed_by: ResumedBy | None = field(
         default=None,
         metadata=prop(
@@ -252,6 +260,15 @@ class StreamAppMemberStatus(Model):
     tasks: tuple[TaskReport, ...] = field(
         default=(),
         metadata=prop("One report per copy (task and role).", list_map_keys=("task", "role"), atomic=True),
+    )
+    restore_rate: float | None = field(
+        default=None,
+        metadata=prop(
+            "Rows a second this executor restored state at from the shared store, over every restore "
+            "its copies made (unset until enough rows were restored to measure): the other side of a "
+            "lost task's restore estimate.",
+            minimum=0,
+        ),
     )
     setup_error: str | None = field(
         default=None,

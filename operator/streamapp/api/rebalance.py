@@ -48,6 +48,10 @@ _DESCRIPTIONS: dict[str, str] = {
     "failoverToStandby": "A caught-up standby takes over a lost member's task at once instead of waiting "
     "for the delay.",
     "drainOnScaleIn": "Members removed by scale-in keep processing until their tasks have warm successors.",
+    "lostTaskRecovery": "What happens to a lost member's tasks: auto restores them elsewhere at once when "
+    "that is expected to be quicker than the member's return (state size over the measured restore rate, "
+    "against the member's measured restart) and promotes whichever copy is ready first; delay holds them "
+    "for the member until scheduledRebalanceMaxDelay (pre-warming from half of it), Kafka's fixed delay.",
     "revocationTimeout": "How long a revocation waits for the owner's acknowledgement; a member that has "
     "not let go by then is treated as lost and its pod replaced (epoch fencing keeps the handover safe).",
 }

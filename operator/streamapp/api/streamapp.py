@@ -431,6 +431,46 @@ class TaskCounts(Model):
     revoking: int = field(default=0, metadata=prop("Tasks whose owner is letting go during a handoff."))
 
 
+LostTaskChoice = Literal["Wait", "Restore"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LostTasks(Model):
+    """What the operator weighed for a lost member's tasks, and what it chose (lostTaskRecovery auto)."""
+
+    choice: LostTaskChoice = field(
+        metadata=prop(
+            "Restore: some of its tasks are restored elsewhere (taken over at once, or warming to take "
+            "over when restored); Wait: all wait for the member, expected back before a restore."
+        )
+    )
+    held: int = field(default=0, metadata=prop("Tasks still held for the member."))
+    restoring: int = field(default=0, metadata=prop("Of those, tasks taken over or warming elsewhere."))
+    expected_back_seconds: float | None = field(
+        default=None,
+        metadata=prop(
+            "When the member is expected to process again, in seconds after its loss (its measured "
+            "restart, the app's, or the app's pod start); unset when unknown (not visibly coming back, "
+            "not measured, or overdue)."
+        ),
+    )
+    restore_seconds: float | None = field(
+        default=None,
+        metadata=prop(
+            "The estimated restore of its slowest held task on the member that would take it (restore "
+            "rows over restore rate); unset while not measured."
+        ),
+    )
+    restore_rows: int | None = field(
+        default=None,
+        metadata=prop("Rows a cold restore of its held tasks applies, summed (owners' reports)."),
+    )
+    restore_rate: float | None = field(
+        default=None, metadata=prop("Rows a second the estimate assumes (the members' measured median).")
+    )
+    reason: str = field(default="", metadata=prop("The choice in words, with the figures.", max_length=1000))
+
+
 @dataclass(frozen=True, kw_only=True)
 class MemberSummary(Model):
     """One member as the operator sees it; its StreamAppMember lists the tasks themselves.
@@ -444,9 +484,10 @@ class MemberSummary(Model):
     pod: str | None = field(default=None, metadata=prop("Name of the member's pod, when it exists."))
     phase: MemberPhase = field(
         metadata=prop(
-            "Starting, Ready, Restarting (holds tasks, its pod visibly on its way back: they are waited "
-            "for, not pre-warmed elsewhere), Lost (holds tasks, pod gone or not ready for another reason) "
-            "or Draining (scale-in, or handing its tasks off before a rolling update replaces its pod)."
+            "Starting, Ready, Restarting (holds tasks, its pod visibly on its way back), Lost (holds "
+            "tasks, pod gone or not ready for another reason) or Draining (scale-in, or handing its tasks "
+            "off before a rolling update replaces its pod). See lostTasks for what happens to the tasks "
+            "of a Restarting or Lost member."
         )
     )
     active: int = field(default=0, metadata=prop("How many tasks the member processes."))
@@ -459,6 +500,13 @@ class MemberSummary(Model):
             "resumedAfter of tasks resumed by a restart, from its current pod's report; kept until a "
             "restart measures it again). rollingUpdate.strategy auto restarts the member in place when "
             "this is below handoffSeconds and its state is on a claim."
+        ),
+    )
+    lost_tasks: LostTasks | None = field(
+        default=None,
+        metadata=prop(
+            "While the member is lost and holds tasks: whether they wait for it or are restored "
+            "elsewhere, and the figures that decided it."
         ),
     )
 
@@ -521,6 +569,14 @@ class StreamAppStatus(Model):
         metadata=prop(
             "How long a task handed off to a caught-up copy stood still: the median resumedAfter of the "
             "tasks the members report resumed by a handoff; kept until handoffs measure it again."
+        ),
+    )
+    pod_start_seconds: float | None = field(
+        default=None,
+        metadata=prop(
+            "How long the app's member pods take to become ready (the median over its ready pods, from "
+            "creation or a container's restart to Ready): a lost member's expected return while no "
+            "restart of the app is measured."
         ),
     )
     last_rebalance: LastRebalance | None = field(

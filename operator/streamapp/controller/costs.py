@@ -15,11 +15,20 @@ with the reports in between, so keeping them costs no status write per report (d
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from streamapp.controller.observe import PodState
-from streamapp.rebalance.costs import Costs, Sample, handoff_seconds, merged, restart_seconds
+from streamapp.rebalance import MemberView
+from streamapp.rebalance.costs import (
+    Costs,
+    Sample,
+    expected_return,
+    handoff_seconds,
+    merged,
+    restart_seconds,
+)
 
 Body = Mapping[str, Any]
 
@@ -76,3 +85,17 @@ def status_fields(rows: Sequence[Body], costs: Costs) -> dict[str, Any]:
         ],
         "handoffSeconds": costs.handoff,
     }
+
+
+def with_return_estimates(
+    views: Iterable[MemberView], costs: Costs, pod_start: float | None
+) -> list[MemberView]:
+    """Each member that is not alive, with how long after its loss it is expected to process again
+    (`MemberView.return_seconds`, by `rebalance.costs.expected_return`: its measured restart, the
+    app's, or the app's pod start)."""
+    return [
+        v
+        if v.alive
+        else dataclasses.replace(v, return_seconds=expected_return(v.id, costs.restart, pod_start))
+        for v in views
+    ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from streamapp.rebalance import Assignment
+from streamapp.rebalance import Assignment, LostMember
 
 _LABELS = ("namespace", "app")
 # What KEDA's prometheus trigger and a metrics adapter query (manifests/samples/).
@@ -44,6 +44,26 @@ class Metrics:
             _LABELS,
             registry=r,
         )
+        self.lost_tasks = Gauge(
+            "streamapp_lost_tasks",
+            "Tasks held for lost members: waiting for their member, or restoring elsewhere (taken over "
+            "or warming) because that is expected to be quicker",
+            (*_LABELS, "choice"),
+            registry=r,
+        )
+        self.lost_expected_back = Gauge(
+            "streamapp_lost_member_expected_back_seconds",
+            "When a lost member is expected to process again, in seconds after its loss (no sample: unknown)",
+            (*_LABELS, "member"),
+            registry=r,
+        )
+        self.lost_restore = Gauge(
+            "streamapp_lost_member_restore_seconds",
+            "Estimated restore of a lost member's slowest held task elsewhere (no sample: not measured)",
+            (*_LABELS, "member"),
+            registry=r,
+        )
+        self._lost_members: dict[tuple[str, ...], set[str]] = {}
         self.input_lag = Gauge(
             INPUT_LAG_METRIC,
             "Source records not yet processed by the active owners (the app's status.inputLag)",
@@ -65,6 +85,35 @@ class Metrics:
             self.tasks.labels(**labels, state=state).set(count)
         self.warmups.labels(**labels).set(sum(len(t.warmups) for t in assignment.tasks))
         self.generation.labels(**labels).set(assignment.generation)
+
+    def observe_lost(self, labels: Mapping[str, str], lost: tuple[LostMember, ...]) -> None:
+        """Mirror what the plan weighed for lost members; series of members no longer lost (or no
+        longer measured) are removed, so a dashboard shows only what holds now."""
+        key = tuple(labels[name] for name in _LABELS)
+        waiting = sum(len(m.held) - len(m.restoring) for m in lost)
+        self.lost_tasks.labels(**labels, choice="wait").set(waiting)
+        self.lost_tasks.labels(**labels, choice="restore").set(sum(len(m.restoring) for m in lost))
+        shown: set[str] = set()
+        for member in lost:
+            name = str(member.member)
+            shown.add(name)
+            for gauge, value in (
+                (
+                    self.lost_expected_back,
+                    None if member.back_at is None else member.back_at - member.lost_at,
+                ),
+                (self.lost_restore, member.restore_seconds),
+            ):
+                if value is None:
+                    with contextlib.suppress(KeyError):
+                        gauge.remove(*key, name)
+                else:
+                    gauge.labels(**labels, member=name).set(value)
+        for gone in self._lost_members.get(key, set()) - shown:
+            for gauge in (self.lost_expected_back, self.lost_restore):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*key, gone)
+        self._lost_members[key] = shown
 
     def observe_input_lag(self, labels: Mapping[str, str], lag: int | None) -> None:
         """Mirror status.inputLag; an app with no report yet has no sample rather than a false 0, so an

@@ -10,13 +10,19 @@ them: an old pod that acknowledged a revocation did let go. Store epochs count w
 too: the store never forgets an epoch, so any report is a lower bound for the next one. Capacity comes
 from the pod that runs now (its CPU request, `controller.capacity`) unless the spec sets it. A member
 that is not alive but whose pod is visibly starting again — its container restarting after a first
-crash, a replacement pod scheduled — is *returning*: the engine then waits for it without pre-warming
-its tasks elsewhere.
+crash, a replacement pod scheduled — is *returning*, and so is one whose pod the operator itself just
+deleted to restart it, or whose pod is missing (the same reconcile creates it): the engine weighs
+waiting for it against restoring its tasks elsewhere. Restore sizes (`restoreRows`) and rates
+(`restoreRate`) count from any report, like store epochs: they describe the store and the member's
+node, not the pod. How long the app's pods take to start (`PodState.start_seconds`) is read off the
+pods themselves: creation, or the container's last start, to the Ready condition.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +87,8 @@ class PodState:
     capacity: float = DEFAULT_CAPACITY
     forced: bool = False
     starting: bool = False
+    start_seconds: float | None = None
+    ready_since: float | None = None
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -107,6 +115,8 @@ class PodState:
             capacity=pod_capacity(pod),
             forced=meta.get("deletionGracePeriodSeconds") == 0,
             starting=_starting(status),
+            start_seconds=_start_seconds(meta, status) if ready else None,
+            ready_since=_time(_ready_condition(status).get("lastTransitionTime")) if ready else None,
         )
 
     @property
@@ -129,15 +139,11 @@ class PodState:
     @property
     def returning(self) -> bool:
         """Not alive, but visibly on its way back: scheduled, not being deleted, and its containers
-        starting (`_starting`). The engine then holds the member's tasks for it without pre-warming
-        them elsewhere (`MemberView.returning`)."""
-        return (
-            not self.alive
-            and not self.terminating
-            and not self.finished
-            and bool(self.node)
-            and self.starting
-        )
+        starting (`_starting`); or deleted by the operator to be restarted (`restarted`), which it
+        re-creates as soon as it is gone (`MemberView.returning`)."""
+        if self.terminating:
+            return self.restarted and not self.alive
+        return not self.alive and not self.finished and bool(self.node) and self.starting
 
 
 STARTING_REASONS = frozenset({"ContainerCreating", "PodInitializing", "CrashLoopBackOff"})
@@ -178,6 +184,41 @@ def _crash_pending(state: Body, is_init: bool) -> int:
     return int(not is_init or terminated.get("exitCode") != 0)
 
 
+def _start_seconds(meta: Body, status: Body) -> float | None:
+    """How long a Ready pod took to become ready: from its creation — or, when its executor container
+    was restarted in place, from that container's last start — to the Ready condition's transition.
+    None when a time is missing or does not parse."""
+    ready = _ready_condition(status)
+    executor: Body = next(
+        (c for c in status.get("containerStatuses") or [] if c.get("name") == EXECUTOR_CONTAINER), {}
+    )
+    began = (
+        ((executor.get("state") or {}).get("running") or {}).get("startedAt")
+        if int(executor.get("restartCount") or 0) > 0
+        else meta.get("creationTimestamp")
+    )
+    start, end = _time(began), _time(ready.get("lastTransitionTime"))
+    return None if start is None or end is None or end < start else round(end - start, 1)
+
+
+def _ready_condition(status: Body) -> Body:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+
+
+def _time(value: object) -> float | None:
+    """Epoch seconds of an RFC 3339 time as Kubernetes writes it; None when absent or malformed."""
+    try:
+        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() if value else None
+    except ValueError:
+        return None
+
+
+def pod_start_seconds(pods: Iterable[PodState]) -> float | None:
+    """How long the app's pods take to start: the median over its Ready pods (None when none is)."""
+    found = [p.start_seconds for p in pods if p.start_seconds is not None]
+    return round(statistics.median(found), 1) if found else None
+
+
 def _seconds(value: object) -> float | None:
     """An epoch-seconds annotation; one that does not parse reads as absent (the handoff restarts)."""
     try:
@@ -206,7 +247,10 @@ def member_views(
     status_by_id = {int(m["spec"]["memberId"]): parse(m) for m in members if "spec" in m}
     ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
     overrides = capacities or {}
-    return [_view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones, overrides.get(i)) for i in ids]
+    return [
+        _view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones, overrides.get(i), i < wanted)
+        for i in ids
+    ]
 
 
 def member_status(body: Body) -> StreamAppMemberStatus:
@@ -226,6 +270,7 @@ def _view(
     status: StreamAppMemberStatus,
     zones: Mapping[str, str],
     capacity: float | None,
+    wanted: bool,
 ) -> MemberView:
     alive = pod is not None and (pod.alive or pod.draining)
     fresh = pod is not None and status.pod_uid == pod.uid
@@ -242,7 +287,10 @@ def _view(
         store_epochs=store_epochs(reports),
         fenced=frozenset(t.task for t in reports if fresh and t.role == "active" and t.fenced_by),
         retiring=pod is not None and pod.draining,
-        returning=pod is not None and pod.returning,
+        returning=pod.returning if pod is not None else wanted,
+        restore_rows={t.task: max(0, t.restore_rows) for t in reports if t.restore_rows is not None},
+        restore_rate=status.restore_rate,
+        reported=fresh,
     )
 
 

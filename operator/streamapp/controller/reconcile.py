@@ -26,7 +26,7 @@ from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import PodState, children_of, member_views
+from streamapp.controller.observe import PodState, children_of, member_views, pod_start_seconds
 from streamapp.controller.status import (
     RECONCILE_FAILED,
     app_status,
@@ -41,6 +41,7 @@ from streamapp.rebalance import (
     Assignment,
     Event,
     EventKind,
+    LostMember,
     Plan,
 )
 
@@ -111,14 +112,16 @@ def reconcile(
     warm = config.rebalance.protocol == "streamapp"
     claims = bool(model.spec.executor.storage.size)
     measured = costs.known(app, observed.members, pods, claims)
-    step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm, measured)
     capacities = model.spec.executor.capacity_overrides()
     reports = memo.parse_reports(observed.members)
     views = member_views(
         observed.pods, observed.members, observed.zones, config.replicas, capacities, reports
     )
+    step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm, measured, views)
     handing_off = rollout.handing_off(views, step)
     views = rollout.mark_retiring(views, step)
+    pod_start = pod_start_seconds(pods.values())
+    views = costs.with_return_estimates(views, measured, pod_start)
     plan_started = time.perf_counter()
     result = memo.plan(config, views, previous, now)
     metrics.plan_seconds.observe(time.perf_counter() - plan_started)
@@ -136,6 +139,7 @@ def reconcile(
     )
     status.update(rollout.status_fields(step, revision, pods))
     status.update(costs.status_fields(status["members"], measured))
+    status["podStartSeconds"] = pod_start
     owned = rollout.owned(result.assignment)
     progressing = rollout.progressing(step, rolling, owned)
     status["conditions"] += merge_conditions(
@@ -336,11 +340,29 @@ def _report(kube: Kube, app: Body, result: Plan, previous: Assignment, metrics: 
     for kind, group in _by_kind(result.events).items():
         message = _joined([event.describe() for event in group], EVENT_MESSAGE_LIMIT)
         kube.event(app, _EVENT_NAMES.get(kind.value, kind.value), message, warning=group[0].warning)
+    _announce_lost(kube, app, result.lost)
     if result.changed:
         metrics.rebalances.labels(**labels).inc()
         metrics.task_movements.labels(**labels).inc(moved(previous, result.assignment))
     metrics.observe_assignment(labels, result.assignment)
+    metrics.observe_lost(labels, result.lost)
     metrics.fenced_tasks.labels(**labels).set(len(result.fenced))
+
+
+LOST_TASK_EVENTS: Mapping[str, str] = {"Wait": "WaitingForMember", "Restore": "RestoringElsewhere"}
+
+
+def _announce_lost(kube: Kube, app: Body, lost: Iterable[LostMember]) -> None:
+    """A Normal Event per lost member whose choice changed since the app's status last showed it
+    (`lostTasks`: waiting for it, or restoring how many of its tasks elsewhere), saying why."""
+    shown = {
+        row.get("id"): row.get("lostTasks") or {} for row in (app.get("status") or {}).get("members") or []
+    }
+    for member in lost:
+        before = shown.get(member.member, {})
+        now = (member.choice, len(member.held), len(member.restoring))
+        if (before.get("choice"), before.get("held"), before.get("restoring")) != now:
+            kube.event(app, LOST_TASK_EVENTS[member.choice], f"member {member.member}: {member.reason}")
 
 
 def _by_kind(events: Iterable[Event]) -> dict[EventKind, list[Event]]:

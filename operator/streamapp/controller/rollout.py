@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from streamapp.api.names import HANDOFF_ANNOTATION, member_name
@@ -21,7 +21,7 @@ from streamapp.controller.observe import PodState
 from streamapp.controller.status import Condition
 from streamapp.rebalance import Assignment, MemberView
 from streamapp.rebalance.costs import Costs
-from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, rollout_step
+from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, at_rest, rollout_step
 
 PROGRESSING = "Progressing"
 STRATEGY_CHOSEN = "RolloutStrategyChosen"
@@ -37,19 +37,27 @@ def step(
     now: float,
     warm: bool,
     costs: Costs,
+    views: Sequence[MemberView] = (),
 ) -> RolloutStep:
     """The rollout's next step from the pods as observed and the persisted assignment's owners;
-    `warm`: the app's protocol warms successors before a handoff; `costs`: what `auto` weighs."""
+    `warm`: the app's protocol warms successors before a handoff; `costs`: what `auto` weighs;
+    `views`: the members as observed — whose current pod has reported (one that never did has
+    nothing to hand off) and whether the assignment is at rest (the next member waits until it is)."""
+    silent = {v.id for v in views if not v.reported}
     observed = {
-        m: MemberPod(m, p.revision, p.alive, p.handoff_since) for m, p in pods.items() if not p.terminating
+        m: MemberPod(m, p.revision, p.alive, p.handoff_since, p.ready_since, m not in silent)
+        for m, p in pods.items()
+        if not p.terminating
     }
-    return rollout_step(observed, replicas, revision, owned(previous), config, now, warm, costs)
+    settled = at_rest(previous, views, replicas)
+    return rollout_step(observed, replicas, revision, owned(previous), config, now, warm, costs, settled)
 
 
 def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[MemberView]:
     """Members handing off are retiring: the engine hands their tasks over and gives them nothing new.
     A member whose pod this step deletes (a restart in place) is planned as the next reconcile will
-    see it, not alive: its tasks are held for its new pod. Marked retiring instead, it had its tasks
+    see it, not alive and returning (the operator re-creates its pod): its tasks are held for its new
+    pod, or restored elsewhere if that is measured to be quicker (`rebalance.recovery`). Marked retiring instead, it had its tasks
     revoked and moved cold by the cooperative and eager protocols in the very step that restarts it,
     and warm handoffs started under streamapp, wasted when the pod came back
     (bench/results/cluster-notes.md)."""
@@ -58,7 +66,7 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
         if view.id in rollout.retiring:
             view = dataclasses.replace(view, retiring=True)
         elif view.id in rollout.delete:
-            view = dataclasses.replace(view, alive=False)
+            view = dataclasses.replace(view, alive=False, returning=True)
         marked.append(view)
     return marked
 

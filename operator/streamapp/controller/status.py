@@ -15,7 +15,7 @@ from typing import Any
 from streamapp.api.names import member_name, selector
 from streamapp.controller.intent import encode as encode_intent
 from streamapp.controller.observe import PodState
-from streamapp.rebalance import Assignment, MemberView, Plan
+from streamapp.rebalance import Assignment, LostMember, MemberView, Plan
 
 Body = Mapping[str, Any]
 INVALID_SPEC = "InvalidSpec"
@@ -191,9 +191,15 @@ def merge_conditions(
 
 
 def members_summary(
-    app: str, assignment: Assignment, views: Sequence[MemberView], pods: Mapping[int, PodState], replicas: int
+    app: str,
+    assignment: Assignment,
+    views: Sequence[MemberView],
+    pods: Mapping[int, PodState],
+    replicas: int,
+    lost: Sequence[LostMember] = (),
 ) -> list[dict[str, Any]]:
-    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`).
+    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`), and for a lost
+    member holding tasks what happens to them (`lostTasks`).
 
     Counted in one pass over the tasks: at 100,000 tasks and 1,000 members a count per member would
     walk the tasks a thousand times in every reconcile.
@@ -201,6 +207,7 @@ def members_summary(
     active: Counter[int] = Counter(t.active for t in assignment.tasks if t.active is not None)
     standby: Counter[int] = Counter(m for t in assignment.tasks for m in t.standbys)
     warmup: Counter[int] = Counter(m for t in assignment.tasks for m in t.warmups)
+    weighed = {m.member: m for m in lost}
     rows = []
     for view in views:
         pod = pods.get(view.id)
@@ -213,17 +220,44 @@ def members_summary(
             if active[view.id]
             else "Starting"
         )
-        rows.append(
-            {
-                "id": view.id,
-                "pod": pod.name if pod else member_name(app, view.id),
-                "phase": phase,
-                "active": active[view.id],
-                "standby": standby[view.id],
-                "warmup": warmup[view.id],
-            }
-        )
+        row: dict[str, Any] = {
+            "id": view.id,
+            "pod": pod.name if pod else member_name(app, view.id),
+            "phase": phase,
+            "active": active[view.id],
+            "standby": standby[view.id],
+            "warmup": warmup[view.id],
+        }
+        if view.id in weighed:
+            row["lostTasks"] = lost_tasks(weighed[view.id])
+        rows.append(row)
     return rows
+
+
+def lost_tasks(lost: LostMember) -> dict[str, Any]:
+    """A lost member's `lostTasks` status: the engine's choice and the figures behind it, rounded so
+    that the status changes when they do, not with every report's last digit."""
+    row: dict[str, Any] = {
+        "choice": lost.choice,
+        "held": len(lost.held),
+        "restoring": len(lost.restoring),
+        "reason": lost.reason[:1000],
+    }
+    if lost.back_at is not None:
+        row["expectedBackSeconds"] = round(lost.back_at - lost.lost_at, 1)
+    if lost.restore_seconds is not None:
+        row["restoreSeconds"] = two_figures(lost.restore_seconds)
+    if lost.restore_rows is not None:
+        row["restoreRows"] = lost.restore_rows
+    if lost.restore_rate is not None:
+        row["restoreRate"] = two_figures(lost.restore_rate)
+    return row
+
+
+def two_figures(value: float) -> float:
+    """`value` to two significant figures: a measured rate moves with every report of a live member,
+    and the status is written only when something it shows changes."""
+    return float(f"{value:.2g}")
 
 
 @dataclass(frozen=True)
@@ -381,7 +415,7 @@ def app_status(
         "selector": selector(meta["name"]),
         "tasks": counts,
         "inputLag": input_lag(assignment, members, pods, digests),
-        "members": members_summary(meta["name"], assignment, views, pods, replicas),
+        "members": members_summary(meta["name"], assignment, views, pods, replicas, result.lost),
         "conditions": merge_conditions(
             old.get("conditions") or [],
             conditions(

@@ -194,6 +194,9 @@ class RuntimeDataPlane:
         """Revoked tasks commit and stop inside `Executor.apply`, before the acknowledgement."""
         self.executor.apply(Target.of(target))
 
+    def restore_rate(self) -> float | None:
+        return self.executor.restore_rate()
+
     def reports(self) -> list[TaskReport]:
         rows = []
         self.lag.clear()
@@ -215,6 +218,7 @@ class RuntimeDataPlane:
                     restored_background=s.restored_background,
                     resumed_after=round(s.resumed.seconds, 1) if s.resumed is not None else None,
                     resumed_by=s.resumed.by if s.resumed is not None else None,
+                    restore_rows=s.restore_rows,
                 )
             )
             self.restored.labels(task=str(s.partition), mode="blocking").set(s.restored_blocking)

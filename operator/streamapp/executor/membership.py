@@ -134,16 +134,20 @@ class DataPlane(Protocol):
     def reports(self) -> list[TaskReport]:
         """Current per-task progress."""
 
+    def restore_rate(self) -> float | None:
+        """Rows a second this member restores state at, once measured."""
+
 
 @dataclass
 class SimulatedDataPlane:
-    """A data plane that only simulates restore progress: copies catch up at `restore_rate` records/s.
+    """A data plane that only simulates restore progress: copies catch up at `rate` records/s from
+    `state_records` behind, and owners report `state_records` as a cold restore's size.
 
     `lags` is the member's local state (task → records behind); pass the same dict to a restarted
     member to model a state volume that survived its pod.
     """
 
-    restore_rate: float
+    rate: float
     state_records: int
     lags: dict[int, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
@@ -170,7 +174,15 @@ class SimulatedDataPlane:
             ("warmup", target.warmup),
         ]
         rows = [
-            TaskReport(task=t, role=role, epoch=e, applied_seq=0, applied_offset=0, lag=0)
+            TaskReport(
+                task=t,
+                role=role,
+                epoch=e,
+                applied_seq=0,
+                applied_offset=0,
+                lag=0,
+                restore_rows=self.state_records if role == "active" else None,
+            )
             for role, epochs in owned
             for t, e in sorted(epochs.items())
         ]
@@ -183,6 +195,9 @@ class SimulatedDataPlane:
         ]
         return rows
 
+    def restore_rate(self) -> float:
+        return self.rate
+
     def _advance(self) -> None:
         now = self.clock()
         elapsed = 0.0 if self._last is None else now - self._last
@@ -193,9 +208,7 @@ class SimulatedDataPlane:
         for task in target.active_epochs():
             self.lags[task] = 0.0
         for task in (*target.standby, *target.warmup):
-            self.lags[task] = max(
-                0.0, self.lags.get(task, float(self.state_records)) - self.restore_rate * elapsed
-            )
+            self.lags[task] = max(0.0, self.lags.get(task, float(self.state_records)) - self.rate * elapsed)
 
 
 class MembershipClient:
@@ -301,6 +314,7 @@ class MembershipClient:
             pod_uid=self.pod_uid,
             reported_at=_now(),
             tasks=tasks,
+            restore_rate=self.data_plane.restore_rate(),
         )
         try:
             self.custom.patch_namespaced_custom_object_status(

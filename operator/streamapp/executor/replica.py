@@ -7,7 +7,10 @@ path, and it only ever applies segments named by accepted manifests.
 On a member, a replica also keeps its store on the member's volume (`localstate`): it resumes from a
 trusted local checkpoint and replays only the manifests after it, and checkpoints as it goes. It counts
 the rows it restores from the shared store — while its task is active (blocking: the task cannot
-process until they are in) or a copy (in the background) — so a member can report what a restart cost.
+process until they are in) or a copy (in the background) — so a member can report what a restart cost,
+and times them into the executor's `RestoreMeter`. It also keeps how many rows a copy with no local
+state would restore now (`cold_rows`: the newest snapshot's keys plus every segment row after it), which
+its task reports as owner: the size side of a lost task's restore estimate.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from streamapp.executor import manifest as manifests
 from streamapp.executor.layout import StateLayout
 from streamapp.executor.localstate import Checkpoint, LocalState, digest
 from streamapp.executor.manifest import Head, Kind, Manifest
+from streamapp.executor.restores import RestoreMeter
 from streamapp.executor.state import KeyedStore, MemoryStore
 
 
@@ -26,13 +30,23 @@ class Replica:
     """State and history position of one partition on one executor.
 
     Without `local` the state lives in memory only (tools, tests); with it, `resume` opens the
-    partition's local store and `close` checkpoints it.
+    partition's local store and `close` checkpoints it. `meter` (the executor's) times its restores.
     """
 
-    def __init__(self, layout: StateLayout, partition: int, local: LocalState | None = None) -> None:
+    def __init__(
+        self,
+        layout: StateLayout,
+        partition: int,
+        local: LocalState | None = None,
+        meter: RestoreMeter | None = None,
+    ) -> None:
         self.layout = layout
         self.partition = partition
         self.local = local
+        self.meter = meter or RestoreMeter()
+        # Rows a copy with no local state would restore to reach the head; counted from the snapshot
+        # loaded (or the keys of a store resumed from its checkpoint) and every segment applied since.
+        self.cold_rows = 0
         self.state: KeyedStore = MemoryStore()
         self.head = Head()
         self.blocking = False
@@ -53,6 +67,7 @@ class Replica:
         self.opened = True
         if found is not None and self._trusted(found):
             self.head = found.head
+            self.cold_rows = len(self.state)
             return True
         self.local.forget(self.partition)
         self.state.clear()
@@ -132,19 +147,22 @@ class Replica:
         pruned while being read is skipped for the next older one.
         """
         for name in changelog.snapshots_newest_first(self.layout, self.partition):
-            try:
-                table = changelog.read_table(self.layout, name)
-                head = changelog.snapshot_head(table)
-            except FileNotFoundError:
-                continue
-            committed = manifests.read(self.layout, self.partition, head.seq)
-            if committed is None or committed.epoch != head.epoch or committed.end != head.offset:
-                continue
-            if self.local is not None and self.opened:
-                self.local.forget(self.partition)
-            self.state.clear()
-            loaded = self.state.apply_table(table)
+            with self.meter.timing() as timed:
+                try:
+                    table = changelog.read_table(self.layout, name)
+                    head = changelog.snapshot_head(table)
+                except FileNotFoundError:
+                    continue
+                committed = manifests.read(self.layout, self.partition, head.seq)
+                if committed is None or committed.epoch != head.epoch or committed.end != head.offset:
+                    continue
+                if self.local is not None and self.opened:
+                    self.local.forget(self.partition)
+                self.state.clear()
+                loaded = self.state.apply_table(table)
+                timed.append(loaded)
             self._restored(loaded)
+            self.cold_rows = loaded
             self.head = head
             return loaded
         return 0
@@ -168,13 +186,17 @@ class Replica:
         """
         step = manifests.advance(self.head, found)
         if step.accepted:
-            try:
-                tables = [changelog.read_table(self.layout, name) for name in found.segments]
-            except FileNotFoundError:
-                return self._jump_past(found.seq)
-            for table in tables:
-                self._restored(self.state.apply_table(table))
-                faults.reached("restore.segment-applied")
+            with self.meter.timing() as timed:
+                try:
+                    tables = [changelog.read_table(self.layout, name) for name in found.segments]
+                except FileNotFoundError:
+                    return self._jump_past(found.seq)
+                for table in tables:
+                    rows = self.state.apply_table(table)
+                    timed.append(rows)
+                    self._restored(rows)
+                    self.cold_rows += table.num_rows
+                    faults.reached("restore.segment-applied")
         self.head = step.head
         self._applied()
         return step.accepted
@@ -193,6 +215,7 @@ class Replica:
         if not step.accepted:
             raise RuntimeError(f"own manifest {committed.seq} refused: {step.reason}")
         self.state.upsert(list(changed.keys()), list(changed.values()))
+        self.cold_rows += len(changed)
         self.head = step.head
         self._applied()
 

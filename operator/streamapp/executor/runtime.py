@@ -219,6 +219,10 @@ class Executor:
     def status(self) -> list[TaskStatus]:
         return [slot.task.status() for _, slot in self._slots()]
 
+    def restore_rate(self) -> float | None:
+        """Rows a second this executor's copies restored at, once enough were (`restores`)."""
+        return self.context.restores.rate()
+
     def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
         """Run batches on this thread and the copy lane on another until `stop()` is true; a failure on
         the copy lane stops both and is raised here."""

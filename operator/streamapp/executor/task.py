@@ -39,6 +39,7 @@ from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
 from streamapp.executor.publisher import Publisher
 from streamapp.executor.replica import Replica
+from streamapp.executor.restores import RestoreMeter
 from streamapp.executor.sink import Sink
 from streamapp.executor.source import Source
 from streamapp.executor.state import rows_table
@@ -79,7 +80,8 @@ class TaskConfig:
 @dataclass(frozen=True)
 class TaskContext:
     """What every task of an executor shares; `started_at` is when this executor process began (wall
-    clock): a batch of its owner committed before then was committed by an earlier process."""
+    clock): a batch of its owner committed before then was committed by an earlier process; `restores`
+    times every restore of its copies (the executor's restore rate)."""
 
     layout: StateLayout
     source: Source
@@ -89,6 +91,7 @@ class TaskContext:
     config: TaskConfig
     local: LocalState | None = None
     started_at: float = field(default_factory=time.time)
+    restores: RestoreMeter = field(default_factory=RestoreMeter)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ class TaskStatus:
     process no input. `restored_blocking` / `restored_background` count the rows restored from the
     shared store while active / as a copy (see `Replica`). `resumed` is how the current (or last)
     ownership of the task on this executor began (see `resumption`), kept while the task stays here.
+    `restore_rows`, for an owning active task, is how many rows a copy with no local state would
+    restore now (`Replica.cold_rows`): what the operator estimates a restore elsewhere by.
     """
 
     partition: int
@@ -157,6 +162,7 @@ class TaskStatus:
     restored_blocking: int = 0
     restored_background: int = 0
     resumed: Resumption | None = None
+    restore_rows: int | None = None
 
 
 class Task:
@@ -165,7 +171,7 @@ class Task:
     def __init__(self, partition: int, context: TaskContext) -> None:
         self.partition = partition
         self.ctx = context
-        self.replica = Replica(context.layout, partition, context.local)
+        self.replica = Replica(context.layout, partition, context.local, context.restores)
         self.role = Role.STANDBY
         self.epoch = 0
         self.owning = False
@@ -441,6 +447,7 @@ class Task:
         table = self.replica.state.to_table(self.ctx.pipeline.value_type)
         changelog.write_snapshot(self.ctx.layout, self.partition, self.head, table)
         faults.reached("snapshot.written")
+        self.replica.cold_rows = table.num_rows
         self.batches_since_snapshot = 0
         changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
         changelog.compact(self.ctx.layout, self.partition)
@@ -470,6 +477,7 @@ class Task:
             restored_blocking=self.replica.restored_blocking,
             restored_background=self.replica.restored_background,
             resumed=self.resumed,
+            restore_rows=self.replica.cold_rows if self.owning else None,
         )
 
     def _store_epoch(self) -> int:

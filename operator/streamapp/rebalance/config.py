@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 Protocol = Literal["eager", "cooperative", "streamapp"]
 PROTOCOLS: tuple[Protocol, ...] = ("eager", "cooperative", "streamapp")
+LostTaskRecovery = Literal["auto", "delay"]
+LOST_TASK_RECOVERIES: tuple[LostTaskRecovery, ...] = ("auto", "delay")
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -70,6 +72,13 @@ class RebalanceConfig:
     `max.warmup.replicas`, so the migration rate grows with the members receiving tasks while no member
     restores more than that many at once; `max_warmup_replicas_total` (0: none) caps the app's sum
     (see `budget`).
+
+    `lost_task_recovery` says what the state-aware protocol does with a lost member's tasks: `auto`
+    restores them elsewhere at once when that is expected to be quicker than the member's return and
+    promotes whichever copy is ready first (`recovery`); `delay` holds them for the member until
+    `scheduled_rebalance_max_delay`, pre-warming from half of it unless the member is visibly
+    restarting (the behaviour before `auto`, Kafka Connect's fixed delay plus pre-warming). Either way
+    the delay is the upper bound of a member's reservation.
     """
 
     protocol: Protocol = "streamapp"
@@ -83,10 +92,16 @@ class RebalanceConfig:
     failover_to_standby: bool = True
     drain_on_scale_in: bool = True
     revocation_timeout: float = 300.0
+    lost_task_recovery: LostTaskRecovery = "auto"
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
+        if self.lost_task_recovery not in LOST_TASK_RECOVERIES:
+            raise ConfigError(
+                f"lostTaskRecovery: expected one of {', '.join(LOST_TASK_RECOVERIES)}, "
+                f"got {self.lost_task_recovery!r}"
+            )
         _require(self.acceptable_recovery_lag >= 0, "acceptableRecoveryLag", "must be >= 0")
         _require(self.handoff_lag >= 0, "handoffLag", "must be >= 0")
         _require(self.max_warmup_replicas >= 1, "maxWarmupReplicas", "must be >= 1")
@@ -132,6 +147,7 @@ _INT_FIELDS = {
     "standbyReplicas",
 }
 _BOOL_FIELDS = {"failoverToStandby", "drainOnScaleIn"}
+_ENUM_FIELDS: dict[str, tuple[str, ...]] = {"protocol": PROTOCOLS, "lostTaskRecovery": LOST_TASK_RECOVERIES}
 
 
 @dataclass(frozen=True)
@@ -166,9 +182,9 @@ def _coerce(key: str, raw: object) -> object:
         if not isinstance(raw, bool):
             raise ConfigError(f"{key}: expected true or false, got {raw!r}")
         return raw
-    if key == "protocol":
-        if raw not in PROTOCOLS:
-            raise ConfigError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {raw!r}")
+    if key in _ENUM_FIELDS:
+        if raw not in _ENUM_FIELDS[key]:
+            raise ConfigError(f"{key}: expected one of {', '.join(_ENUM_FIELDS[key])}, got {raw!r}")
         return raw
     raise ConfigError(f"rebalance: unknown key {key}")
 

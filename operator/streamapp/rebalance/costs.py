@@ -57,3 +57,15 @@ def merged(old: Costs, new: Costs) -> Costs:
     """`new`'s values where it has them, `old`'s otherwise."""
     handoff = new.handoff if new.handoff is not None else old.handoff
     return Costs({**old.restart, **new.restart}, handoff, new.claims)
+
+
+def expected_return(member: int, restart: Mapping[int, float], pod_start: float | None) -> float | None:
+    """How long after its loss a member whose pod is visibly starting again is expected to process its
+    tasks again (`MemberView.return_seconds`): its own measured restart, else the median of the app's
+    members' measured restarts, else how long the app's pods take to become ready (a restart takes at
+    least that); None when none of them was measured."""
+    if member in restart:
+        return restart[member]
+    if restart:
+        return float(statistics.median(restart.values()))
+    return pod_start

@@ -15,9 +15,10 @@ from streamapp.rebalance.draft import Draft
 from streamapp.rebalance.eager import plan_eager
 from streamapp.rebalance.fencing import refence_owners, still_fenced
 from streamapp.rebalance.handoff import revoke_moves, warm_handoffs
-from streamapp.rebalance.model import Assignment, Event, EventKind, MemberView, Plan
+from streamapp.rebalance.model import Assignment, Event, EventKind, LostMember, MemberView, Plan
 from streamapp.rebalance.placement import desired_owners, takeover_owner
 from streamapp.rebalance.quotas import quotas
+from streamapp.rebalance.recovery import Recovery, recover, take_over
 from streamapp.rebalance.reservations import (
     HoldRules,
     expected_back,
@@ -35,25 +36,29 @@ def plan(app: AppConfig, members: Iterable[MemberView], previous: Assignment, no
     config = app.rebalance
     roster = Roster.build(members, app.replicas, config.acceptable_recovery_lag)
     draft = Draft(previous, app.partitions, now, roster.store_epochs(app.partitions))
+    recovery = None
     if config.protocol == "eager":
         plan_eager(draft, roster, now)
     else:
-        _plan_incremental(draft, roster, app, now)
+        recovery = _plan_incremental(draft, roster, app, now)
     refenced = refence_owners(draft)
     timed_out = timed_out_members(draft, roster, config.revocation_timeout, now)
-    return _finish(draft, roster, app, now, timed_out, refenced)
+    return _finish(draft, roster, app, now, timed_out, refenced, recovery)
 
 
-def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) -> None:
-    """Cooperative and streamapp: move only what must move, hold tasks of lost members."""
+def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) -> Recovery | None:
+    """Cooperative and streamapp: move only what must move, hold tasks of lost members (and, with
+    `lostTaskRecovery: auto`, restore them elsewhere where that is quicker: `recovery`)."""
     config = app.rebalance
     aware = config.protocol == "streamapp"
-    settle(
-        draft,
-        roster,
-        HoldRules(config.scheduled_rebalance_max_delay, aware and config.failover_to_standby),
-        now,
+    auto = aware and config.lost_task_recovery == "auto"
+    rules = HoldRules(
+        config.scheduled_rebalance_max_delay,
+        aware and config.failover_to_standby,
+        promote_warmups=auto,
+        handoff_lag=config.handoff_lag,
     )
+    settle(draft, roster, rules, now)
     _drop_copies_off_live_members(draft, roster, keep_standbys=aware)
     for member in roster.draining:
         # A member retiring for a rolling update always hands off first; scale-in only if asked to.
@@ -65,6 +70,17 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
         return roster.capacity(member) if aware else 1.0
 
     held = held_tasks(draft)
+    delay = config.scheduled_rebalance_max_delay
+    recovery = None
+    if auto:
+        targets = _would_take(draft, roster, held, capacity)
+        recovery = recover(draft, roster, held, targets, delay, config.max_warmup_replicas, now)
+        take_over(draft, recovery.takeover, targets)
+        held -= recovery.takeover
+        held_targets = {task: targets[task] for task in sorted(recovery.warm)}
+    else:
+        prewarm = prewarm_due(draft, roster, held, delay, now) if aware else set()
+        held_targets = _would_take(draft, roster, prewarm, capacity)
     owned = {m: 0 for m in roster.live}
     for task in range(draft.partitions):
         owner = draft.owner(task)
@@ -72,21 +88,19 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
             owned[owner] += 1
     quota = None if draft.reservations else quotas(draft.partitions, roster.live, capacity, owned)
     desired = desired_owners(draft, roster, quota, held, aware, capacity)
-    delay = config.scheduled_rebalance_max_delay
-    prewarm = prewarm_due(draft, roster, held, delay, now) if aware else set()
-    held_targets = _would_take(draft, roster, prewarm, capacity)
     for task, target in enumerate(desired):
         if target is not None and draft.active[task] is None:
             draft.assign(task, takeover_owner(task, target, roster) if aware else target)
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
-        warm_handoffs(draft, roster, desired, config, probe_due, held_targets)
+        warm_handoffs(draft, roster, desired, config, probe_due, held_targets, held_first=auto)
         back = expected_back(draft, roster, delay, now)
         place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
     else:
         revoke_moves(draft, desired)
     draft.membership = roster.live
+    return recovery
 
 
 def _would_take(
@@ -125,8 +139,10 @@ def _finish(
     now: float,
     timed_out: tuple[int, ...],
     refenced: tuple[int, ...],
+    recovery: Recovery | None,
 ) -> Plan:
     previous = draft.previous
+    lost: tuple[LostMember, ...] = recovery.report(draft) if recovery is not None else ()
     assignment, changed = draft.freeze()
     if previous.in_flight() and not assignment.in_flight() and not _homeless(assignment, roster):
         draft.event(Event(EventKind.REBALANCE_COMPLETED, detail=f"generation {assignment.generation}"))
@@ -137,6 +153,8 @@ def _finish(
     if app.rebalance.protocol == "streamapp":
         delay = app.rebalance.scheduled_rebalance_max_delay
         deadlines += [prewarm_at(r.deadline, delay) for r in assignment.reservations]
+    if recovery is not None and recovery.wake_at is not None:
+        deadlines.append(recovery.wake_at)
     if assignment.next_probe_at is not None:
         deadlines.append(assignment.next_probe_at)
     timeout = app.rebalance.revocation_timeout
@@ -144,7 +162,7 @@ def _finish(
     wake_at = min((d for d in deadlines if d > now), default=None)
     reason = "; ".join(e.describe() for e in events) if events else "no change"
     fenced = tuple(sorted({*refenced, *still_fenced(assignment, roster)}))
-    return Plan(assignment, changed, wake_at, events, removable, reason, timed_out, fenced)
+    return Plan(assignment, changed, wake_at, events, removable, reason, timed_out, fenced, lost)
 
 
 def _homeless(assignment: Assignment, roster: Roster) -> bool:

@@ -31,12 +31,14 @@ def warm_handoffs(
     config: RebalanceConfig,
     probe_due: bool,
     held_targets: Mapping[int, int],
+    held_first: bool = False,
 ) -> None:
     """State-aware: hand over caught-up tasks, warm up the others within the warmup budget.
 
-    Tasks held for a lost member are pre-warmed on the member that would take them (`held_targets`)
-    when the budget allows: if the member returns the warmup is dropped, if it does not the delay's
-    expiry hands the task to a warm copy instead of a cold restore.
+    Tasks held for a lost member are warmed on the member that would take them (`held_targets`) when
+    the budget allows: if the member returns the warmup is dropped; if not, the warmup takes the task
+    once it is restored (`held_first`: they are restored in place of their member, and go first since
+    nobody processes them) or at the delay's expiry (pre-warmed insurance, after every other warmup).
     """
     wanted = [held_targets.get(task, target) for task, target in enumerate(desired)]
     _cancel_unwanted_warmups(draft, wanted)
@@ -56,7 +58,7 @@ def warm_handoffs(
             waiting.append(task)
     waiting += [t for t, m in sorted(held_targets.items()) if m not in draft.standbys[t]]
     budget = WarmupBudget(config.max_warmup_replicas, config.max_warmup_replicas_total)
-    _start_warmups(draft, wanted, waiting, budget, roster)
+    _start_warmups(draft, wanted, waiting, budget, roster, held_first)
 
 
 def _moving(draft: Draft, desired: Sequence[int | None]) -> list[int]:
@@ -77,7 +79,12 @@ def _cancel_unwanted_warmups(draft: Draft, desired: Sequence[int | None]) -> Non
 
 
 def _start_warmups(
-    draft: Draft, desired: Sequence[int | None], waiting: list[int], budget: WarmupBudget, roster: Roster
+    draft: Draft,
+    desired: Sequence[int | None],
+    waiting: list[int],
+    budget: WarmupBudget,
+    roster: Roster,
+    held_first: bool,
 ) -> None:
     """Keep the warmups already running, start new ones — draining members' tasks first — within budget.
 
@@ -86,10 +93,14 @@ def _start_warmups(
     by owner: a round then revokes all the moving tasks of a few owners rather than one task of
     each, and every owner that gives up a task costs a write of its target and an acknowledgement
     (a scale-out of 100,000 tasks to 1,000 members otherwise touched ~900 owners every round of an
-    API server that takes a few dozen writes a second: bench/results/apiscale.md).
+    API server that takes a few dozen writes a second: bench/results/apiscale.md). None starts on a
+    member that has not reported since its pod started: which tasks it should take depends on the
+    local state its report will list.
     """
     running = [t for t in waiting if draft.warmups[t]]
-    fresh = sorted((t for t in waiting if not draft.warmups[t]), key=lambda t: _order(draft, roster, t))
+    fresh = sorted(
+        (t for t in waiting if not draft.warmups[t]), key=lambda t: _order(draft, roster, t, held_first)
+    )
     for task in running:
         for member in draft.warmups[task]:
             if not budget.admit(member):
@@ -97,18 +108,22 @@ def _start_warmups(
     for task in fresh:
         target = desired[task]
         assert target is not None
-        if budget.admit(target):
+        if roster.reported(target) and budget.admit(target):
             draft.add_warmup(task, target)
 
 
-def _order(draft: Draft, roster: Roster, task: int) -> tuple[int, int, int]:
+def _order(draft: Draft, roster: Roster, task: int, held_first: bool) -> tuple[int, int, int]:
     """Which new warmup goes first: by urgency, then grouped by current owner, then by task."""
     owner = draft.active[task]
-    return (_urgency(draft, roster, task), -1 if owner is None else owner, task)
+    return (_urgency(draft, roster, task, held_first), -1 if owner is None else owner, task)
 
 
-def _urgency(draft: Draft, roster: Roster, task: int) -> int:
+def _urgency(draft: Draft, roster: Roster, task: int, held_first: bool) -> int:
+    """Restores of a lost member's tasks first when they replace the member (nobody processes those
+    tasks), then a draining member's tasks, then balance; pre-warmed insurance last."""
     owner = draft.active[task]
+    if owner is not None and owner in draft.reservations:
+        return 0 if held_first else 3
     if owner is not None and roster.is_draining(owner):
-        return 0
-    return 2 if owner is not None and owner in draft.reservations else 1
+        return 1
+    return 2

@@ -40,6 +40,20 @@ class MemberView:
     and its standby copies are not replaced before the deadline (copies made for a member that comes
     back are thrown away). The shell sets it only when Kubernetes shows the start under way, never for
     a pod stuck unscheduled, failing to pull its image or crash-looping.
+
+    Three estimates let the engine weigh waiting for a lost member against restoring its tasks
+    elsewhere (`recovery`). `restore_rows` holds, per task, how many rows a copy with no local state
+    would restore now (the member's last report as the task's owner; like `store_epochs` a fact about
+    the store, so any report counts). `restore_rate` is how many rows a second one restore proceeds at
+    on this member, as it measured; None until measured. `return_seconds`, for a member that is not
+    alive, is how long after its loss its tasks are expected to process again if they wait for it (the
+    shell's estimate from measured restarts and pod starts; for a member that is not `returning`, the
+    soonest it could be back); None when unknown.
+
+    `reported` is False for a member whose current pod has not reported yet: its `lags` are empty
+    because nothing is known of its local state, not because it has none, so no warmup is started on
+    it until it has (a member back from a restart would otherwise be given tasks to restore in full
+    when its claim holds the state of others).
     """
 
     id: int
@@ -52,6 +66,10 @@ class MemberView:
     fenced: frozenset[int] = frozenset()
     retiring: bool = False
     returning: bool = False
+    restore_rows: Mapping[int, int] = field(default_factory=dict)
+    restore_rate: float | None = None
+    return_seconds: float | None = None
+    reported: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +177,7 @@ class EventKind(StrEnum):
     MEMBER_RETURNED = "MemberReturned"
     RESERVATION_EXPIRED = "ReservationExpired"
     FAILED_OVER = "FailedOverToStandby"
+    RESTORED_ELSEWHERE = "RestoredElsewhere"
     TASKS_REVOKED = "TasksRevoked"
     TASKS_ASSIGNED = "TasksAssigned"
     WARMUP_STARTED = "WarmupStarted"
@@ -196,6 +215,33 @@ class Event:
 
 
 @dataclass(frozen=True)
+class LostMember:
+    """What the engine weighed for one lost member's held tasks, and what it chose (`recovery`).
+
+    `restoring` are the held tasks warming elsewhere now, the rest wait for the member. `back_at` is
+    when the member is expected to process again (None: unknown — silent, not measured, or overdue),
+    `restore_seconds` the estimated restore of its slowest held task where it would go (None: not
+    measured), over `restore_rows` rows in all at `restore_rate` rows a second. `reason` says it in
+    a phrase with the figures, for Events and status.
+    """
+
+    member: int
+    lost_at: float
+    held: tuple[int, ...]
+    restoring: tuple[int, ...]
+    back_at: float | None
+    restore_seconds: float | None
+    restore_rows: int | None
+    restore_rate: float | None
+    reason: str
+
+    @property
+    def choice(self) -> str:
+        """`Restore` when any held task is restored elsewhere, `Wait` when all wait for the member."""
+        return "Restore" if self.restoring else "Wait"
+
+
+@dataclass(frozen=True)
 class Plan:
     """The engine's answer: the new intent, when to look again, what happened and why.
 
@@ -203,7 +249,8 @@ class Plan:
     shell must delete their pods (and replace them), after which their tasks follow the lost-member
     path. `fenced` are tasks whose active owner cannot process because the store holds a higher epoch:
     either found now (and given a new epoch above the store's) or still reported by the owner, which
-    has not applied its new epoch yet.
+    has not applied its new epoch yet. `lost` says, per lost member holding tasks, whether they wait
+    for it or are restored elsewhere, and on which figures.
     """
 
     assignment: Assignment
@@ -214,6 +261,7 @@ class Plan:
     reason: str
     timed_out: tuple[int, ...] = ()
     fenced: tuple[int, ...] = ()
+    lost: tuple[LostMember, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 Two passes, as in Kafka's sticky assignors: first every live owner keeps what it owns up to its quota,
 then the rest go to members with room — for the state-aware protocol preferring the member a handoff
-in flight is warming, then one already caught up (a standby, a returning member), and only then the
-least loaded. A lazy heap keeps the second pass O(T log M), so planning cost
+in flight is warming, then the one with the most caught-up local state (a standby, a member back from a
+bounce or a restart with its claim), and only then the least loaded. A lazy heap keeps the second pass O(T log M), so planning cost
 grows with the tasks that move, not with tasks × members.
 """
 
@@ -44,7 +44,9 @@ def desired_owners(
             load[owner] += 1
         else:
             pending.append(task)
-    pending.sort()
+    # Tasks with a warmup in flight are placed first, so a task without state cannot take the room its
+    # warming destination kept for it (the warmup would be cancelled and started again elsewhere).
+    pending.sort(key=lambda task: (state_aware and not draft.warmups[task], task))
     chooser = _LeastLoaded(load, quota, capacity)
     for task in pending:
         member = _with_state(task, draft, roster, chooser) if state_aware else None
@@ -64,7 +66,10 @@ def _giving_up_warm_first(draft: Draft, roster: Roster, quota: Mapping[int, int]
     standby of (promoted in place: the standby stays until the handoff, and its member's other copies
     keep their room) or reports caught up on (a member back from a bounce) turns the move into a
     promotion of state already there — the owner's state becomes the copy — instead of a warmup from
-    scratch plus a standby moved to make room. The number of moves is unchanged.
+    scratch plus a standby moved to make room. Failing those, a task such a member still has local
+    state of, however far behind (a member back from a rolling restart, its claim holding the tasks it
+    handed off minutes ago), replays only what it missed instead of restoring in full. The number of
+    moves is unchanged.
     """
     if quota is None:
         return list(range(draft.partitions))
@@ -79,12 +84,14 @@ def _giving_up_warm_first(draft: Draft, roster: Roster, quota: Mapping[int, int]
 
     def giving_up(task: int) -> int:
         if any(member in below for member in draft.warmups[task]):
-            return 3
+            return 4
         if any(member in below for member in draft.standbys[task]):
-            return 2
+            return 3
         owner = draft.owner(task)
-        caught_up = (m for lag, m in roster.lags_for(task) if lag <= roster.acceptable_lag)
-        return 1 if any(m in below and m != owner for m in caught_up) else 0
+        holders = [(lag, m) for lag, m in roster.lags_for(task) if m in below and m != owner]
+        if any(lag <= roster.acceptable_lag for lag, _ in holders):
+            return 2
+        return 1 if holders else 0
 
     return sorted(range(draft.partitions), key=lambda task: (giving_up(task), task))
 
@@ -107,13 +114,12 @@ def takeover_owner(task: int, desired: int, roster: Roster) -> int:
 
 
 def _with_state(task: int, draft: Draft, roster: Roster, chooser: _LeastLoaded) -> int | None:
-    """A member already warming the task (the plan in flight), else a caught-up one, with room."""
+    """A member already warming the task (the plan in flight), else the most caught-up one with local
+    state of it (a delta to replay, not a full restore), with room."""
     for member in draft.warmups[task]:
         if chooser.has_room(member):
             return member
-    for lag, member in roster.lags_for(task):
-        if lag > roster.acceptable_lag:
-            break
+    for _, member in roster.lags_for(task):
         if chooser.has_room(member):
             return member
     return None

@@ -6,14 +6,17 @@ reserved until `scheduledRebalanceMaxDelay` passes (KIP-415), because it usually
 state; a caught-up standby may take over at once instead (`failoverToStandby`). The deadline is
 persisted with the assignment, so a restarted operator neither forgets nor extends it.
 
-Held tasks are pre-warmed on whoever would take them, but only once half the delay has passed
-(`PREWARM_AFTER`): most losses are bounces that return well within the delay, and a warmup started at
-the loss is thrown away at the return (two per bounce with the default budget). The second half of the
-delay still lets a member that never returns hand its tasks to warm copies at the deadline. The same
-point holds for the lost member's standby copies: they are replaced on live members only from then on.
+Under `lostTaskRecovery: auto` the engine weighs waiting against restoring each held task elsewhere
+(`recovery`), and a warmup restored for a held task takes it over as soon as it has caught up
+(`HoldRules.promote_warmups`). Under `delay`, held tasks are pre-warmed on whoever would take them, but
+only once half the delay has passed (`PREWARM_AFTER`): most losses are bounces that return well within
+the delay, and a warmup started at the loss is thrown away at the return (two per bounce with the
+default budget). The second half of the delay still lets a member that never returns hand its tasks to
+warm copies at the deadline. The same point holds, in both modes, for the lost member's standby copies:
+they are replaced on live members only from then on.
 
-A member whose pod is visibly starting again (`returning`: its container restarting in place, a
-replacement pod scheduled) is not pre-warmed for at all: it is on its way back, and a restart slower
+Under `delay`, a member whose pod is visibly starting again (`returning`: its container restarting in
+place, a replacement pod scheduled) is not pre-warmed for at all: it is on its way back, and a restart slower
 than half the delay — a Spark executor on a loaded node takes a minute or more — would otherwise
 always waste the copies. Should it stop returning (a crash loop, an image that will not pull), the
 pre-warm point applies again; should it still be starting at the deadline, its tasks move cold, so the
@@ -31,10 +34,14 @@ from streamapp.rebalance.roster import Roster
 
 @dataclass(frozen=True)
 class HoldRules:
-    """What a protocol does with a lost member's tasks."""
+    """What a protocol does with a lost member's tasks: hold them for `delay`; hand one to a caught-up
+    standby at once (`failover_to_standby`); hand one to a warmup restored for it elsewhere as soon as
+    that has applied all but `handoff_lag` records (`promote_warmups`: `lostTaskRecovery: auto`)."""
 
     delay: float
     failover_to_standby: bool
+    promote_warmups: bool = False
+    handoff_lag: int = 0
 
 
 def settle(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
@@ -92,7 +99,8 @@ def _welcome_back(draft: Draft, roster: Roster) -> None:
 
 
 def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: float) -> None:
-    """Fail tasks over to caught-up standbys, hold the rest for their owner, release what cannot wait.
+    """Fail tasks over to caught-up standbys or restored warmups, hold the rest for their owner, release
+    what cannot wait.
 
     A member that may come back is reserved even when every one of its tasks failed over: balance
     then waits for it (nothing moves among the survivors for a bounce) and it keeps its copies, each
@@ -105,10 +113,10 @@ def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: flo
         if owner is None or roster.alive(owner):
             continue
         holds = rules.delay > 0 and owner < roster.replicas
-        standby = _caught_up_standby(task, draft, roster) if rules.failover_to_standby else None
-        if standby is not None:
+        copy, kind = _ready_copy(task, draft, roster, rules)
+        if copy is not None:
             draft.release(task)
-            draft.assign(task, standby, EventKind.FAILED_OVER)
+            draft.assign(task, copy, kind)
             if holds:
                 draft.standbys[task] = (*draft.standbys[task], owner)
         elif not holds:
@@ -142,10 +150,24 @@ def _expire(draft: Draft, roster: Roster, delay: float, now: float) -> None:
             draft.event(Event(EventKind.RESERVATION_EXPIRED, member, tuple(owned)))
 
 
-def _caught_up_standby(task: int, draft: Draft, roster: Roster) -> int | None:
-    candidates = sorted(
-        (roster.lag(m, task) or 0, m)
-        for m in draft.standbys[task]
-        if roster.is_live(m) and roster.caught_up(m, task)
-    )
-    return candidates[0][1] if candidates else None
+def _ready_copy(task: int, draft: Draft, roster: Roster, rules: HoldRules) -> tuple[int | None, EventKind]:
+    """The live copy that may take over a lost owner's task now: a caught-up standby, else (with
+    `promote_warmups`) a warmup restored for it that has applied all but `handoff_lag` records — the
+    race between the member's return and a restore elsewhere, won by the restore."""
+    if rules.failover_to_standby:
+        standbys = sorted(
+            (roster.lag(m, task) or 0, m)
+            for m in draft.standbys[task]
+            if roster.is_live(m) and roster.caught_up(m, task)
+        )
+        if standbys:
+            return standbys[0][1], EventKind.FAILED_OVER
+    if rules.promote_warmups:
+        warmups = sorted(
+            (lag, m)
+            for m in draft.warmups[task]
+            if roster.is_live(m) and (lag := roster.lag(m, task)) is not None and lag <= rules.handoff_lag
+        )
+        if warmups:
+            return warmups[0][1], EventKind.RESTORED_ELSEWHERE
+    return None, EventKind.FAILED_OVER

@@ -70,6 +70,11 @@ class Roster:
         view = self.members.get(member)
         return view is not None and not view.alive and view.returning
 
+    def reported(self, member: int) -> bool:
+        """Whether the member's current pod has reported (its lags describe its local state)."""
+        view = self.members.get(member)
+        return view is not None and view.reported
+
     def acked(self, member: int) -> int:
         """The newest generation the member has applied (0 when never seen)."""
         view = self.members.get(member)

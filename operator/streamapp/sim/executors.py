@@ -14,7 +14,10 @@ lag is exactly what was committed while it was away: the delta it replays.
 Like a real executor, each one measures how long a task stood still when its ownership here began —
 from the task's last processing anywhere to its first here — and how it came (`restart`, `handoff`,
 `cold`: see `executor.task.resumption`), and reports it with its lags; the operator's rules
-(`rebalance.costs`) turn the reports into the costs a rollout's `auto` weighs.
+(`rebalance.costs`) turn the reports into the costs a rollout's `auto` weighs. It also reports, per
+task it owns, how many records a cold copy would restore (the task's whole changelog here), and its
+restore rate: the figures a lost member's tasks are weighed by (`rebalance.recovery`). The rate is the
+workload's, known from the start: the app ran, and restored, before the simulation's time 0.
 """
 
 from __future__ import annotations
@@ -55,13 +58,25 @@ class Executor:
     blocked: dict[int, float] = field(default_factory=dict)
     resumed: dict[int, Sample] = field(default_factory=dict)
     reported_resumed: dict[int, Sample] = field(default_factory=dict)
+    restore_rate: float | None = None
+    reported_rows: dict[int, int] = field(default_factory=dict)
+    fresh: bool = True
 
     def view(self) -> MemberView:
         """What the operator observes: pod readiness (or a pod on its way to it: `returning`), the last
         lag report, the last acknowledgement."""
         returning = not self.alive and self.ready_at is not None
         return MemberView(
-            self.id, self.alive, self.zone, 1.0, dict(self.reported), self.acked, returning=returning
+            self.id,
+            self.alive,
+            self.zone,
+            1.0,
+            dict(self.reported),
+            self.acked,
+            returning=returning,
+            restore_rows=dict(self.reported_rows),
+            restore_rate=self.restore_rate,
+            reported=self.fresh,
         )
 
     def listening(self) -> bool:
@@ -147,6 +162,7 @@ class Executor:
         self.acked = 0
         self.reported = {}
         self.reported_resumed = {}
+        self.fresh = False
         self.next_report = now
         return True
 
@@ -156,10 +172,13 @@ class Executor:
         if not self.alive or now < self.next_report:
             return False
         self.next_report = now + interval
+        self.fresh = True
         lags = {task: round(log_end[task] - position) for task, position in self.applied.items()}
         for task in self.copies:
             lags.setdefault(task, round(log_end[task]))
-        changed = lags != self.reported
+        rows = {task: round(log_end[task]) for task in self.processing}
+        changed = lags != self.reported or rows.keys() != self.reported_rows.keys()
         self.reported = lags
+        self.reported_rows = rows
         self.reported_resumed = dict(self.resumed)
         return changed

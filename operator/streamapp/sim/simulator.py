@@ -17,8 +17,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from streamapp.rebalance import AppConfig, Assignment, EventKind, MemberView, Plan, member_targets, plan
-from streamapp.rebalance.costs import Costs, Sample, handoff_seconds, merged, restart_seconds
-from streamapp.rebalance.rollout import MemberPod, RolloutStep, rollout_step
+from streamapp.rebalance.costs import (
+    Costs,
+    Sample,
+    expected_return,
+    handoff_seconds,
+    merged,
+    restart_seconds,
+)
+from streamapp.rebalance.rollout import MemberPod, RolloutStep, at_rest, rollout_step
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
@@ -128,7 +135,7 @@ class Simulation:
     def _roll(self, now: float) -> RolloutStep:
         """The operator's rollout: retire members with an old pod, replace those that handed off."""
         pods = {
-            m: MemberPod(m, str(self.pod_revision.get(m, 0)), e.alive, self.retiring.get(m))
+            m: MemberPod(m, str(self.pod_revision.get(m, 0)), e.alive, self.retiring.get(m), e.started_at)
             for m, e in self.executors.items()
             if e.alive or e.ready_at is not None
         }
@@ -139,8 +146,9 @@ class Simulation:
         warm = self.app.rebalance.protocol == "streamapp"
         update = self.scenario.rolling_update
         self.costs = merged(self.costs, self._measured())
+        settled = at_rest(self.assignment, self._views(), self.app.replicas)
         step = rollout_step(
-            pods, self.app.replicas, str(self.revision), active, update, now, warm, self.costs
+            pods, self.app.replicas, str(self.revision), active, update, now, warm, self.costs, settled
         )
         self.retiring = dict(step.retiring)
         self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0)
@@ -313,12 +321,21 @@ class Simulation:
             self.work.task_start_seconds,
             self.work.reassign_seconds,
             keeps_state=self.work.local_state == "claim",
+            restore_rate=self.work.restore_rate,
         )
         self.executors[member] = executor
         return executor
 
     def _views(self) -> list[MemberView]:
-        return [replace(e.view(), retiring=m in self.retiring) for m, e in sorted(self.executors.items())]
+        """What the operator observes; a lost member's expected return by the operator's rule, from the
+        restarts measured so far and the pod start the app's pods took before time 0."""
+        views = []
+        for m, e in sorted(self.executors.items()):
+            view = e.view()
+            pod_start = self.work.pod_start_seconds
+            back = None if view.alive else expected_return(m, self.costs.restart, pod_start)
+            views.append(replace(view, retiring=m in self.retiring, return_seconds=back))
+        return views
 
     def _result(self) -> SimResult:
         scenario = self.scenario

@@ -1,0 +1,167 @@
+"""What the operator reads and shows for `lostTaskRecovery: auto`: restore sizes and rates from the
+members' reports, pod start times from the pods, each lost member's expected return, and the engine's
+choice in the app's status (`lostTasks`), Events and metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_controller_core import pod
+
+from streamapp.controller import costs
+from streamapp.controller.metrics import Metrics
+from streamapp.controller.observe import PodState, member_views, pod_start_seconds
+from streamapp.controller.reconcile import _announce_lost
+from streamapp.controller.status import lost_tasks, members_summary
+from streamapp.rebalance import AppConfig, Assignment, LostMember, MemberView, RebalanceConfig, plan
+from streamapp.rebalance.costs import Costs
+
+
+def reporting(member: int, uid: str, rows: dict[int, int], rate: float | None) -> dict[str, Any]:
+    return {
+        "spec": {"memberId": member},
+        "status": {
+            "podUID": uid,
+            "observedGeneration": 1,
+            "restoreRate": rate,
+            "tasks": [{"task": t, "role": "active", "epoch": 1, "restoreRows": n} for t, n in rows.items()],
+        },
+    }
+
+
+def test_restore_sizes_and_rates_count_from_any_report() -> None:
+    """Like store epochs, a lost member's last report still tells how big its tasks are (its pod is
+    gone, the store is not); a negative size reads as 0."""
+    views = member_views(
+        pods=[pod(0, "p0")],
+        members=[reporting(0, "p0", {0: 10}, 5_000.0), reporting(1, "p1-gone", {1: 200_000, 3: -4}, None)],
+        zones={},
+        wanted=2,
+    )
+    by_id = {v.id: v for v in views}
+    assert by_id[0].restore_rows == {0: 10} and by_id[0].restore_rate == 5_000.0
+    assert by_id[1].restore_rows == {1: 200_000, 3: 0} and by_id[1].restore_rate is None
+
+
+def test_a_missing_pod_or_one_the_operator_deletes_to_restart_is_returning() -> None:
+    """The operator re-creates a wanted member's missing pod in the same reconcile, and deletes a pod
+    with its restart mark only to re-create it: both are on their way back. A pod someone else is
+    deleting is not, nor is a member beyond `replicas` without a pod."""
+    restarting = pod(0, "p0", ready=False, deleting=True)
+    restarting["metadata"]["annotations"] = {"streamapp.dev/operator-restart": "1"}
+    evicted = pod(2, "p2", ready=False, deleting=True)
+    views = {
+        v.id: v for v in member_views([restarting, evicted], [reporting(3, "p3", {}, None)], {}, wanted=3)
+    }
+    assert views[0].returning and views[1].returning
+    assert not views[2].returning and not views[3].returning
+
+
+def test_pod_start_is_read_from_creation_or_the_containers_last_start_to_ready() -> None:
+    fresh = pod(0, "p0")
+    fresh["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    fresh["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:42Z"
+    restarted = pod(1, "p1")
+    restarted["metadata"]["creationTimestamp"] = "2025-12-31T00:00:00Z"
+    restarted["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:10:30Z"
+    restarted["status"]["containerStatuses"] = [
+        {"name": "executor", "restartCount": 1, "state": {"running": {"startedAt": "2026-01-01T00:10:00Z"}}}
+    ]
+    starting = pod(2, "p2", ready=False)
+    garbled = pod(3, "p3")
+    garbled["metadata"]["creationTimestamp"] = "yesterday"
+    states = [PodState.of(b) for b in (fresh, restarted, starting, garbled)]
+    assert [s.start_seconds for s in states if s is not None] == [42.0, 30.0, None, None]
+    assert pod_start_seconds(s for s in states if s is not None) == 36.0
+    assert pod_start_seconds([]) is None
+
+
+def test_a_lost_members_return_is_its_restart_else_the_apps_else_the_pod_start() -> None:
+    views = [
+        MemberView(0),
+        MemberView(1, alive=False),
+        MemberView(2, alive=False),
+        MemberView(3, alive=False),
+    ]
+    measured = Costs(restart={1: 12.0, 2: 30.0})
+    estimated = {v.id: v.return_seconds for v in costs.with_return_estimates(views, measured, 40.0)}
+    assert estimated == {0: None, 1: 12.0, 2: 30.0, 3: 21.0}
+    alone = {v.id: v.return_seconds for v in costs.with_return_estimates(views, Costs(), 40.0)}
+    assert alone == {0: None, 1: 40.0, 2: 40.0, 3: 40.0}
+    assert costs.with_return_estimates(views, Costs(), None)[1].return_seconds is None
+
+
+def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:
+    """Member 1 of 2 lost, visibly returning in 40 s; restores would take 100 s: its tasks wait."""
+    app = AppConfig(4, 2, RebalanceConfig())
+    first = plan(app, [MemberView(0), MemberView(1)], Assignment(), 0.0).assignment
+    views = [
+        MemberView(0, acked_generation=1, restore_rate=1_000.0, restore_rows={0: 100_000, 2: 100_000}),
+        MemberView(
+            1,
+            alive=False,
+            returning=True,
+            return_seconds=40.0,
+            acked_generation=1,
+            restore_rows={1: 100_000, 3: 100_000},
+        ),
+    ]
+    result = plan(app, views, first, 10.0)
+    return views, result.assignment, result.lost
+
+
+def test_the_status_shows_the_choice_and_its_figures() -> None:
+    views, assignment, lost = lost_plan()
+    [member] = lost
+    assert lost_tasks(member) == {
+        "choice": "Wait",
+        "held": 2,
+        "restoring": 0,
+        "reason": "waiting for the member: it is expected back 40 s after its loss; a restore would take ~100 s",
+        "expectedBackSeconds": 40.0,
+        "restoreSeconds": 100.0,
+        "restoreRows": 200_000,
+        "restoreRate": 1_000.0,
+    }
+    rows = members_summary("counts", assignment, views, {}, 2, lost)
+    assert rows[1]["phase"] == "Restarting" and rows[1]["lostTasks"]["choice"] == "Wait"
+    assert "lostTasks" not in rows[0]
+
+
+class Events:
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str]] = []
+
+    def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:
+        del app, warning
+        self.posted.append((reason, message))
+
+
+def test_an_event_says_when_a_choice_is_made_or_changes() -> None:
+    views, assignment, lost = lost_plan()
+    kube = Events()
+    app: dict[str, Any] = {"metadata": {"name": "counts", "namespace": "ns"}, "status": {"members": []}}
+    _announce_lost(kube, app, lost)  # type: ignore[arg-type]
+    assert kube.posted == [("WaitingForMember", f"member 1: {lost[0].reason}")]
+    app["status"]["members"] = members_summary("counts", assignment, views, {}, 2, lost)
+    _announce_lost(kube, app, lost)  # type: ignore[arg-type]
+    assert len(kube.posted) == 1, "shown already: no second Event"
+
+
+def test_metrics_show_held_tasks_by_choice_and_forget_members_no_longer_lost() -> None:
+    _, _, lost = lost_plan()
+    metrics = Metrics()
+    labels = {"namespace": "ns", "app": "counts"}
+
+    def sample(name: str, **extra: str) -> float | None:
+        return metrics.registry.get_sample_value(name, {**labels, **extra})
+
+    metrics.observe_lost(labels, lost)
+    assert sample("streamapp_lost_tasks", choice="wait") == 2
+    assert sample("streamapp_lost_tasks", choice="restore") == 0
+    assert sample("streamapp_lost_member_expected_back_seconds", member="1") == 40.0
+    assert sample("streamapp_lost_member_restore_seconds", member="1") == 100.0
+    metrics.observe_lost(labels, ())
+    assert sample("streamapp_lost_tasks", choice="wait") == 0
+    assert sample("streamapp_lost_member_expected_back_seconds", member="1") is None
+    assert sample("streamapp_lost_member_restore_seconds", member="1") is None
