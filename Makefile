@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -79,14 +79,21 @@ bench-apiscale: $(STAMP) k8s-binaries
 	PYTHONPATH=e2e $(PY) bench/apiscale.py --out $(OUT) --write bench/results/apiscale.md $(BENCH_ARGS)
 
 ## bench-cluster: the rebalance scenarios on the local cluster with real executors, eager, cooperative and
-## streamapp side by side, then the simulator calibrated from the run beside it; writes bench/results/cluster.md.
-## BENCH_ARGS=--quick took 18 min on 2 cores at load average 0.5-19 and 48 min at ~40 (executors start in
-## minutes there); the default run is larger and longer. `--only PHASE` and `--protocol P` (repeatable) run
-## part of it with a --write of its own, e.g. BENCH_ARGS='--quick --only rolling-restart --protocol streamapp
-## --write out/part/cluster.md' (2 min). Never part of make test.
+## streamapp side by side, three runs (BENCH_RUNS), each recorded in bench/results/cluster-runs/ as it ends
+## (a stopped series resumes with the runs it lacks; delete a run's file to run it again), then the
+## simulator calibrated on the first run and checked against the others; writes bench/results/cluster.md
+## and cluster-summary.json. A quick run takes 15-20 min on 2 cores. `--only PHASE` and `--protocol P`
+## run part of it with a --write of its own, e.g. BENCH_ARGS='--only rolling-restart --protocol streamapp
+## --write out/part/cluster.md'. Never part of make test.
+BENCH_RUNS ?= 3
 bench-cluster: $(STAMP) k8s-binaries helm
 	@mkdir -p $(OUT)
-	$(PY) bench/cluster.py --out $(OUT) $(BENCH_ARGS)
+	$(PY) bench/cluster.py --quick --runs $(BENCH_RUNS) --out $(OUT) $(BENCH_ARGS)
+
+## bench-cluster-report: bench/results/cluster.md, cluster-summary.json and the plots again from the
+## recorded runs alone (no cluster)
+bench-cluster-report: $(STAMP)
+	$(PY) bench/cluster.py --report
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries

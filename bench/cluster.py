@@ -1,16 +1,18 @@
 """`make bench-cluster`: the rebalance scenarios on the local cluster with real executors, all three
-protocols side by side, measured from outside; then the simulator on the same phases, calibrated from
-the run, beside the measurements. Writes bench/results/cluster.md, cluster.json and a plot per scenario.
+protocols side by side, measured from outside, several runs; then the simulator calibrated on the first
+run and checked against the others. Writes bench/results/cluster.md, cluster-summary.json, cluster.json
+and a plot per scenario.
 
-`--quick` is a smaller, shorter run (same phases). `--from-raw` (a run's out/cluster-bench-raw.json,
-its input and state still in out/) redoes the measurements, plots, comparison and report without the
-cluster; `--from-json` (bench/results/cluster.json) only the comparison and the report.
+Each run's raw observations go to the record's `cluster-runs/` (gzipped JSON) as soon as it ends, and
+the report is written again from every run on record: a series stopped half-way (`--runs 3` took hours)
+resumes with the runs it lacks. `--report` writes the report again from the recorded runs alone, no
+cluster: every figure of bench/results/cluster.md regenerates with it. `--quick` is a smaller, shorter
+run (same phases); the record is made of quick runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import signal
@@ -29,7 +31,7 @@ sys.path[:0] = [
     *(str(Path(__file__).resolve().parents[1] / p) for p in ("e2e", "tests/executor")),
 ]
 
-from clusterbench import analysis, raw, report, simcompare  # noqa: E402
+from clusterbench import analysis, raw, report, series, simcompare  # noqa: E402
 from clusterbench.plots import plot_phase  # noqa: E402
 from clusterbench.runner import PROTOCOLS, Run, Settings, run_on_cluster  # noqa: E402
 
@@ -38,8 +40,9 @@ CALIBRATED = Path(__file__).resolve().parent / "scenarios" / "calibrated"
 DEFAULT_RESTORE_RATE = 2000.0
 
 
-def measure(settings: Settings, command: str) -> tuple[Run, dict[str, Any]]:
-    """The cluster run; its raw observations are written at once (out/cluster-bench-raw.json)."""
+def measure(settings: Settings, command: str, path: Path) -> dict[str, Any]:
+    """One cluster run; its raw observations, and what only its files can tell (latency from the input's
+    timestamps, the exactly-once check, the state's size), are written to `path` at once."""
     began, load_start = time.monotonic(), os.getloadavg()[0]
     extra: dict[str, Any] = {
         "command": command,
@@ -49,23 +52,26 @@ def measure(settings: Settings, command: str) -> tuple[Run, dict[str, Any]]:
     }
     run = run_on_cluster(settings)
     extra.update(minutes=(time.monotonic() - began) / 60, load_end=os.getloadavg()[0])
-    raw.dump(run, settings.out / "cluster-bench-raw.json", extra)
-    return run, extra
-
-
-def derive(run: Run, extra: dict[str, Any], plotted: Path) -> dict[str, Any]:
-    """Everything measured from a run, as the JSON the report is written from; and the plots (into
-    `plotted`)."""
     print("measuring from the manifests and the input", flush=True)
-    rows = analysis.rows(run)
-    plots(run, plotted)
+    extra["from_files"] = analysis.from_files(run)
+    raw.dump(run, path, extra)
+    return raw.read(path)
+
+
+def derive(doc: dict[str, Any], plotted: Path | None) -> dict[str, Any]:
+    """Everything measured from one recorded run, as the JSON the report is written from; its plots
+    into `plotted` (None: no plots)."""
+    run, extra = raw.load(doc)
+    rows = analysis.rows(run, extra["from_files"]["latency"])
+    if plotted is not None:
+        plots(run, plotted)
     return {
-        **extra,
+        **{k: v for k, v in extra.items() if k != "from_files"},
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(run.settings).items()},
         "failed": run.failed,
         "rows": rows,
-        "calibration": analysis.calibration(run, rows),
-        "exactly_once": {app.protocol: analysis.exactly_once(app) for app in run.apps},
+        "calibration": analysis.calibration(run, rows, extra["from_files"]["state_rows"]),
+        "exactly_once": extra["from_files"]["exactly_once"],
         "preload_s": run.preload_s,
     }
 
@@ -77,8 +83,9 @@ def plots(run: Run, directory: Path) -> None:
             plot_phase(run.apps, windows, directory / f"cluster-{scenario}.png")
 
 
-def compare(results: dict[str, Any], scenarios: Path) -> None:
-    """Calibrated scenario files (into `scenarios`), the simulator on each, its figures put into the rows."""
+def compare(results: dict[str, Any], scenarios: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """Calibrated scenario files (into `scenarios`), the simulator on each, its figures put into the
+    rows; returns the predictions by (scenario, protocol)."""
     calibration = dict(results["calibration"])
     calibration["restore_rate_per_task"] = calibration["restore_rate_per_task"] or DEFAULT_RESTORE_RATE
     calibration["process_rate_per_task"] = calibration["process_rate_per_task"] or 1.0
@@ -86,9 +93,32 @@ def compare(results: dict[str, Any], scenarios: Path) -> None:
     paths = simcompare.write_scenarios(
         results["rows"], calibration, settings["partitions"], settings["delay"], scenarios
     )
+    predicted = {}
     for row, path in zip(results["rows"], paths, strict=True):
         row["predicted"] = simcompare.predict(path)
         row["measured_terms"] = simcompare.measured_terms(row)
+        predicted[(row["phase"], row["protocol"])] = row["predicted"]
+    return predicted
+
+
+def write_report(record: Path, write: Path, plotted: Path, scenarios: Path, notes: Path | None) -> int:
+    """The report, summary and JSON from every run on record; 1 if a run's output was not exactly once."""
+    docs = [raw.read(path) for path in series.recorded(record)]
+    if not docs:
+        print(f"no run recorded in {record}", file=sys.stderr)
+        return 1
+    runs = [derive(doc, plotted if number == 0 else None) for number, doc in enumerate(docs)]
+    predicted = compare(runs[0], scenarios)
+    summary = series.summary(runs)
+    checked = series.held_out(predicted, runs)
+    raw.write_json(write.with_name("cluster-summary.json"), summary)
+    raw.write_json(write.with_suffix(".json"), {"runs": runs, "summary": summary, "held_out": checked})
+    shown = "bench/scenarios/calibrated/" if scenarios == CALIBRATED else f"{scenarios}/"
+    write.write_text(report.render(runs, summary, checked, notes, shown))
+    write.with_name("cluster-headline.md").write_text(report.headline(runs, summary))
+    print(f"wrote {write} from {len(runs)} run(s)")
+    failed = [p for r in runs for p, text in r["exactly_once"].items() if not text.startswith("ok")]
+    return 1 if failed else 0
 
 
 class Stopped(Exception):
@@ -116,6 +146,7 @@ def interruptible() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/cluster.py", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller state, lower rate, shorter holds")
+    parser.add_argument("--runs", type=int, default=3, help="runs in the series (default 3)")
     parser.add_argument("--only", action="append", default=[], help="run only this phase (repeatable)")
     parser.add_argument(
         "--protocol",
@@ -127,39 +158,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("out"), help="where the apps' files go")
     parser.add_argument("--write", type=Path, default=RESULTS / "cluster.md")
-    parser.add_argument("--from-json", type=Path, help="no cluster: compare and report from this JSON")
-    parser.add_argument("--from-raw", type=Path, help="no cluster: measure, compare, report from a raw run")
+    parser.add_argument(
+        "--report", action="store_true", help="no cluster: write the report from the runs on record"
+    )
     args = parser.parse_args(argv)
-    # The record (bench/results/cluster.md) keeps its plots, notes and calibrated scenarios where the
-    # README and `make bench` read them; any other --write gets all of them beside it.
-    record = args.write.resolve() == (RESULTS / "cluster.md").resolve()
-    if record and (args.only or args.protocol) and not (args.from_json or args.from_raw):
+    # The record (bench/results/cluster.md) keeps its runs, plots, notes and calibrated scenarios where
+    # the README and `make bench` read them; any other --write gets all of them beside it.
+    is_record = args.write.resolve() == (RESULTS / "cluster.md").resolve()
+    if is_record and (args.only or args.protocol) and not args.report:
         parser.error(
             "--only and --protocol run part of the bench: give --write elsewhere, not over the record"
         )
+    record = args.write.parent / "cluster-runs"
     plotted, scenarios = (
-        (RESULTS, CALIBRATED) if record else (args.write.parent, args.write.parent / "calibrated")
+        (RESULTS, CALIBRATED) if is_record else (args.write.parent, args.write.parent / "calibrated")
     )
-    if args.from_json:
-        results = json.loads(args.from_json.read_text())
-    elif args.from_raw:
-        results = derive(*raw.load(args.from_raw), plotted)
-    else:
-        settings = Settings.quick(args.out) if args.quick else Settings(args.out)
-        settings = replace(settings, only=tuple(args.only), protocols=tuple(args.protocol) or PROTOCOLS)
-        command = f"bench/cluster.py {shlex.join(sys.argv[1:] if argv is None else argv)}"
-        print(f"invoked as: {shlex.join(sys.argv)}", flush=True)
+    notes = RESULTS / "cluster-notes.md" if is_record else None
+    if args.report:
+        return write_report(record, args.write, plotted, scenarios, notes)
+    settings = Settings.quick(args.out) if args.quick else Settings(args.out)
+    settings = replace(settings, only=tuple(args.only), protocols=tuple(args.protocol) or PROTOCOLS)
+    command = f"bench/cluster.py {shlex.join(sys.argv[1:] if argv is None else argv)}"
+    print(f"invoked as: {shlex.join(sys.argv)}", flush=True)
+    status = 0
+    for number in range(1, args.runs + 1):
+        path = series.run_path(record, number)
+        if path.exists():
+            print(f"run {number}/{args.runs} on record ({path}): skipped", flush=True)
+            continue
+        print(f"run {number}/{args.runs}", flush=True)
         with interruptible():
-            results = derive(*measure(settings, command), plotted)
-    compare(results, scenarios)
-    json_path = args.write.with_suffix(".json")
-    json_path.write_text(json.dumps(results, indent=1) + "\n")
-    shown = "bench/scenarios/calibrated/" if record else f"{scenarios}/"
-    args.write.write_text(report.render(results, RESULTS / "cluster-notes.md" if record else None, shown))
-    args.write.with_name("cluster-headline.md").write_text(report.headline(results))
-    print(f"wrote {args.write} and {json_path}")
-    failed = [p for p, text in results["exactly_once"].items() if not text.startswith("ok")]
-    return 1 if failed else 0
+            measure(settings, command, path)
+        status = write_report(record, args.write, plotted, scenarios, notes)
+    return status
 
 
 if __name__ == "__main__":

@@ -46,19 +46,39 @@ def state_rows(app: BenchApp) -> list[int]:
     return [len(app.log.read_arrow(partition).column("key").unique()) for partition in range(app.partitions)]
 
 
-def rows(run: Run) -> list[dict[str, Any]]:
-    """One row per measured (phase, protocol)."""
-    by_protocol = {app.protocol: app for app in run.apps}
-    out = []
-    prepared = {}
+def from_files(run: Run) -> dict[str, Any]:
+    """What only the run's files tell (its raw record keeps these, not the files): each window's
+    latency (from every record's append time), the exactly-once check, the state's size per task."""
+    latency: dict[str, dict[str, Any]] = {}
     for app in run.apps:
-        usual = {p: usual_gap(_fed(app, run), p) for p in range(app.partitions)}
-        prepared[app.protocol] = (usual, *latencies(app.commits.commits, stamps_of(app)))
-    for window in run.windows:
-        app = by_protocol[window.protocol]
-        usual, appended, waited = prepared[window.protocol]
-        out.append(_row(app, window, usual, appended, waited, run.settings.rate))
-    return out
+        appended, waited = latencies(app.commits.commits, stamps_of(app))
+        for window in run.windows:
+            if window.protocol == app.protocol:
+                found = window_latency(appended, waited, window.started, window.ended)
+                latency[_key(window)] = {
+                    k: round(v, 2) if isinstance(v, float) else v for k, v in asdict(found).items()
+                }
+    return {
+        "latency": latency,
+        "exactly_once": {app.protocol: exactly_once(app) for app in run.apps},
+        "state_rows": [n for app in run.apps[:1] for n in state_rows(app)],
+    }
+
+
+def _key(window: Window) -> str:
+    return f"{window.phase}/{window.protocol}"
+
+
+def rows(run: Run, latency: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per measured (phase, protocol); `latency` per window, as `from_files` measured it."""
+    by_protocol = {app.protocol: app for app in run.apps}
+    usual = {
+        app.protocol: {p: usual_gap(_fed(app, run), p) for p in range(app.partitions)} for app in run.apps
+    }
+    return [
+        _row(by_protocol[w.protocol], w, usual[w.protocol], latency.get(_key(w), {}), run.settings.rate)
+        for w in run.windows
+    ]
 
 
 def _fed(app: BenchApp, run: Run) -> list[Any]:
@@ -67,12 +87,7 @@ def _fed(app: BenchApp, run: Run) -> list[Any]:
 
 
 def _row(
-    app: BenchApp,
-    window: Window,
-    usual: dict[int, float],
-    appended: np.ndarray,
-    waited: np.ndarray,
-    rate: float,
+    app: BenchApp, window: Window, usual: dict[int, float], latency: dict[str, Any], rate: float
 ) -> dict[str, Any]:
     since, until = window.started, window.ended
     gaps = phase_gaps(app.commits.commits, usual, since, until)
@@ -86,10 +101,7 @@ def _row(
         "recovered_s": None if window.recovered is None else round(window.recovered - since, 1),
         "usual_gap_s": round(statistics.median(usual.values()), 2),
         "gaps": {k: round(v, 2) if isinstance(v, float) else v for k, v in asdict(gaps).items()},
-        "latency": {
-            k: round(v, 2) if isinstance(v, float) else v
-            for k, v in asdict(window_latency(appended, waited, since, until)).items()
-        },
+        "latency": latency,
         "worst_60s": round(worst_window(app.commits.commits, rate, since, until), 3),
         "restored_blocking": restored[0],
         "restored_background": restored[1],
@@ -104,21 +116,35 @@ def _restored_between(app: BenchApp, since: float, until: float) -> tuple[int, i
     return after[1] - before[1], after[2] - before[2]
 
 
-def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def calibration(run: Run, measured: Sequence[dict[str, Any]], rows_per_task: Sequence[int]) -> dict[str, Any]:
     """The simulator's workload rates, derived from this run (see the report for each one's source)."""
     settings = run.settings
-    streamapp = {r["phase"]: r for r in measured if r["protocol"] == "streamapp"}
-    bounce = streamapp.get("bounce")
-    # the bounced tasks stand still for the pod's restart (Spark start, warm-up round) and nothing else
+    by_protocol = {(r["protocol"], r["phase"]): r for r in measured}
+    # a bounce waited out: the cooperative protocol's tasks stand still for the pod's restart (Spark
+    # start, warm-up round) and nothing else (streamapp's may be restored elsewhere sooner)
+    bounce = by_protocol.get(("cooperative", "bounce")) or by_protocol.get(("streamapp", "bounce"))
     pod_start = bounce["gaps"]["longest_s"] - bounce["usual_gap_s"] if bounce else 20.0
     process_rate = max((_batch_rate(app, run) for app in run.apps), default=0.0)
+    reported = [rate for app in run.apps for rate in app.restore_rates]
     candidates = [
         r["restored_blocking"] / r["gaps"]["stall_s"]
         for r in measured
         if r["restored_blocking"] > 0 and r["gaps"]["stall_s"] > 0
     ]
-    rows_per_task = [n for app in run.apps[:1] for n in state_rows(app)]
-    scale_out = streamapp.get("scale-out")
+    restore_rate = statistics.median(reported) if reported else max(candidates) if candidates else None
+    # how long after a SIGKILL the operator showed the member lost: the kubelet noticing, the pod's
+    # Ready condition, the operator's watch and reconcile
+    noticed = [
+        at - window.started
+        for window in run.windows
+        if window.phase == "bounce"
+        for app in run.apps
+        if app.protocol == window.protocol
+        for at, member in app.noticed
+        if member == window.victim and window.started <= at <= window.ended
+    ]
+    detect = min(noticed) if noticed else 0.0
+    scale_out = by_protocol.get(("streamapp", "scale-out"))
     # one planned handoff's wait, as the simulator charges it to each move: the streamapp scale-out's
     # longest gap beyond the cadence (it restores nothing while blocking). Not the phase's summed stall,
     # which also holds the fresh executor's slower batches after the handoff
@@ -128,9 +154,11 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "batch_interval_s": statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0,
         "process_rate_per_task": round(process_rate, 1),
         "pod_start_s": round(max(pod_start, 1.0), 1),
-        "restore_rate_per_task": round(max(candidates), 1) if candidates else None,
+        "restore_rate_per_task": round(restore_rate, 1) if restore_rate else None,
+        "restore_rate_reported": bool(reported),
         "state_rows_per_task": round(statistics.mean(rows_per_task)) if rows_per_task else 0,
         "handoff_s": round(handoff, 1),
+        "detect_s": round(detect, 1),
     }
 
 

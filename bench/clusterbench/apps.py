@@ -38,8 +38,14 @@ class BenchApp:
     events: list[tuple[float, str]] = field(default_factory=list)
     restored: RestoreCounter = field(default_factory=RestoreCounter)
     restore_samples: list[tuple[float, int, int]] = field(default_factory=list)
+    restore_rates: list[float] = field(default_factory=list)  # each new restoreRate a member reported
+    # (time, member) when the app's status first showed a member lost (Lost or Restarting) since it was
+    # last Ready: when the operator noticed a loss
+    noticed: list[tuple[float, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._rates_seen: set[tuple[object, object]] = set()
+        self._lost: set[int] = set()
         self.log = FileLog(self.root / "input")
         self.state = StateLayout(self.root / "state")
         self.commits = CommitLog(self.state, self.partitions)
@@ -95,10 +101,28 @@ class BenchApp:
     # --- what is observed each poll --------------------------------------------------------------
 
     def poll(self) -> None:
-        """Read new manifests and add what the executors report having restored."""
+        """Read new manifests and add what the executors report having restored, and how fast."""
         self.commits.poll()
-        self.restored.observe(restore_counts(self.member_reports()))
+        reports = self.member_reports()
+        self.restored.observe(restore_counts(reports))
         self.restore_samples.append((time.time(), self.restored.blocking, self.restored.background))
+        self._notice_losses()
+        for report in reports:
+            rate = report.get("restoreRate")
+            key = (report.get("podUID"), rate)
+            if rate and key not in self._rates_seen:
+                self._rates_seen.add(key)
+                self.restore_rates.append(float(rate))
+
+    def _notice_losses(self) -> None:
+        for row in self.status().get("members") or []:
+            lost = row.get("phase") in ("Lost", "Restarting")
+            if lost and row["id"] not in self._lost:
+                self.noticed.append((time.time(), int(row["id"])))
+            if lost:
+                self._lost.add(row["id"])
+            else:
+                self._lost.discard(row["id"])
 
     def event(self, label: str) -> None:
         self.events.append((time.time(), label))

@@ -4,11 +4,13 @@ Inputs are what an observer sees on the shared store: every accepted batch with 
 was published (`Commit`), and every input record's append timestamp. From them, per phase window:
 
 - commit gaps per task: the longest interval between two commits of a partition (a task that stood
-  still), and the *stall*: what every gap longer than twice the cadence added beyond the cadence,
-  summed (the batch cadence itself is not downtime). The cadence is the task's usual gap, or the
-  app's median gap inside the phase when that is longer: when every batch of the app slows down
-  (a new executor's JVM and restores competing for the same cores), no task stood still, and the
-  slowdown shows in the worst-window throughput and the latency instead;
+  still), and the *stall*: every gap's excess over the task's usual cadence (its median gap over the
+  run), summed over the window's gaps and tasks. No threshold: a threshold (twice the cadence, as
+  before) made a row jump between 0 and a few seconds as gaps crossed it from run to run. So a phase
+  in which every batch slowed down (a new executor's JVM and restores competing for the same cores)
+  stalls too, by what its slower batches added; the app's median gap in the phase is reported beside
+  it, and the *stand-still* (the longest single gap's excess: a task that stopped, not one that slowed)
+  to tell the two apart;
 - end-to-end latency: a record's append time to the publication of the manifest of the batch that
   committed it, percentiles over the records appended in the window;
 - the worst 60-s window of committed input records, as a fraction of the input rate.
@@ -27,7 +29,6 @@ import numpy as np
 from demo.commits import Commit
 
 WINDOW_S = 60.0
-STALL_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Gaps:
     stalled_tasks: int
     worst_task_stall_s: float
     phase_cadence_s: float
+    standstill_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -62,23 +64,23 @@ def usual_gap(commits: Sequence[Commit], partition: int) -> float:
 def phase_gaps(commits: Sequence[Commit], usual: Mapping[int, float], since: float, until: float) -> Gaps:
     """Gaps of every partition inside `[since, until]`. A gap is bounded on the left by the partition's
     last commit before `since` (the stand-still the phase's action started counts whole) and on the right
-    by `until` (a task that has not committed again by the window's end stood still until then)."""
+    by `until` (a task that has not committed again by the window's end stood still until then); its
+    excess over the task's usual cadence is its stall."""
     edges = {p: _edges(commits, p, since, until) for p in usual}
     phase = phase_cadence(edges.values())
-    longest, longest_task, stall, stalled, worst = 0.0, -1, 0.0, 0, 0.0
-    for partition, usual_s in usual.items():
-        cadence = max(usual_s, phase)
+    longest, longest_task, stall, stalled, worst, standstill = 0.0, -1, 0.0, 0, 0.0, 0.0
+    for partition, cadence in usual.items():
         task_stall = 0.0
         for earlier, later in itertools.pairwise(edges[partition]):
             gap = later - earlier
             if gap > longest:
                 longest, longest_task = gap, partition
-            if gap > STALL_FACTOR * cadence:
-                task_stall += gap - cadence
+            task_stall += max(0.0, gap - cadence)
+            standstill = max(standstill, gap - cadence)
         stall += task_stall
         stalled += task_stall > 0
         worst = max(worst, task_stall)
-    return Gaps(longest, longest_task, stall, stalled, worst, phase)
+    return Gaps(longest, longest_task, stall, stalled, worst, phase, standstill)
 
 
 def _edges(commits: Sequence[Commit], partition: int, since: float, until: float) -> list[float]:

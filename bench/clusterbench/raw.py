@@ -1,5 +1,10 @@
-"""A run's raw observations as JSON, written before anything is derived from them, so the analysis,
-the report and the simulator comparison can be done again without running the cluster again."""
+"""A run's raw observations as gzipped JSON, written before anything is derived from them, so the
+analysis, the report and the simulator comparison can be done again without running the cluster again.
+
+What only the run's files can tell — each record's append time (for latency), the exactly-once check
+against the input, the state's size — is computed once at the run's end and kept beside them
+(`from_files`): the files themselves (input, state, outputs) are far too big to keep.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from clusterbench import series
 from clusterbench.apps import BenchApp
 from clusterbench.runner import Run, Settings, Window
 from demo.commits import Commit
+
+RUN_KEYS = {"settings", "preload_s", "fed_from", "fed_until", "failed", "windows", "apps"}
 
 
 def dump(run: Run, path: Path, extra: dict[str, Any]) -> None:
@@ -30,19 +38,24 @@ def dump(run: Run, path: Path, extra: dict[str, Any]) -> None:
                 "partitions": app.partitions,
                 "events": app.events,
                 "restore_samples": app.restore_samples,
+                "restore_rates": app.restore_rates,
+                "noticed": app.noticed,
                 "commits": [[c.partition, c.seq, c.start, c.end, c.owner, c.at] for c in app.commits.commits],
             }
             for app in run.apps
         ],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc))
+    series.write(path, doc)
 
 
-def load(path: Path) -> tuple[Run, dict[str, Any]]:
+def read(path: Path) -> dict[str, Any]:
+    """A recorded run's document."""
+    return series.read(path)
+
+
+def load(doc: dict[str, Any]) -> tuple[Run, dict[str, Any]]:
     """The run as `dump` wrote it (apps without an API client: nothing is asked of the cluster), and
     the extra keys."""
-    doc = json.loads(path.read_text())
     settings = Settings(**{**doc["settings"], "out": Path(doc["settings"]["out"])})
     run = Run(settings, preload_s=doc["preload_s"], fed_from=doc["fed_from"], fed_until=doc["fed_until"])
     run.failed = doc["failed"]
@@ -51,11 +64,12 @@ def load(path: Path) -> tuple[Run, dict[str, Any]]:
         app = BenchApp(item["protocol"], Path(item["root"]), item["partitions"], None)
         app.events = [tuple(e) for e in item["events"]]
         app.restore_samples = [tuple(s) for s in item["restore_samples"]]
+        app.restore_rates = list(item.get("restore_rates") or [])
+        app.noticed = [tuple(n) for n in item.get("noticed") or []]
         app.commits.commits = [Commit(*c) for c in item["commits"]]
         run.apps.append(app)
-    extra = {
-        k: v
-        for k, v in doc.items()
-        if k not in {"settings", "preload_s", "fed_from", "fed_until", "failed", "windows", "apps"}
-    }
-    return run, extra
+    return run, {k: v for k, v in doc.items() if k not in RUN_KEYS}
+
+
+def write_json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=1) + "\n")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from clusterbench.series import median, spread, verdict
 from clusterbench.simcompare import error
 
 SCENARIOS = ("scale-out", "scale-in", "bounce", "permanent-loss", "permanent-loss-standby", "rolling-restart")
@@ -100,81 +101,153 @@ def comparison_table(rows: Sequence[dict[str, Any]], scenario: str) -> str:
 
 
 def render(
-    results: dict[str, Any], notes: Path | None = None, scenarios: str = "bench/scenarios/calibrated/"
+    runs: Sequence[dict[str, Any]],
+    summary: Sequence[dict[str, Any]],
+    held_out: Sequence[dict[str, Any]],
+    notes: Path | None = None,
+    scenarios: str = "bench/scenarios/calibrated/",
 ) -> str:
-    m, s, cal = results["machine"], results["settings"], results["calibration"]
+    """The report of a series: every run's set-up and exactly-once check, per scenario the medians and
+    ranges over the runs and whether `streamapp` kept within the better baseline, run 1's full table
+    and plot, the simulator calibrated on run 1 against the others, and the notes."""
+    first = runs[0]
+    m, s, cal = first["machine"], first["settings"], first["calibration"]
     out = [
         "# Rebalance benchmark on the local cluster: real executors, measured from outside",
         "",
-        f"Produced by `{results['command']}` on {results['date']} (commit {m['commit']}), "
-        f"{results['minutes']:.0f} min wall.",
+        f"{len(runs)} run(s) of `{first['command']}`, recorded in `bench/results/cluster-runs/` (raw "
+        "observations, gzipped) and written into this report by `bench/cluster.py --report` "
+        "(`make bench-cluster-report`): every figure below regenerates from them.",
+        "",
+        *[
+            f"- run {n}: {r['date']} (commit {r['machine']['commit']}), {r['minutes']:.0f} min, load average "
+            f"{r['load_start']:.1f} at the start and {r['load_end']:.1f} at the end"
+            for n, r in enumerate(runs, 1)
+        ],
         "",
         f"Machine: {m['nproc']} cores, {m['memory_gib']} GiB RAM, Linux {m['kernel']}, Python {m['python']}, "
         f"pyspark {m['pyspark']}, {m['java']}; Kubernetes {m['kubernetes']} and etcd {m['etcd']} as local "
-        f"processes (e2e/localcluster), the operator installed by its Helm chart. Load average at start "
-        f"{results['load_start']:.1f}, at end {results['load_end']:.1f} (the machine is shared with other "
-        f"sessions' tests: absolute seconds move between runs{_side_by_side(results)}).",
+        f"processes (e2e/localcluster), the operator installed by its Helm chart. The machine is shared "
+        f"with other work: absolute seconds move between runs{_side_by_side(first)}.",
         "",
         "## Set-up",
         "",
-        f"{_apps(results)}, each in its own namespace, "
+        f"{_apps(first)}, each in its own namespace, "
         f"running the sample count (`streamapp.executor.samples.counts`) on real PySpark executors on the "
         f"process node, {s['partitions']} tasks, 2 members between scenarios, every member with a claim "
         f"(`executor.storage.size: 1Gi`), `scheduledRebalanceMaxDelay: {s['delay']}`, everything else "
-        f"default. State: before anything is measured each app's input holds the same {s['preload']:,} "
-        f"records over {s['keys']:,} keys ({cal['state_rows_per_task']:,} keys per task at the end), and "
-        f"each app commits it all; then input flows at {s['rate']:.0f} records/s per app (the same records "
-        f"for all three), appended once a second, the record's timestamp being its append time. The phases "
-        f"run in this order, every app's action within the same second, each followed by a wait until the "
-        f"app has recovered and a hold of {s['hold_s']:.0f} s; the measurement window is the action to the "
-        f"end of the hold:",
+        f"default (`lostTaskRecovery: auto` under `streamapp`). State (the *small* regime: a cold restore "
+        f"takes about a batch): before anything is measured each app's input holds the same "
+        f"{s['preload']:,} records over {s['keys']:,} keys ({cal['state_rows_per_task']:,} keys per task at "
+        f"the end), and each app commits it all; then input flows at {s['rate']:.0f} records/s per app (the "
+        f"same records for all three), appended once a second, the record's timestamp being its append "
+        f"time. The phases run in this order, every app's action within the same second, each followed by a "
+        f"wait until the app has recovered and a hold of {s['hold_s']:.0f} s; the measurement window is the "
+        f"action to the end of the hold:",
         "",
-        "1. **scale-out** 2 → 3 via `/scale`; 2. **scale-in** 3 → 2;",
-        "3. **bounce**: SIGKILL of the busiest member's executor process group (its JVM too); the pod restarts "
-        "it in place; the scenario means a return within the delay (whether it was is in the notes below);",
-        "4. **permanent-loss**: a ResourceQuota of one pod fewer than exist is created in the app's namespace, "
-        "then the busiest member's pod is deleted with no grace period (a node gone): the operator cannot "
-        "create it again (the quota refuses it), as when no node has room for it; its claim stays. Scale-in "
-        "would not be a loss (the highest id leaves, announced). After the phase the quota is removed and the "
-        "member returns (not measured);",
-        "5. **permanent-loss-standby**: `standbyReplicas: 1` is set, the run waits until every task has a "
-        "standby within `acceptableRecoveryLag` (not measured), then the same loss; afterwards the quota goes "
-        "and `standbyReplicas` is back to 0. The engine places standbys only under `streamapp` (eager and "
-        "cooperative keep none: `rebalance.engine._drop_copies_off_live_members`), so for those two this is "
-        "a second loss without a standby;",
-        "6. **rolling-restart**: `executor.image` changed (the process node ignores images, but the pod "
-        "template's hash changes, so the operator rolls every member's pod).",
+        *PHASES,
         "",
-        "What is measured, all from outside the executors except one: **gaps** between a task's commits, "
-        "from the commit manifests' file times on the shared store (a manifest is published once, complete); "
-        "*usual gap* is the median over the run with input flowing (the batch cadence), *in phase* the median "
-        "gap of all the app's tasks inside the window; *stall* is what every gap longer than twice the "
-        "cadence (the usual gap, or the phase's when longer) added beyond it, summed over tasks, and the "
-        "worst task's: a task that stood still while the others went on, not an app whose every batch "
-        "slowed down on busy cores (that shows in the throughput and the latency). "
-        "**Latency**: a record's append time to its batch's manifest, over the records appended in the "
-        "window. **Worst 60 s throughput**: the fewest input records committed in any 60 s of the window, "
-        "over what arrived in it. **Restored blocking / background**: rows the executors report in their "
-        "member status (`restoredBlocking`, `restoredBackground` per copy, sampled every second, summed "
-        "across pod restarts): what the executors report, not an outside measurement. *recovered after*: "
-        "when the phase's wait ended (settled, every task committing again; the lost member not back).",
+        f"*The large regime* (a cold restore well over a pod start, a minute or more) is not run on real "
+        f"executors here: at the ~600,000 keys/s a restore reaches on this machine "
+        f"(bench/results/localstores.md) it needs some 40M keys per task, beyond the machine's "
+        f"{m['memory_gib']} GiB with three apps side by side. The simulator covers it "
+        f"(`bench/scenarios/*-large-state.yaml`, bench/RESULTS.md).",
+        "",
+        *MEASURED,
         "",
         "Exactly once (each task's committed history and outputs against a reference computed from the "
         "whole input, after input stopped and everything was committed):",
         "",
-        *[f"- {protocol}: {text}" for protocol, text in results["exactly_once"].items()],
+        *[
+            f"- run {n}, {protocol}: {text}"
+            for n, r in enumerate(runs, 1)
+            for protocol, text in r["exactly_once"].items()
+        ],
         "",
     ]
     for scenario in SCENARIOS:
-        if not any(r["phase"] == scenario for r in results["rows"]):
+        if not any(e["scenario"] == scenario for e in summary):
             continue
-        out += [f"## {scenario}", "", measured_table(results["rows"], scenario), ""]
+        out += [
+            f"## {scenario}",
+            "",
+            summary_table(summary, scenario),
+            "",
+            verdict_line(summary, scenario),
+            "",
+        ]
+        out += ["Run 1 in full:", "", measured_table(first["rows"], scenario), ""]
         out += [f"![{scenario}](cluster-{scenario}.png)", ""]
-    out += calibration_section(results, scenarios)
-    # What was found out about the recorded run by hand, kept across regenerations.
+    out += calibration_section(first, held_out, scenarios)
     if notes is not None and notes.exists():
         out += ["", notes.read_text()]
     return "\n".join(out) + "\n"
+
+
+PHASES = [
+    "1. **scale-out** 2 → 3 via `/scale`; 2. **scale-in** 3 → 2;",
+    "3. **bounce**: SIGKILL of the busiest member's executor process group (its JVM too); the pod restarts "
+    "it in place;",
+    "4. **permanent-loss**: a ResourceQuota of one pod fewer than exist is created in the app's namespace, "
+    "then the busiest member's pod is deleted with no grace period (a node gone): the operator cannot "
+    "create it again (the quota refuses it), as when no node has room for it; its claim stays. After the "
+    "phase the quota is removed and the member returns (not measured);",
+    "5. **permanent-loss-standby**: `standbyReplicas: 1` is set, the run waits until every task has a "
+    "standby within `acceptableRecoveryLag` (not measured), then the same loss; afterwards the quota goes "
+    "and `standbyReplicas` is back to 0. The engine places standbys only under `streamapp`, so for eager "
+    "and cooperative this is a second loss without a standby;",
+    "6. **rolling-restart**: `executor.image` changed (the process node ignores images, but the pod "
+    "template's hash changes, so the operator rolls every member's pod).",
+]
+
+MEASURED = [
+    "What is measured, all from outside the executors except the restores: **gaps** between a task's "
+    "commits, from the commit manifests' file times on the shared store (a manifest is published once, "
+    "complete); a task's *cadence* is its median gap over the run with input flowing. **Stall**: every "
+    "gap's excess over its task's cadence, summed over the window's gaps — over all tasks (*stall, all "
+    "tasks*, task-seconds) and for the task that stalled most (*worst task*). No threshold: a stand-still "
+    "counts whole, and so does a phase in which every batch slowed down (the app's median gap in the "
+    "phase is shown beside it in run 1's table). **Latency**: a record's append time to its batch's "
+    "manifest. **Worst 60 s throughput**: the fewest input records committed in any 60 s of the window, "
+    "over what arrived in it. **Restored blocking / background**: rows the executors report in their "
+    "member status (`restoredBlocking`, `restoredBackground` per copy, sampled every second, summed "
+    "across pod restarts). *recovered after*: when the phase's wait ended.",
+]
+
+
+def summary_table(summary: Sequence[dict[str, Any]], scenario: str) -> str:
+    """Median [min–max] over the runs, per protocol."""
+    lines = [
+        "| protocol | runs | ran | stall s, all tasks | worst task stall s | restored blocking | restored background |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for protocol in PROTOCOLS:
+        for entry in summary:
+            if entry["scenario"] == scenario and entry["protocol"] == protocol:
+                cells = [
+                    f"{_fmt(median(entry, key))} [{_fmt(low)}–{_fmt(high)}]"
+                    for key in ("stall_total", "stall_worst_task", "restored_blocking", "restored_background")
+                    for low, high in [spread(entry, key)]
+                ]
+                ran = "side by side" if entry["side_by_side"] else "alone"
+                lines.append(f"| {protocol} | {len(entry['runs'])} | {ran} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def verdict_line(summary: Sequence[dict[str, Any]], scenario: str) -> str:
+    """Whether `streamapp` kept within the better baseline (10% or 2 task-seconds), in words."""
+    found = verdict(summary, scenario)
+    if found is None:
+        return ""
+    parts = []
+    for key, label in (("stall_total", "total stall"), ("stall_worst_task", "worst task's stall")):
+        v = found[key]
+        state = "within" if v["ok"] else "**beyond**"
+        parts.append(
+            f"{label} {_fmt(v['streamapp'])} s against the better baseline's {_fmt(v['best_baseline'])} s: "
+            f"{state} the allowance ({_fmt(v['allowed'])} s)"
+        )
+    return "`streamapp` (medians): " + "; ".join(parts) + "."
 
 
 def _side_by_side(results: dict[str, Any]) -> str:
@@ -196,71 +269,107 @@ def _apps(results: dict[str, Any]) -> str:
     )
 
 
-def calibration_section(results: dict[str, Any], scenarios: str) -> list[str]:
+def calibration_section(
+    results: dict[str, Any], held_out: Sequence[dict[str, Any]], scenarios: str
+) -> list[str]:
+    """The simulator calibrated on run 1: its inputs, its prediction beside run 1 in full, and against
+    the median of the other runs (held out) for the stalls."""
     cal = results["calibration"]
     if not any("predicted" in r for r in results["rows"]):
         return []
+    rate_source = (
+        "the median `restoreRate` the executors reported in their member status"
+        if cal.get("restore_rate_reported")
+        else "the highest ratio, over measured rows, of rows restored blocking to stall seconds (no "
+        "executor reported a rate: a lower bound)"
+    )
     out = [
-        "## The simulator against the real run",
+        "## The simulator against the real runs",
         "",
         "The simulator (`streamapp.sim`, the real engine with modelled executors) ran every measured "
         "(scenario, protocol) as its own scenario: the app's shape when the action started, the action at "
-        "t = 0, the phase's measured length as the duration, and a workload calibrated from this run "
+        "t = 0, the phase's measured length as the duration, and a workload calibrated from **run 1** "
         f"(files: `{scenarios}`):",
         "",
         f"- input rate {cal['input_rate_per_task']:.1f} records/s per task (the run's);",
         f"- process rate {_fmt(cal['process_rate_per_task'])} records/s per task: the most records per "
-        "second any batch committed while input flowed, from its task's previous commit (the biggest "
-        "batches follow a stand-still: the backlog in one go; a lower bound of what a task can do);",
-        f"- pod start {cal['pod_start_s']:.1f} s: the streamapp bounce's longest gap minus its usual gap "
-        "(a restart that restores only the delta: what remains is the pod and executor starting);",
-        f"- restore rate {_fmt(cal['restore_rate_per_task'])} rows/s per task: the highest ratio, over "
-        "measured rows, of rows restored blocking to stall seconds (a lower bound: a stall also contains "
-        "the start of the task);",
+        "second any batch committed while input flowed, from its task's previous commit (a lower bound of "
+        "what a task can do);",
+        f"- pod start {cal['pod_start_s']:.1f} s: the cooperative bounce's longest gap minus its cadence (it "
+        "waits for the pod, which restores only the delta: what remains is the pod and executor starting);",
+        f"- restore rate {_fmt(cal['restore_rate_per_task'])} rows/s per task: {rate_source};",
         f"- state {cal['state_rows_per_task']:,} rows per task (distinct keys per task of the input);",
         f"- handoff {cal.get('handoff_s', 0.0):.1f} s (`reassignSeconds`, what a task waits each time it "
-        "moves): the streamapp scale-out's longest gap minus its usual gap, one planned handoff that "
-        "restores nothing while blocking (the round trips through the API server and the new owner's "
-        "first batch);",
-        f"- batch interval {cal['batch_interval_s']:.1f} s (median usual gap): not a simulator input; it is "
-        "what the measured stall subtracts, as the simulator's downtime counts no cadence.",
+        "moves): the streamapp scale-out's longest gap minus its cadence;",
+        f"- detection {cal.get('detect_s', 0.0):.1f} s (`detectSeconds`): how long after the bounce's "
+        "SIGKILL the app's status first showed the member lost (the quickest of the apps; polled every "
+        "second);",
+        f"- batch interval {cal['batch_interval_s']:.1f} s (median cadence): not a simulator input; the "
+        "measured stall subtracts it, as the simulator's downtime counts no cadence.",
         "",
     ]
+    if held_out:
+        out += [
+            "### Held out: the prediction against the other runs",
+            "",
+            "Calibrated on run 1, checked against the median of the runs after it. The simulator's "
+            "downtime has no cadence and no slow batches, so a measured stall holds what it does not model "
+            "(batches slowed by a new executor's JVM, restores and twice the tasks on the same cores); the "
+            "*stand-still* (the longest single gap's excess over the cadence, against the simulator's longest "
+            "time any task went without processing) is what it does model.",
+            "",
+            "| scenario | protocol | held-out runs | stall s: predicted / measured / error "
+            "| worst task s: predicted / measured / error | stand-still s: predicted / measured / error |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for entry in held_out:
+            cells = []
+            for key in ("stall_total", "stall_worst_task", "standstill"):
+                e = entry[key]
+                err = "—" if e["error"] is None else f"{e['error']:+.0%}"
+                cells.append(f"{_fmt(e['predicted'])} / {_fmt(e['measured'])} / {err}")
+            out.append(
+                f"| {entry['scenario']} | {entry['protocol']} | {entry['held_out_runs']} | {' | '.join(cells)} |"
+            )
+        out.append("")
     for scenario in SCENARIOS:
         if any(r["phase"] == scenario and "predicted" in r for r in results["rows"]):
-            out += [f"### {scenario}", "", comparison_table(results["rows"], scenario), ""]
+            out += [f"### {scenario}, run 1", "", comparison_table(results["rows"], scenario), ""]
     return out
 
 
-def headline(results: dict[str, Any]) -> str:
+def headline(runs: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) -> str:
     """The figures `bench/RESULTS.md` carries (bench/results/cluster-headline.md, included by
-    bench/run.py): per scenario and protocol, the worst task's stall, blocking restore and worst window."""
-    s = results["settings"]
+    bench/run.py): per scenario and protocol, the median and range of the stalls and restores."""
+    first = runs[0]
+    s = first["settings"]
     lines = [
         "# On the local cluster: real executors (bench/results/cluster.md)",
         "",
-        f"`{results['command']}` on {results['date']}, {results['machine']['nproc']} cores, load average "
-        f"{results['load_start']:.0f}–{results['load_end']:.0f} (shared). Three count apps side by side, one "
-        f"per protocol, {s['partitions']} tasks, 2 members, {s['rate']:.0f} records/s each, state pre-loaded "
-        f"({results['calibration']['state_rows_per_task']:,} keys per task), claims, "
-        f"`scheduledRebalanceMaxDelay: {s['delay']}`; measured from the commit manifests (stall: what a task's "
-        "commit gaps added beyond the cadence, its usual gap or the app's in the phase when the cores slowed "
-        "every batch) and, for restores, from the executors' member status. Full "
-        "tables, plots and the simulator's prediction beside each row: [results/cluster.md](results/cluster.md).",
+        f"{len(runs)} run(s) of `{first['command']}`, {first['machine']['nproc']} cores, shared. Three count "
+        f"apps side by side, one per protocol, {s['partitions']} tasks, 2 members, {s['rate']:.0f} records/s "
+        f"each, state pre-loaded ({first['calibration']['state_rows_per_task']:,} keys per task: a restore "
+        f"takes about a batch), claims, `scheduledRebalanceMaxDelay: {s['delay']}`; stall: every commit "
+        "gap's excess over its task's cadence, summed; restores from the executors' member status. Median "
+        "[min–max] over the runs. Full tables, plots and the simulator beside each row: "
+        "[results/cluster.md](results/cluster.md).",
         "",
-        "| scenario | protocol | worst task stall s | stall s, all tasks | cadence s: usual / in phase | restored blocking "
-        "| restored background | worst 60 s throughput |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| scenario | protocol | stall s, all tasks | worst task stall s | restored blocking | restored background |",
+        "|---|---|---:|---:|---:|---:|",
     ]
     for scenario in SCENARIOS:
         for protocol in PROTOCOLS:
-            for row in results["rows"]:
-                if row["phase"] == scenario and row["protocol"] == protocol:
-                    gaps = row["gaps"]
-                    lines.append(
-                        f"| {scenario} | {protocol} | {_fmt(gaps['worst_task_stall_s'])} | {_fmt(gaps['stall_s'])} "
-                        f"| {_fmt(row['usual_gap_s'])} / {_fmt(gaps.get('phase_cadence_s'))} "
-                        f"| {_fmt(row['restored_blocking'])} "
-                        f"| {_fmt(row['restored_background'])} | {row['worst_60s']:.0%} |"
-                    )
+            for entry in summary:
+                if entry["scenario"] == scenario and entry["protocol"] == protocol:
+                    cells = [
+                        f"{_fmt(median(entry, key))} [{_fmt(low)}–{_fmt(high)}]"
+                        for key in (
+                            "stall_total",
+                            "stall_worst_task",
+                            "restored_blocking",
+                            "restored_background",
+                        )
+                        for low, high in [spread(entry, key)]
+                    ]
+                    lines.append(f"| {scenario} | {protocol} | {' | '.join(cells)} |")
     return "\n".join(lines) + "\n"

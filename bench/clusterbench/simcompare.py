@@ -50,6 +50,7 @@ def scenario_doc(
             "reportInterval": REPORT_INTERVAL_S,
             "podStartSeconds": calibration["pod_start_s"],
             "reassignSeconds": calibration.get("handoff_s", 0.0),
+            "detectSeconds": calibration.get("detect_s", 0.0),
         },
         "rebalance": {
             "protocol": row["protocol"],
@@ -82,6 +83,7 @@ def predict(path: Path) -> dict[str, Any]:
     result, _ = simulate(load_scenario(path))
     return {
         "worst_task_stall_s": result.max_task_downtime_seconds,
+        "standstill_s": result.longest_standstill_seconds,
         "stall_s": result.task_downtime_seconds,
         "restored_blocking": result.blocking_restore_records,
         "restored_background": result.background_restore_records,

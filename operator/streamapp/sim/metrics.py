@@ -29,6 +29,7 @@ class SimResult:
     background_restore_records: int
     task_downtime_seconds: float
     max_task_downtime_seconds: float
+    longest_standstill_seconds: float
     double_ownership_violations: int
     converged: bool
     final_spread: int

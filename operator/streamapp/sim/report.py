@@ -14,6 +14,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("background_restore_records", "background restore (records)"),
     ("task_downtime_seconds", "task downtime (s, sum)"),
     ("max_task_downtime_seconds", "worst task downtime (s)"),
+    ("longest_standstill_seconds", "longest stand-still (s)"),
     ("double_ownership_violations", "double ownership"),
     ("converged", "converged"),
     ("final_spread", "final spread"),

@@ -34,6 +34,10 @@ class Workload:
     new owner's next round (real executors: 3.6-5.2 s per handed-off task, README "Rolling updates");
     0 keeps the simulator's instant exchange.
 
+    `detect_seconds` is how long after a pod dies (a `kill`) the operator still sees it ready: a
+    kubelet noticing the container gone, the readiness condition changing, the operator's watch and its
+    next reconcile (0: at once). A pod the operator deletes itself is known gone at once.
+
     `local_state` is where a member keeps its tasks' local stores, as the executor does: `claim` (the
     app sets `executor.storage.size`: the member's claim outlives its pods, so a returning member
     replays only what was committed while it was away), `emptyDir` (the default without a claim: it
@@ -49,6 +53,7 @@ class Workload:
     pod_start_seconds: float = 20.0
     task_start_seconds: float = 0.0
     reassign_seconds: float = 0.0
+    detect_seconds: float = 0.0
     local_state: LocalState = "claim"
 
 
@@ -110,6 +115,7 @@ _WORKLOAD_KEYS = {
     "podStartSeconds": "pod_start_seconds",
     "taskStartSeconds": "task_start_seconds",
     "reassignSeconds": "reassign_seconds",
+    "detectSeconds": "detect_seconds",
 }
 LocalState = Literal["claim", "emptyDir", "none"]
 _EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen"}
@@ -166,7 +172,7 @@ def _workload(raw: object) -> Workload:
         values["local_state"] = spec["localState"]
     for key, name in _WORKLOAD_KEYS.items():
         if key in spec:
-            zero = key in ("taskStartSeconds", "reassignSeconds")
+            zero = key in ("taskStartSeconds", "reassignSeconds", "detectSeconds")
             values[name] = _positive(spec[key], f"workload.{key}", allow_zero=zero)
     if "state_records" in values:
         values["state_records"] = int(values["state_records"])

@@ -61,11 +61,17 @@ class Simulation:
         self.blocking = 0.0
         self.background = 0.0
         self.downtime = [0.0] * scenario.partitions
+        # Per task: how long it has not processed so far (its current stand-still), and the longest.
+        self.standing = [0.0] * scenario.partitions
+        self.longest_standstill = 0.0
         self.processed: list[float] = []
         self.balanced_since: float | None = None
         self.base_generation = 0
         self.revocation_timeouts = 0
         self.wasted_warmups = 0
+        # Members killed whose death the operator has not seen yet: until when it sees them ready.
+        self.unnoticed: dict[int, float] = {}
+        self.now = 0.0
 
     def run(self) -> SimResult:
         """Warm start, then tick until the scenario's duration."""
@@ -94,6 +100,7 @@ class Simulation:
         self.wasted_warmups = 0
 
     def _tick(self, now: float) -> None:
+        self.now = now
         tick = self.scenario.tick
         self._fire_events(now)
         self._pods(now)
@@ -118,6 +125,7 @@ class Simulation:
             victim = self.executors.get(event.kill)
             if victim is not None:
                 victim.die()
+                self.unnoticed[event.kill] = now + self.work.detect_seconds
                 if event.restart_after is not None:
                     victim.start_pod(now + event.restart_after)
         elif event.deafen is not None:
@@ -249,6 +257,7 @@ class Simulation:
             owner = owners.get(task)
             if owner is None:
                 self.downtime[task] += tick
+                self.standing[task] += tick
                 down += 1
                 continue
             starting = owner.spend_start(task, tick)
@@ -259,9 +268,12 @@ class Simulation:
             owner.blocked[task] = owner.blocked.get(task, 0.0) + max(0.0, restored)
             self.blocking += max(0.0, restored)
             self.downtime[task] += busy
+            self.standing[task] += busy
             if self.log_end[task] - owner.applied[task] > _EPSILON or busy >= tick:
                 down += 1
                 continue
+            self.longest_standstill = max(self.longest_standstill, self.standing[task])
+            self.standing[task] = 0.0
             if task in owner.resuming:
                 owner.resume(task, now + busy, self.processed_at[task], self.processed_by[task])
             self.processed_at[task], self.processed_by[task] = now + tick, owner.id
@@ -332,6 +344,8 @@ class Simulation:
         views = []
         for m, e in sorted(self.executors.items()):
             view = e.view()
+            if not view.alive and self.now < self.unnoticed.get(m, 0.0):
+                view = replace(view, alive=True, returning=False)
             pod_start = self.work.pod_start_seconds
             back = None if view.alive else expected_return(m, self.costs.restart, pod_start)
             views.append(replace(view, retiring=m in self.retiring, return_seconds=back))
@@ -353,6 +367,7 @@ class Simulation:
             background_restore_records=round(self.background),
             task_downtime_seconds=round(sum(self.downtime), 3),
             max_task_downtime_seconds=round(max(self.downtime, default=0.0), 3),
+            longest_standstill_seconds=round(max(self.longest_standstill, *self.standing), 3),
             double_ownership_violations=self.violations,
             converged=balanced,
             final_spread=self._spread(),
