@@ -101,6 +101,24 @@ def named(name: str) -> dict[str, Any]:
             "spec.executor.podTemplate.spec.volumes[0].name",
         ),
         (executor(podTemplate={"spek": {}}), "spec.executor.podTemplate"),
+        # Shapes that made every reconcile raise instead of being refused (the env and mounts are
+        # merged with the operator's by name and path, the grace period is arithmetic).
+        (
+            template(containers=[{"name": "executor", "env": [{"value": "x"}]}]),
+            "spec.executor.podTemplate.spec.containers[0].env[0].name",
+        ),
+        (
+            template(containers=[{"name": "executor", "volumeMounts": [{"name": "data"}]}]),
+            "spec.executor.podTemplate.spec.containers[0].volumeMounts[0].mountPath",
+        ),
+        (
+            template(terminationGracePeriodSeconds="soon"),
+            "spec.executor.podTemplate.spec.terminationGracePeriodSeconds",
+        ),
+        (
+            template(terminationGracePeriodSeconds=-1),
+            "spec.executor.podTemplate.spec.terminationGracePeriodSeconds",
+        ),
         (app(partitions=MAX_PARTITIONS + 1), "spec.partitions"),
         (app(replicas=MAX_REPLICAS + 1), "spec.replicas"),
         (

@@ -52,3 +52,37 @@ def test_a_plan_from_the_rebuilt_intent_keeps_every_owner_and_epoch() -> None:
     rebuilt = intent_from_members(members, 6)
     again = plan(config, views, rebuilt, 1.0).assignment
     assert [(t.active, t.epoch) for t in again.tasks] == [(t.active, t.epoch) for t in settled.tasks]
+
+
+def test_a_missing_intent_while_members_hold_targets_is_damage_and_the_generation_never_goes_back() -> None:
+    """status.intent wiped on a running app whose members applied generation 7: the intent is rebuilt
+    from their specs, and the next plan's generation is above 7, so every executor applies it and a
+    revocation needs a real acknowledgement (acks are the generation applied)."""
+    from streamapp.controller.recovery import floor_generation, missing
+
+    members = [
+        {
+            **member(0, 7, active=[{"task": 0, "epoch": 2}, {"task": 2, "epoch": 2}]),
+            "status": {"observedGeneration": 7},
+        },
+        {
+            **member(1, 6, active=[{"task": 1, "epoch": 2}, {"task": 3, "epoch": 2}]),
+            "status": {"observedGeneration": 7},
+        },
+    ]
+    wiped = read_intent({"status": {"intent": None}}, 4)
+    assert (
+        missing(wiped, members)
+        == "status.intent is missing while the members hold targets up to generation 7"
+    )
+    assert missing(wiped, []) is None, "a new app has no intent yet"
+    rebuilt = floor_generation(intent_from_members(members, 4), members)
+    assert rebuilt.generation == 7
+    views = [MemberView(m, acked_generation=7) for m in range(3)]
+    scaled = plan(AppConfig(4, 3), views, rebuilt, 0.0)
+    assert scaled.changed and scaled.assignment.generation == 8
+    revoked = [t for t in scaled.assignment.tasks if t.revoking_since is not None]
+    assert all(t.revoking_since == 8 for t in revoked)
+    # An older intent (a status restored from a backup) is floored the same way.
+    stale = Assignment(generation=3, tasks=rebuilt.tasks)
+    assert floor_generation(stale, members).generation == 7

@@ -205,6 +205,29 @@ def test_a_member_that_cannot_come_back_has_its_tasks_restored_at_once(
         assert_clean(fleet)
 
 
+def test_a_wiped_intent_neither_sends_the_generation_back_nor_stalls_a_scale_out(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """status.intent set to null on a running app (a status restored without it), then a scale-out:
+    the operator rebuilds the intent from the members' targets (a Warning Event says so) and plans
+    above the generation every executor applied, so the executors follow the scale-out and no task is
+    ever active on two members. Planned from nothing, the generation went back to 1: the executors
+    ignored every target, and revocations counted as acknowledged at once."""
+    operators.start()
+    create_app(api_client, namespace, replicas=3, partitions=6)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 3, 6), 90, "a balanced app")
+        before = int(app(api_client, namespace)["status"]["generation"])
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, APPS, APP, {"status": {"intent": None}}
+        )
+        scale(api_client, namespace, 4)
+        wait_for(lambda: balanced(api_client, namespace, fleet, 4, 6), 120, "a balanced app at 4")
+        assert int(app(api_client, namespace)["status"]["generation"]) > before
+        assert "IntentRebuilt" in reasons(api_client, namespace)
+        assert_clean(fleet)
+
+
 def test_scale_in_drains_before_removing(
     api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:

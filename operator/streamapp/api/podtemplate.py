@@ -1,8 +1,9 @@
 """`spec.executor.podTemplate` on the wire: the parts of a Pod template the API server must check.
 
 The operator builds each member pod from this template (`controller.children.pod`), so a template the
-operator cannot use — `containers: "x"`, a container without a name, a second volume named `state` —
-must be refused when the StreamApp is written, not when a pod create fails later. The template stays a
+operator cannot use — `containers: "x"`, a container without a name, a second volume named `state`, an
+env entry without a name, a volume mount without a mountPath, a grace period that is not a number —
+must be refused when the StreamApp is written, not when every reconcile fails on it later. The template stays a
 plain dict for the operator; the models here only declare the fields a rule needs (everything else in a
 container, a volume or the pod spec is kept as it is and checked by the API server at pod creation).
 
@@ -31,6 +32,8 @@ EXECUTOR_CONTAINER = "executor"
 OPERATOR_VOLUMES = ("state", "scratch")
 MAX_CONTAINERS = 16
 MAX_VOLUMES = 64
+MAX_ENV = 256
+MAX_GRACE_SECONDS = 86_400
 IMAGE_MAX_LENGTH = 1024
 IDENTITY_MESSAGE = (
     "the operator runs each executor as its member's own ServiceAccount; the pod template cannot choose "
@@ -44,6 +47,27 @@ def _name(what: str) -> dict[str, Any]:
         pattern=DNS_LABEL_PATTERN,
         pattern_message=f"{what} name must be a DNS-1123 label (lowercase letters, digits and '-')",
         max_length=DNS_LABEL_MAX,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvVarTemplate(Model):
+    """An environment variable of a template container: merged with the operator's by name."""
+
+    name: str = field(metadata=prop("Name of the variable.", max_length=4096))
+    rest: dict[str, Any] = field(
+        default_factory=dict, metadata=prop("Its value or valueFrom, as in a Pod.", rest=True)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class VolumeMountTemplate(Model):
+    """A volume mount of a template container: merged with the operator's by mount path."""
+
+    name: str = field(metadata=prop("The volume mounted.", max_length=DNS_LABEL_MAX))
+    mount_path: str = field(metadata=prop("Where it is mounted in the container.", max_length=4096))
+    rest: dict[str, Any] = field(
+        default_factory=dict, metadata=prop("Every other VolumeMount field, as in a Pod.", rest=True)
     )
 
 
@@ -69,6 +93,12 @@ class ContainerTemplate(Model):
             rules=(Rule("size(self) > 0", "image must not be empty", lambda i: len(i) > 0),),
             max_length=IMAGE_MAX_LENGTH,
         ),
+    )
+    env: tuple[EnvVarTemplate, ...] = field(
+        default=(), metadata=prop("Environment variables, each with a name.", max_items=MAX_ENV)
+    )
+    volume_mounts: tuple[VolumeMountTemplate, ...] = field(
+        default=(), metadata=prop("Volume mounts, each with a name and a mountPath.", max_items=MAX_VOLUMES)
     )
     rest: dict[str, Any] = field(
         default_factory=dict, metadata=prop("Every other Container field, as in a Pod.", rest=True)
@@ -152,6 +182,15 @@ class PodSpecTemplate(Model):
     )
     automount_service_account_token: bool | None = field(
         default=None, metadata=prop("Not allowed: executors need their token to follow their member.")
+    )
+    termination_grace_period_seconds: int | None = field(
+        default=None,
+        metadata=prop(
+            "Seconds a deleted member pod has to hand its tasks over and stop (overrides "
+            "executor.terminationGracePeriodSeconds).",
+            minimum=0,
+            maximum=MAX_GRACE_SECONDS,
+        ),
     )
     rest: dict[str, Any] = field(
         default_factory=dict, metadata=prop("Every other PodSpec field, as in a Pod.", rest=True)

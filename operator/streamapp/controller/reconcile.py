@@ -204,14 +204,20 @@ def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None
 def _previous_intent(
     kube: Kube, app: Body, members: Iterable[Body], partitions: int, memo: Memo
 ) -> Assignment:
-    """The persisted intent, or — when it is damaged — the one the members' specs describe, with a
-    Warning Event saying so (planning on, rather than failing every reconcile until someone notices)."""
+    """The persisted intent, or — when it is damaged or missing while the members hold targets — the
+    one the members' specs describe, with a Warning Event saying so (planning on, rather than failing
+    every reconcile until someone notices); its generation floored at the members' (`recovery`)."""
+    members = list(members)
     try:
-        return memo.read_intent(app, partitions)
+        found = memo.read_intent(app, partitions)
+        damage = recovery.missing(found, members)
+        if damage is not None:
+            raise ValueError(damage)
     except ValueError as error:
         kube.event(app, INTENT_REBUILT, f"{error}; rebuilt from the members' targets", warning=True)
         log.warning("%s/%s: %s; rebuilding it from the members", *_key(app), error)
-        return recovery.intent_from_members(members, partitions)
+        found = recovery.intent_from_members(members, partitions)
+    return recovery.floor_generation(found, members)
 
 
 def _key(app: Body) -> tuple[str, str]:

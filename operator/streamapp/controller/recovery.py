@@ -6,6 +6,14 @@ app for good. The members' specs hold the last target each member was given — 
 which epoch, who is revoking, who warms or stands by — so the assignment they describe is a safe
 place to resume from: it asks no member to do anything it was not already doing, and the engine
 raises every epoch above what the store has seen before anything moves.
+
+A *missing* intent is damage too when the members hold targets: the app's status was wiped (a backup
+restored without status, a status replaced by hand) while its members went on. Planned from nothing,
+the generation started again at 1, below what every executor had applied: executors ignore a target
+whose generation is not above the one they applied, and an acknowledgement is the generation applied,
+so every revocation counted as acknowledged at once while the old owners kept processing. Whatever the
+intent says, the generation the engine plans from is floored at the highest one any member's spec or
+acknowledgement carries (`floor_generation`), so the next target is always news to every executor.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ Body = Mapping[str, Any]
 
 
 def read_intent(app: Body, partitions: int) -> Assignment:
-    """The persisted intent; raises ValueError when it is unreadable or does not fit the app."""
+    """The persisted intent; raises ValueError when it is unreadable or does not fit the app (an app
+    never planned has none: the empty assignment)."""
     data = (app.get("status") or {}).get("intent")
     if not data:
         return Assignment()
@@ -60,3 +69,35 @@ def intent_from_members(members: Iterable[Body], partitions: int) -> Assignment:
 
 def _tasks(listed: Any, partitions: int) -> list[int]:
     return [int(t) for t in listed or [] if 0 <= int(t) < partitions]
+
+
+def highest_generation(members: Iterable[Body]) -> int:
+    """The highest generation any member's target carries or its executor acknowledged."""
+    return max(
+        (
+            int(value or 0)
+            for body in members
+            for value in (
+                (body.get("spec") or {}).get("generation"),
+                (body.get("status") or {}).get("observedGeneration"),
+            )
+        ),
+        default=0,
+    )
+
+
+def missing(intent: Assignment, members: Iterable[Body]) -> str | None:
+    """Why an empty intent is damage rather than a new app: its members already hold targets."""
+    if intent.tasks:
+        return None
+    highest = highest_generation(members)
+    if highest == 0:
+        return None
+    return f"status.intent is missing while the members hold targets up to generation {highest}"
+
+
+def floor_generation(intent: Assignment, members: Iterable[Body]) -> Assignment:
+    """`intent` with its generation raised to the highest any member carries (see the module's
+    docstring): the engine's next generation is then above what every executor applied."""
+    highest = highest_generation(members)
+    return intent if intent.generation >= highest else replace(intent, generation=highest)

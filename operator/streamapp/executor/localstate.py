@@ -157,7 +157,7 @@ class LocalState:
             self._released.notify_all()
 
     def _store(self, directory: Path) -> KeyedStore:
-        directory.mkdir(parents=True, exist_ok=True)
+        storage.ensure_dir(directory)
         if self.kind == "lmdb":
             return LmdbStore(directory, self.value_type)
         return MemoryStore.load(directory, self.value_type)

@@ -9,6 +9,10 @@ all the commit protocol needs from it:
 * `create_exclusive` — of several writers racing for one name, exactly one succeeds and the winner's
   file is complete the moment the name appears. See its docstring for why.
 
+Both write every byte (`os.write` may write fewer than asked: a signal, a full pipe, or — on Linux — any
+write above ~2 GiB; the rest is written in a loop) and make every directory they create durable too
+(`ensure_dir`): a file fsynced into a directory whose own entry was never synced can vanish with it.
+
 Temporary files start with `.tmp-`; listings skip them, and a crash can only leave such orphans behind
 (`blobstore.remove_unnamed` sweeps them with the losing attempts' files). `blobstore.FileStore` is the
 shared-store interface over these primitives.
@@ -39,10 +43,33 @@ def temp_path(final: Path) -> Path:
     return final.with_name(f"{TMP_PREFIX}{uuid.uuid4().hex}-{final.name}")
 
 
+def ensure_dir(directory: Path) -> None:
+    """`mkdir -p` whose every new directory survives a crash: each one created is fsynced into its
+    parent. Racing creators are fine: a directory someone else made is taken as it is."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for created in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(created)
+        fsync_dir(created.parent)
+
+
 def _write_synced(path: Path, data: bytes) -> None:
+    """Write all of `data` to a new file and fsync it: `os.write` returns how much it wrote, which may be
+    less than asked, so it is called until nothing is left."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:
+                raise OSError(f"{path}: write made no progress")
+            view = view[written:]
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -50,7 +77,7 @@ def _write_synced(path: Path, data: bytes) -> None:
 
 def write_atomic(final: Path, data: bytes) -> None:
     """Write `data` to `final` so that readers never observe a partial file."""
-    final.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(final.parent)
     tmp = temp_path(final)
     _write_synced(tmp, data)
     os.replace(tmp, final)
@@ -68,7 +95,7 @@ def create_exclusive(final: Path, data: bytes) -> bool:
     `open(O_CREAT|O_EXCL)` followed by `write`, where a crash between the two would leave an empty file
     that claims the name forever. The temporary name is removed afterwards in both cases.
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
+    ensure_dir(final.parent)
     tmp = temp_path(final)
     _write_synced(tmp, data)
     try:
