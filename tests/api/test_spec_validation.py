@@ -134,6 +134,12 @@ def named(name: str) -> dict[str, Any]:
         (app(rollingUpdate={"maxUnavailable": 0}), "spec.rollingUpdate.maxUnavailable"),
         (app(rollingUpdate={"strategy": "surge"}), "spec.rollingUpdate.strategy"),
         (app(rollingUpdate={"handoffTimeout": "soon"}), "spec.rollingUpdate.handoffTimeout"),
+        (app(rollingUpdate={"handoffTimeout": "721h"}), "spec.rollingUpdate.handoffTimeout"),
+        (
+            app(rebalance={"scheduledRebalanceMaxDelay": "99999h"}),
+            "spec.rebalance.scheduledRebalanceMaxDelay",
+        ),
+        (app(rebalance={"revocationTimeout": "720h1s"}), "spec.rebalance.revocationTimeout"),
         (named("my.app"), "metadata.name"),
         (named("1app"), "metadata.name"),
         (named("a" * (MAX_APP_NAME_LENGTH + 1)), "metadata.name"),

@@ -165,3 +165,31 @@ def test_metrics_show_held_tasks_by_choice_and_forget_members_no_longer_lost() -
     assert sample("streamapp_lost_tasks", choice="wait") == 0
     assert sample("streamapp_lost_member_expected_back_seconds", member="1") is None
     assert sample("streamapp_lost_member_restore_seconds", member="1") is None
+
+
+def test_a_deleted_apps_series_are_dropped_and_no_other_apps() -> None:
+    _, assignment, lost = lost_plan()
+    metrics = Metrics()
+    gone, kept = {"namespace": "ns", "app": "counts"}, {"namespace": "ns", "app": "other"}
+    for labels in (gone, kept):
+        metrics.observe_assignment(labels, assignment)
+        metrics.observe_lost(labels, lost)
+        metrics.observe_input_lag(labels, 12)
+        metrics.rebalances.labels(**labels).inc()
+    metrics.forget(gone)
+    names = {s.labels.get("app") for family in metrics.registry.collect() for s in family.samples}
+    assert "counts" not in names and "other" in names
+
+
+def test_an_epoch_beyond_what_any_store_reaches_is_not_believed() -> None:
+    """A report naming a store epoch near int64's limit: handing out the next one would fail every
+    member write with 422 from then on; the report's figure is ignored instead."""
+    from streamapp.api.member import MAX_EPOCH, TaskReport
+    from streamapp.controller.observe import store_epochs
+
+    reports = [
+        TaskReport(task=0, role="active", store_epoch=2**63 - 1),
+        TaskReport(task=1, role="active", store_epoch=7, fenced_by=-3),
+        TaskReport(task=2, role="active", store_epoch=MAX_EPOCH),
+    ]
+    assert store_epochs(reports) == {1: 7, 2: MAX_EPOCH}

@@ -52,3 +52,47 @@ def test_a_report_clears_an_earlier_setup_error_in_a_merge_patch() -> None:
     assert patch["setupError"] is None
     assert patch["podUID"] == "uid-0" and patch["tasks"] == [{"task": 1, "role": "active"}]
     assert StreamAppMemberStatus.from_dict({k: v for k, v in patch.items() if v is not None}) == report
+
+
+def test_what_keeps_a_pod_from_running_is_the_reason_its_tasks_are_held() -> None:
+    """A Secret that does not exist, a claim no StorageClass provisions: the kubelet and the scheduler
+    say why in the pod's status, and the app's conditions repeat it beside the held tasks."""
+    from streamapp.controller.observe import pod_problem
+
+    missing_secret = {
+        "containerStatuses": [
+            {
+                "name": "executor",
+                "state": {
+                    "waiting": {
+                        "reason": "CreateContainerConfigError",
+                        "message": 'secret "s3-credentials" not found',
+                    }
+                },
+            }
+        ]
+    }
+    no_class = {
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+            }
+        ]
+    }
+    starting = {
+        "containerStatuses": [{"name": "executor", "state": {"waiting": {"reason": "ContainerCreating"}}}]
+    }
+    secret = pod_problem(missing_secret)
+    assert secret == 'CreateContainerConfigError: secret "s3-credentials" not found'
+    assert pod_problem(no_class) == (
+        "Unschedulable: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    )
+    assert pod_problem(starting) is None
+    held = {**COUNTS, "active": 2, "reserved": 2, "unassigned": 0}
+    found = {c.type: c for c in conditions(held, 2, 1, False, pod_problems={1: secret})}
+    assert found["Degraded"].reason == "TasksHeld"
+    assert found["Degraded"].message == f"2 tasks are not processed by any member; pod of member 1: {secret}"
+    assert found["Ready"].message.endswith(f"; pod of member 1: {secret}")

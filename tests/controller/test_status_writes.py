@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamapp.controller import reconcile
+from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status, status_changes
 from streamapp.rebalance import AppConfig, Assignment, MemberView, plan
@@ -24,12 +25,18 @@ class RecordingKube:
     """Records status patches (handler-level logic only)."""
 
     patches: list[dict[str, Any]] = field(default_factory=list)
+    versions: list[str | None] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
 
     def patch_app_status(
         self, namespace: str, name: str, status: dict[str, Any], resource_version: str | None = None
     ) -> dict[str, Any]:
         self.patches.append(status)
+        self.versions.append(resource_version)
         return {**APP, "status": status}
+
+    def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:
+        self.events.append(reason)
 
 
 def report(member: int, task_lags: dict[int, int]) -> dict[str, Any]:
@@ -78,3 +85,17 @@ def test_a_rewritten_object_leaves_none_of_its_old_keys_behind() -> None:
     new = {"intent": {"generation": 2, "format": 2, "anything": {"a": 1}}}
     patch = status_changes({**APP, "status": old}, new)
     assert patch == {"intent": {"generation": 2, "format": 2, "tasks": None, "anything": {"a": 1, "b": None}}}
+
+
+def test_every_status_write_is_conditional_on_the_app_as_read() -> None:
+    """The status a reconcile writes, the conditions of a refused spec and of a failing reconcile: each
+    patch carries the resourceVersion of the app it was computed from, so a write made from a stale
+    view fails (409) instead of putting back what someone else changed."""
+    result, views = settled()
+    kube = RecordingKube()
+    reconcile._write_status(kube, APP, app_status(APP, result, Assignment(), views, PODS, NOW))  # type: ignore[arg-type]
+    reconcile.report_failure(kube, APP, "the API server refused a pod", 0.0)  # type: ignore[arg-type]
+    refused = {**APP, "spec": {"replicas": -1, "partitions": 4}}
+    reconcile.reconcile(kube, reconcile.Observed(refused, (), (), {}), 0.0, Metrics())  # type: ignore[arg-type]
+    assert kube.events == ["ReconcileFailed", "InvalidSpec"]
+    assert kube.versions == ["5", "5", "5"]

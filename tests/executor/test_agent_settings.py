@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +65,32 @@ def test_an_s3_state_store_is_taken_as_its_uri() -> None:
 def test_unusable_environments_are_named(change: dict[str, str], message: str) -> None:
     with pytest.raises(SetupError, match=message):
         PodSettings.from_env({**ENV, **change})
+
+
+def test_a_spark_conf_spark_refuses_is_a_setup_error_not_a_crash(tmp_path: Path) -> None:
+    """An executor started with a sparkConf its JVM cannot start with exits 2 saying so (the operator
+    shows the setup error it reports in the app's Degraded condition), instead of a crash loop with a
+    traceback and no reason in the app's status. Run as the pod runs it, in a process of its own (this
+    one's Spark session, if any, would be reused whatever the conf)."""
+    env = {
+        **os.environ,
+        **ENV,
+        "STREAMAPP_PIPELINE": json.dumps(
+            {
+                "transform": "streamapp.executor.samples.counts:counts",
+                "source": {"type": "file", "path": str(tmp_path / "in")},
+                "stateStore": {"uri": f"file://{tmp_path / 'state'}"},
+            }
+        ),
+        "STREAMAPP_SPARK_CONF": json.dumps({"spark.driver.memory": "lots"}),
+        "KUBECONFIG": str(tmp_path / "none"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "streamapp.cli", "executor", "--from-cluster", "--http-port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cannot start: Spark did not start with spec.executor.sparkConf" in done.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -338,3 +339,22 @@ def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progr
     plane.warmup_lag = 10  # closer, but no threshold crossed: progress only again
     membership.report()
     assert len(api.writes) == 2
+
+
+def test_watches_the_server_ends_at_once_and_empty_are_backed_off_not_spun() -> None:
+    """A server (or a proxy in front of it) that ends every watch at once with nothing in it: the client
+    backs off between them instead of reconnecting as fast as it can (a hundred times a second here)."""
+    api = ScriptedApi()  # every watch after the script ends empty, 10 ms after it was opened
+    settings = ClientSettings(backoff_initial=0.2, backoff_max=1.0, watch_seconds=1)
+    membership = MembershipClient(
+        client.ApiClient(), "ns", "counts", 0, "pod-1", Recorder(), 0.05, settings, time.monotonic
+    )
+    membership.custom = api  # type: ignore[assignment]
+    stop = threading.Event()
+    runner = threading.Thread(target=membership.run, args=(stop,), daemon=True)
+    runner.start()
+    time.sleep(1.5)
+    stop.set()
+    runner.join(10)
+    watches = sum(kind == "watch" for kind, _ in api.calls)
+    assert 1 <= watches <= 8, f"{watches} watches in 1.5 s"

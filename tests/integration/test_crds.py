@@ -95,6 +95,20 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
         ),
         ({"rebalance": {"probingRebalanceInterval": "0s"}}, "probingRebalanceInterval must be > 0"),
         (
+            {"rebalance": {"scheduledRebalanceMaxDelay": "721h"}},
+            "scheduledRebalanceMaxDelay must be at most 720h",
+        ),
+        ({"rollingUpdate": {"handoffTimeout": "9999h"}}, "handoffTimeout must be at most 720h"),
+        (
+            {
+                "executor": {
+                    "image": "i",
+                    "podTemplate": {"spec": {"containers": [{"name": "executor", "env": [{"value": "x"}]}]}},
+                }
+            },
+            "name",
+        ),
+        (
             {"replicas": 2, "rebalance": {"standbyReplicas": 2}},
             "rebalance.standbyReplicas must be less than replicas",
         ),

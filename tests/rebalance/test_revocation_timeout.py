@@ -53,6 +53,25 @@ def test_a_member_that_never_acknowledges_is_declared_lost_then_its_task_moves()
     assert moved.active == successor and moved.epoch > epoch
 
 
+def test_a_timed_out_members_task_waits_until_its_pod_is_gone_not_merely_deleted() -> None:
+    """The pod of a member that let a revocation time out is deleted, and its process may run on until
+    the grace period ends: while the pod is still there (terminating), the task stays revoking on it;
+    once the pod is gone, it moves under a new epoch."""
+    world, task, asked = stalled(timeout=120.0)
+    world.now = asked + 120.0
+    world.replan()
+    world.members[0].stopping = True  # deleted, still terminating
+    epoch = world.assignment.tasks[task].epoch
+    for _ in range(3):
+        world.now += 10
+        world.replan()
+        assert world.assignment.tasks[task].active == 0 and world.assignment.tasks[task].revoking_since
+    world.members[0].stopping = False  # the pod is gone
+    world.replan()
+    assert world.assignment.tasks[task].active not in (None, 0)
+    assert world.assignment.tasks[task].epoch > epoch
+
+
 def test_the_replacement_pod_gets_a_whole_timeout() -> None:
     world, task, asked = stalled(timeout=120.0)
     world.now = asked + 120.0

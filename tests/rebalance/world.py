@@ -38,6 +38,7 @@ class Member:
     restore_rows: dict[int, int] = field(default_factory=dict)
     restore_rate: float | None = None
     return_seconds: float | None = None
+    stopping: bool = False
 
 
 @dataclass
@@ -82,6 +83,7 @@ class World:
                 restore_rows=dict(m.restore_rows),
                 restore_rate=m.restore_rate,
                 return_seconds=None if m.alive else m.return_seconds,
+                stopping=m.stopping and not m.alive,
             )
             for m in sorted(self.members.values(), key=lambda m: m.id)
         ]
@@ -144,6 +146,7 @@ class World:
         member.fenced = frozenset()
         member.retiring = False
         member.returning = False
+        member.stopping = False
 
     def lose_intent(self) -> None:
         """The app is deleted and re-created on the same store: every pod and member report is new,

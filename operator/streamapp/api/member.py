@@ -21,6 +21,11 @@ TaskRole = Literal["active", "revoking", "standby", "warmup"]
 # over, or it took over restoring while active.
 ResumedBy = Literal["restart", "handoff", "cold"]
 
+MAX_EPOCH = 2**53
+"""The highest epoch a report may name (a double holds every integer up to it exactly). The operator
+hands out the store's epoch plus one: an epoch near int64's limit in a report would make every member
+write fail (422) from then on, so a report above this is not believed (`controller.observe`)."""
+
 # `kubectl get sam -o wide` stays one line per member: longer task sets end in "…(N tasks)".
 MAX_TASK_RANGES_CHARS = 48
 

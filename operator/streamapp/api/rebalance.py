@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from streamapp.api.fields import Prop, Rule, ValidationError
-from streamapp.rebalance.config import ConfigError, RebalanceConfig
+from streamapp.rebalance.config import MAX_DURATION_SECONDS, ConfigError, RebalanceConfig, parse_duration
 
 DURATION_PATTERN = "^([0-9]+([.][0-9]+)?(ms|s|m|h))+$"
 DURATION_MAX_LENGTH = 32
+MAX_DURATION = "720h"
 
 # Lower bounds `RebalanceConfig.__post_init__` enforces, as CEL rules for the API server.
 MINIMUMS: dict[str, int] = {
@@ -73,15 +74,32 @@ def _positive(key: str) -> Rule:
 
 
 def _key_prop(key: str, duration: bool) -> Prop:
-    """What the API server checks for one key: its range, or its duration spelling."""
+    """What the API server checks for one key: its range, or its duration spelling and bound."""
+    rules = ((_positive(key),) if key in POSITIVE_DURATIONS else ()) + ((at_most(key),) if duration else ())
     return Prop(
         _DESCRIPTIONS[key],
         minimum=MINIMUMS.get(key),
         pattern=DURATION_PATTERN if duration else None,
         pattern_message=f"{key} must be a duration such as 30s, 5m or 1h30m",
         max_length=DURATION_MAX_LENGTH if duration else None,
-        rules=(_positive(key),) if key in POSITIVE_DURATIONS else (),
+        rules=rules,
     )
+
+
+def at_most(key: str) -> Rule:
+    """A duration no longer than `MAX_DURATION_SECONDS` (CEL parses the same Go spelling)."""
+    return Rule(
+        f"duration(self) <= duration('{MAX_DURATION}')",
+        f"{key} must be at most {MAX_DURATION}",
+        lambda value: _seconds(value) <= MAX_DURATION_SECONDS,
+    )
+
+
+def _seconds(value: str) -> float:
+    try:
+        return parse_duration(value)
+    except ConfigError:
+        return MAX_DURATION_SECONDS + 1
 
 
 def _key_schema(key: str, tp: Any, default: Any) -> tuple[dict[str, Any], tuple[Rule, ...]]:

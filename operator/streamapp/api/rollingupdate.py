@@ -11,7 +11,7 @@ from typing import ClassVar, Literal
 
 from streamapp.api.fields import prop
 from streamapp.api.model import Model
-from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN
+from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, at_most
 from streamapp.rebalance.config import parse_duration
 from streamapp.rebalance.rollout import RolloutConfig
 
@@ -55,6 +55,7 @@ class RollingUpdate(Model):
             pattern=DURATION_PATTERN,
             pattern_message="handoffTimeout must be a duration such as 30s, 5m or 1h30m",
             max_length=DURATION_MAX_LENGTH,
+            rules=(at_most("handoffTimeout"),),
         ),
     )
 

@@ -102,7 +102,8 @@ class AppLoops:
                 event.set()
 
     async def stop(self, key: Key) -> None:
-        """The app is gone: stop its loop."""
+        """The app is gone (or this replica stopped leading): stop its loop and drop its metrics."""
+        self.metrics.forget({"namespace": key[0], "app": key[1]})
         task = self.tasks.pop(key, None)
         self.apps.pop(key, None)
         self.wakeups.pop(key, None)

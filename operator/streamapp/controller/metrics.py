@@ -115,6 +115,35 @@ class Metrics:
                     gauge.remove(*key, gone)
         self._lost_members[key] = shown
 
+    def forget(self, labels: Mapping[str, str]) -> None:
+        """Remove every series of one app (it was deleted, or this replica stopped leading): a gauge
+        left behind would show a deleted app's tasks and lag for as long as the operator runs."""
+        wanted = tuple(labels[name] for name in _LABELS)
+        for metric in (
+            self.rebalances,
+            self.task_movements,
+            self.tasks,
+            self.warmups,
+            self.generation,
+            self.fenced_tasks,
+            self.input_lag,
+            self.lost_tasks,
+            self.lost_expected_back,
+            self.lost_restore,
+        ):
+            names = metric._labelnames  # the public API lists no label sets
+            found = {
+                tuple(sample.labels[n] for n in names)
+                for family in metric.collect()
+                for sample in family.samples
+                if all(n in sample.labels for n in names)
+            }
+            for values in found:
+                if values[: len(wanted)] == wanted:
+                    with contextlib.suppress(KeyError):
+                        metric.remove(*values)
+        self._lost_members.pop(wanted, None)
+
     def observe_input_lag(self, labels: Mapping[str, str], lag: int | None) -> None:
         """Mirror status.inputLag; an app with no report yet has no sample rather than a false 0, so an
         autoscaler does not scale in on a number nobody measured."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.fields import ValidationError
-from streamapp.api.member import StreamAppMemberStatus, TaskReport
+from streamapp.api.member import MAX_EPOCH, StreamAppMemberStatus, TaskReport
 from streamapp.api.names import (
     GROUP,
     HANDOFF_ANNOTATION,
@@ -89,6 +89,7 @@ class PodState:
     starting: bool = False
     start_seconds: float | None = None
     ready_since: float | None = None
+    problem: str | None = None
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -117,6 +118,7 @@ class PodState:
             starting=_starting(status),
             start_seconds=_start_seconds(meta, status) if ready else None,
             ready_since=_time(_ready_condition(status).get("lastTransitionTime")) if ready else None,
+            problem=None if ready else pod_problem(status),
         )
 
     @property
@@ -182,6 +184,25 @@ def _crash_pending(state: Body, is_init: bool) -> int:
     if terminated is None:
         return 0
     return int(not is_init or terminated.get("exitCode") != 0)
+
+
+def pod_problem(status: Body) -> str | None:
+    """What keeps a pod from running, as the kubelet or the scheduler said it (a Secret or ConfigMap
+    that does not exist, an image that does not pull, a claim no StorageClass provisions, no node with
+    room), for the app's conditions: without it a person saw only that tasks were held."""
+    for container in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        reason = waiting.get("reason")
+        if reason and reason not in STARTING_REASONS:
+            return f"{reason}: {waiting.get('message') or ''}".strip().rstrip(":")[:PROBLEM_CHARS]
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            found = f"{condition.get('reason') or 'Unschedulable'}: {condition.get('message') or ''}"
+            return found.strip().rstrip(":")[:PROBLEM_CHARS]
+    return None
+
+
+PROBLEM_CHARS = 300
 
 
 def _start_seconds(meta: Body, status: Body) -> float | None:
@@ -291,14 +312,21 @@ def _view(
         restore_rows={t.task: max(0, t.restore_rows) for t in reports if t.restore_rows is not None},
         restore_rate=status.restore_rate,
         reported=fresh,
+        stopping=pod is not None and pod.terminating and not alive,
     )
 
 
 def store_epochs(reports: Iterable[TaskReport]) -> dict[int, int]:
-    """Per task, the highest epoch a member's reports say the store has seen (storeEpoch, fencedBy)."""
+    """Per task, the highest epoch a member's reports say the store has seen (storeEpoch, fencedBy).
+    An epoch above `MAX_EPOCH` (or below 0) is not believed: no store reaches it by counting takeovers,
+    and handing out one above it would overflow the API's int64 and fail every member write."""
     seen: dict[int, int] = {}
     for report in reports:
         for epoch in (report.store_epoch, report.fenced_by):
-            if epoch is not None:
-                seen[report.task] = max(seen.get(report.task, 0), epoch)
+            if epoch is None:
+                continue
+            if not 0 <= epoch <= MAX_EPOCH:
+                log.warning("ignoring task %d's reported store epoch %d: out of range", report.task, epoch)
+                continue
+            seen[report.task] = max(seen.get(report.task, 0), epoch)
     return seen

@@ -103,7 +103,8 @@ def reconcile(
         refused = invalid_spec_status(app, str(error), stamp)
         if any((app.get("status") or {}).get(key) != value for key, value in refused.items()):
             kube.event(app, "InvalidSpec", str(error), warning=True)
-            return Outcome(None, kube.patch_app_status(namespace, name, refused))
+            version = app["metadata"].get("resourceVersion")
+            return Outcome(None, kube.patch_app_status(namespace, name, refused, version))
         return Outcome(None, None)
     previous = _previous_intent(kube, app, observed.members, config.partitions, memo)
     pods = _pods(observed.pods)
@@ -189,7 +190,11 @@ def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Obser
 
 def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None:
     """Surface a reconcile that keeps failing: the Degraded condition says ReconcileFailed with the
-    error, and a Warning Event is posted when that message is new. Returns the app as written."""
+    error, and a Warning Event is posted when that message is new. Returns the app as written.
+
+    Like every status write, it is conditional on the app as read (its resourceVersion): the
+    conditions it keeps are those it read, and a blind write would put back ones someone else had
+    changed since."""
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     patch = failing_status(app, error, stamp)
     current = {c.get("type"): c for c in (app.get("status") or {}).get("conditions") or []}
@@ -198,7 +203,7 @@ def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None
         return None
     kube.event(app, RECONCILE_FAILED, wanted["Degraded"]["message"], warning=True)
     meta = app["metadata"]
-    return kube.patch_app_status(meta["namespace"], meta["name"], patch)
+    return kube.patch_app_status(meta["namespace"], meta["name"], patch, meta.get("resourceVersion"))
 
 
 def _previous_intent(

@@ -55,6 +55,7 @@ def conditions(
     fenced: Sequence[int] = (),
     unconfirmed: Sequence[int] = (),
     setup_errors: Mapping[int, str] | None = None,
+    pod_problems: Mapping[int, str] | None = None,
 ) -> list[Condition]:
     """Ready, Rebalancing and Degraded, each with the reason a person would look for first.
 
@@ -66,6 +67,9 @@ def conditions(
     restoring, or not running at all): Ready waits for it, but it is no reason to call the app Degraded.
     A member with a `setup_errors` entry cannot start with this spec (say the Kafka topic has another
     partition count): that is what a person must fix first, so Degraded names it before anything else.
+    `pod_problems` say what keeps a member's pod from running (a missing Secret, a claim nothing
+    provisions, an image that does not pull): named in Ready's message and in Degraded's, so that held
+    tasks come with the reason they are held.
     """
     held = counts["reserved"] + counts["unassigned"]
     ready_ok = held == 0 and ready >= replicas and not fenced and not unconfirmed
@@ -87,13 +91,19 @@ def conditions(
         ready_message += f"; {len(fenced)} fenced by the state store"
     if unconfirmed:
         ready_message += f"; {len(unconfirmed)} not yet confirmed processing by their owner"
+    problems = problems_message(pod_problems or {})
+    if problems:
+        ready_message += f"; {problems}"
     degraded = (held > 0 and started) or bool(fenced) or bool(setup_errors)
     degraded_reason, degraded_message = (
         (SETUP_FAILED, setup_message(setup_errors))
         if setup_errors
         else (FENCED_ACTIVE, fenced_message(fenced))
         if fenced
-        else ("TasksHeld", f"{held} tasks are not processed by any member")
+        else (
+            "TasksHeld",
+            f"{held} tasks are not processed by any member" + (f"; {problems}" if problems else ""),
+        )
         if degraded
         else ("AsExpected", "every task has a live owner")
         if started
@@ -111,6 +121,17 @@ def conditions(
         ),
         Condition("Degraded", degraded, degraded_reason, degraded_message),
     ]
+
+
+def problems_message(problems: Mapping[int, str]) -> str:
+    """What keeps members' pods from running, one entry per distinct problem, naming the members."""
+    members: dict[str, list[int]] = {}
+    for member, problem in sorted(problems.items()):
+        members.setdefault(problem, []).append(member)
+    return "; ".join(
+        f"pod of member{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))}: {problem}"
+        for problem, ids in members.items()
+    )[:2000]
 
 
 def setup_message(errors: Mapping[int, str]) -> str:
@@ -427,6 +448,7 @@ def app_status(
                 fenced=result.fenced,
                 unconfirmed=unconfirmed(assignment, members, pods, digests),
                 setup_errors=setup_errors(members, pods, digests),
+                pod_problems={m: p.problem for m, p in pods.items() if p.problem and m < replicas},
             ),
             now,
             int(meta.get("generation") or 0),

@@ -56,6 +56,7 @@ from streamapp.rebalance.config import parse_duration
 
 log = logging.getLogger("streamapp.executor")
 IDLE_SECONDS = 0.2
+SETUP_MESSAGE_CHARS = 600
 # How the runtime's roles are spelled in a member's status (a revoked task is released at once).
 REPORTED_ROLES: dict[Role, TaskRole] = {Role.ACTIVE: "active", Role.STANDBY: "standby", Role.WARMUP: "warmup"}
 
@@ -298,7 +299,11 @@ def run(args: argparse.Namespace) -> int:
         spark=lambda: session(settings.spark),
         local=local,
     )
-    pipelines.warm_up(pipeline, session(settings.spark))
+    problem = start_spark(settings, pipeline)
+    if problem is not None:
+        log.error("cannot start: %s", problem)
+        report_setup_error(_api, settings.namespace, settings.app, settings.member, settings.pod_uid, problem)
+        return 2
     registry = CollectorRegistry()
     plane = RuntimeDataPlane(executor, registry)
     stop, terminated = threading.Event(), threading.Event()
@@ -339,6 +344,19 @@ def run(args: argparse.Namespace) -> int:
     executor.apply(Target())
     log.info("stopped: every task committed and released")
     return 0
+
+
+def start_spark(settings: PodSettings, pipeline: pipelines.Pipeline) -> str | None:
+    """Start the process's Spark session with the app's sparkConf and run the pipeline's warm-up round;
+    what went wrong, in a line or two, or None. A sparkConf Spark refuses (or a pipeline that fails on
+    made-up rows) is the spec's fault, not a crash: it is reported in the member's status, where the
+    operator shows it in the app's Degraded condition, instead of a crash loop that says nothing."""
+    try:
+        pipelines.warm_up(pipeline, session(settings.spark))
+    except Exception as error:  # whatever Spark or the user's code raises, it is said, not thrown
+        first = " ".join(str(error).split())[:SETUP_MESSAGE_CHARS]
+        return f"Spark did not start with spec.executor.sparkConf and the pipeline: {type(error).__name__}: {first}"
+    return None
 
 
 def _work(plane: RuntimeDataPlane, stop: threading.Event, failures: list[BaseException]) -> None:

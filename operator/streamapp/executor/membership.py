@@ -45,6 +45,8 @@ from streamapp.api.member import StreamAppMemberSpec, StreamAppMemberStatus, Tas
 from streamapp.api.names import GROUP, MEMBERS, VERSION, member_name
 
 log = logging.getLogger(__name__)
+EMPTY_STREAM_SECONDS = 1.0
+"""A watch that ends sooner than this with no event in it was cut off, not ended by its timeout."""
 
 
 @dataclass(frozen=True)
@@ -339,15 +341,22 @@ class MembershipClient:
         self._reassert_at = now + self.settings.reassert_interval
 
     def _watch(self, stop: threading.Event) -> None:
-        """List, then watch from the listed version; on any failure back off and list again."""
+        """List, then watch from the listed version; on any failure back off and list again. A watch
+        that the server (or a proxy) ends at once with nothing in it is a failure too: reconnecting at
+        once spun on the API server in a loop of empty streams."""
         failures = 0
         version: str | None = None
         while not stop.is_set():
             try:
                 if version is None:
                     version = self._list()
-                version = self._stream(stop, version)
-                failures = 0
+                began = self.clock()
+                version, delivered = self._stream(stop, version)
+                if delivered == 0 and self.clock() - began < EMPTY_STREAM_SECONDS:
+                    failures += 1
+                    stop.wait(backoff_delay(failures, self.settings))
+                else:
+                    failures = 0
             except Exception as error:  # every failure alike: the watch must outlive all of them
                 failures += 1
                 version = None
@@ -373,9 +382,9 @@ class MembershipClient:
             self._seen.put(item)
         return str(listing["metadata"]["resourceVersion"])
 
-    def _stream(self, stop: threading.Event, version: str) -> str | None:
+    def _stream(self, stop: threading.Event, version: str) -> tuple[str | None, int]:
         """One watch from `version` until the server ends it; the version to resume from, or None
-        when the server no longer has `version` (410 Gone: list again)."""
+        when the server no longer has `version` (410 Gone: list again), and how many events came."""
         response = cast(
             urllib3.BaseHTTPResponse,
             self.custom.list_namespaced_custom_object(
@@ -393,18 +402,20 @@ class MembershipClient:
             ),
         )
         self._last_contact = self.clock()
+        delivered = 0
         try:
             for line in _lines(response):
                 self._last_contact = self.clock()
                 if stop.is_set():
-                    return version
+                    return version, delivered
                 if not line:
                     continue
                 event = json.loads(line)
+                delivered += 1
                 kind, body = event.get("type"), event.get("object") or {}
                 if kind == "ERROR":
                     if body.get("code") == 410:
-                        return None
+                        return None, delivered
                     raise WatchError(f"{body.get('code')} {body.get('reason')}: {body.get('message')}")
                 version = str((body.get("metadata") or {}).get("resourceVersion") or version)
                 if kind in ("ADDED", "MODIFIED"):
@@ -413,7 +424,7 @@ class MembershipClient:
             response.close()
             response.release_conn()
         self._last_contact = self.clock()
-        return version
+        return version, delivered
 
 
 def report_setup_error(

@@ -18,6 +18,9 @@ LostTaskRecovery = Literal["auto", "delay"]
 LOST_TASK_RECOVERIES: tuple[LostTaskRecovery, ...] = ("auto", "delay")
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+MAX_DURATION_SECONDS = 30 * 24 * 3600.0
+"""The longest duration a setting takes (720h): beyond it a deadline is a date nobody means, and one
+near the float's range is no date at all."""
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -40,6 +43,8 @@ def parse_duration(value: object, key: str = "duration") -> float:
         raise ConfigError(f"{key}: expected a duration such as 5m, 30s or 1h30m, got {value!r}")
     if seconds < 0:
         raise ConfigError(f"{key}: must not be negative, got {value!r}")
+    if seconds > MAX_DURATION_SECONDS:
+        raise ConfigError(f"{key}: must be at most 720h, got {value!r}")
     return seconds
 
 

@@ -50,6 +50,10 @@ class MemberView:
     shell's estimate from measured restarts and pod starts; for a member that is not `returning`, the
     soonest it could be back); None when unknown.
 
+    `stopping` marks a member that is not alive but whose pod still exists, being deleted: its process
+    may still run until the grace period ends, so a task revoked from it is released only once it
+    acknowledged or its pod is gone (`reservations.settle`).
+
     `reported` is False for a member whose current pod has not reported yet: its `lags` are empty
     because nothing is known of its local state, not because it has none, so no warmup is started on
     it until it has (a member back from a restart would otherwise be given tasks to restore in full
@@ -70,6 +74,7 @@ class MemberView:
     restore_rate: float | None = None
     return_seconds: float | None = None
     reported: bool = True
+    stopping: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,11 +83,14 @@ def held_tasks(draft: Draft) -> set[int]:
 
 
 def _release_acknowledged(draft: Draft, roster: Roster) -> None:
+    """A revocation ends when the owner acknowledged it or its pod is gone — not merely being deleted
+    (a revocation that timed out has its pod deleted, and the process may go on until its grace period
+    ends: `deadlines`)."""
     for task, since in enumerate(draft.revoking):
         owner = draft.active[task]
         if since is None or owner is None:
             continue
-        if roster.acked(owner) >= since or not roster.alive(owner):
+        if roster.acked(owner) >= since or roster.gone(owner):
             draft.release(task)
 
 
@@ -112,6 +115,8 @@ def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: flo
     for task, owner in enumerate(draft.active):
         if owner is None or roster.alive(owner):
             continue
+        if draft.revoking[task] is not None and not roster.gone(owner):
+            continue  # revoked, and its pod is still being deleted: released once it is gone
         holds = rules.delay > 0 and owner < roster.replicas
         copy, kind = _ready_copy(task, draft, roster, rules)
         if copy is not None:

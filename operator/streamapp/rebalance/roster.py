@@ -65,6 +65,11 @@ class Roster:
         """Whether the member is alive but leaving (scale-in or a rolling update)."""
         return self.alive(member) and not self.is_live(member)
 
+    def gone(self, member: int) -> bool:
+        """Whether nothing of the member runs any more: not alive, and no pod of it being deleted."""
+        view = self.members.get(member)
+        return view is None or (not view.alive and not view.stopping)
+
     def returning(self, member: int) -> bool:
         """Whether the member is not alive but its pod is visibly starting again."""
         view = self.members.get(member)
