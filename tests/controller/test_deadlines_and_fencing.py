@@ -78,7 +78,7 @@ class RecordingKube:
     def delete_member(self, namespace: str, name: str) -> None:
         self.calls.append(("delete_member", name))
 
-    def delete_claim(self, namespace: str, name: str) -> None:
+    def delete_claim(self, namespace: str, name: str, owner_uid: str = "") -> None:
         self.calls.append(("delete_claim", name))
 
     def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:

@@ -228,6 +228,38 @@ def test_a_wiped_intent_neither_sends_the_generation_back_nor_stalls_a_scale_out
         assert_clean(fleet)
 
 
+def test_a_name_taken_by_someone_elses_object_is_a_conflict_never_used(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """A ServiceAccount named like member 0's (say one bound to `edit`) exists before the app: the
+    operator neither runs member 0's executor as it nor deletes it; the app says NameConflict naming
+    it, in its Degraded condition and a Warning Event. Once it is removed the app comes up."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": f"{APP}-0"}})
+    operators.start()
+    create_app(api_client, namespace, replicas=1, partitions=2)
+
+    def conflict() -> str | None:
+        conditions = (app(api_client, namespace).get("status") or {}).get("conditions") or []
+        degraded = next((c for c in conditions if c["type"] == "Degraded"), {})
+        return str(degraded.get("message")) if degraded.get("reason") == "NameConflict" else None
+
+    message = wait_for(conflict, 60, "the NameConflict condition")
+    assert f"ServiceAccount {namespace}/{APP}-0 already exists and is not this app's" in message
+    assert "NameConflict" in reasons(api_client, namespace)
+    pods = [p.metadata.name for p in core.list_namespaced_pod(namespace).items]
+    assert f"{APP}-0" not in pods, "a pod ran as the foreign ServiceAccount"
+    account = core.read_namespaced_service_account(f"{APP}-0", namespace)
+    assert not account.metadata.owner_references, "the operator adopted the foreign ServiceAccount"
+    core.delete_namespaced_service_account(f"{APP}-0", namespace)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(
+            lambda: balanced(api_client, namespace, fleet, 1, 2), 120, "the app up once the name is free"
+        )
+        assert conflict() is None
+        assert_clean(fleet)
+
+
 def test_scale_in_drains_before_removing(
     api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:

@@ -55,9 +55,10 @@ def operator_cluster_role_rules() -> list[Rule]:
         _rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
         _rule(GROUP, [f"{members}/status"], ["get", "patch"]),
         # Member pods (watched; `get` is also granted to executors; `patch` marks a rolling update's
-        # handoff, and the operator's own deletions, on the pod), their state volumes.
+        # handoff, and the operator's own deletions, on the pod), their state volumes (`get`: a claim is
+        # deleted, or taken as existing, only when it is the app's).
         _rule("", ["pods"], [*READ, "create", "patch", "delete"]),
-        _rule("", ["persistentvolumeclaims"], ["create", "delete"]),
+        _rule("", ["persistentvolumeclaims"], ["get", "create", "delete"]),
         # The other children are watched too, so one deleted or altered by hand is repaired on the
         # next pass: the headless Service, the PDB (patched to follow rollingUpdate.maxUnavailable),
         # each member's ServiceAccount, Role and binding.

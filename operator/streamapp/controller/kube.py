@@ -2,7 +2,12 @@
 
 Reads come from kopf's watch-fed indices, never from LIST calls, so a reconcile costs writes only
 for what changed. Creating something that already exists and deleting something already gone are
-not errors: a restarted operator may repeat the last step it took.
+not errors: a restarted operator may repeat the last step it took — but only when what exists is the
+operator's own. A name can be taken by anyone who may create objects in the namespace: an object that
+merely carries the name the operator would give its child (a ServiceAccount bound to `edit`, a claim
+holding someone's data, a StatefulSet's pod) is never used, adopted or deleted; creating over it raises
+`NameConflict`, which the reconcile shows as the app's condition. Ownership is the controller
+ownerReference with the app's UID, as the watches judge their children (`observe.children_of`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,17 @@ Body = Mapping[str, Any]
 
 class NotLeading(RuntimeError):
     """A write was attempted after this replica stopped leading; it must not reach the API."""
+
+
+class NameConflict(RuntimeError):
+    """A child's name is taken by an object that is not this app's."""
+
+    def __init__(self, kind: str, namespace: str, name: str, holder: str) -> None:
+        self.kind, self.namespace, self.name = kind, namespace, name
+        super().__init__(
+            f"{kind} {namespace}/{name} already exists and is not this app's ({holder}): the operator "
+            "neither uses nor deletes it; rename the app or remove that object"
+        )
 
 
 class Kube:
@@ -60,10 +76,15 @@ class Kube:
         return dict(updated) if isinstance(updated, Mapping) else {}
 
     def create_member(self, namespace: str, body: dict[str, Any]) -> None:
-        """Create a StreamAppMember (an existing one is left alone)."""
+        """Create a StreamAppMember (an existing one of this app's is left alone)."""
         self._guard()
-        _tolerate_conflict(
-            lambda: self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, body)
+        name = body["metadata"]["name"]
+        self._create_owned(
+            lambda: self.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, body),
+            lambda: self.custom.get_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name),
+            "StreamAppMember",
+            namespace,
+            body,
         )
 
     def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
@@ -79,9 +100,10 @@ class Kube:
         )
 
     def create(self, namespace: str, body: dict[str, Any]) -> None:
-        """Create a core/policy/rbac object of the kinds the operator owns (existing: left alone)."""
+        """Create a core/policy/rbac object of the kinds the operator owns (an existing one of this
+        app's: left alone; anyone else's: `NameConflict`)."""
         self._guard()
-        kind = body["kind"]
+        kind, name = body["kind"], body["metadata"]["name"]
         creators: dict[str, Callable[..., Any]] = {
             "Pod": self.core.create_namespaced_pod,
             "PersistentVolumeClaim": self.core.create_namespaced_persistent_volume_claim,
@@ -91,7 +113,44 @@ class Kube:
             "Role": self.rbac.create_namespaced_role,
             "RoleBinding": self.rbac.create_namespaced_role_binding,
         }
-        _tolerate_conflict(lambda: creators[kind](namespace, body))
+        readers: dict[str, Callable[..., Any]] = {
+            "Pod": self.core.read_namespaced_pod,
+            "PersistentVolumeClaim": self.core.read_namespaced_persistent_volume_claim,
+            "Service": self.core.read_namespaced_service,
+            "ServiceAccount": self.core.read_namespaced_service_account,
+            "PodDisruptionBudget": self.policy.read_namespaced_pod_disruption_budget,
+            "Role": self.rbac.read_namespaced_role,
+            "RoleBinding": self.rbac.read_namespaced_role_binding,
+        }
+        self._create_owned(
+            lambda: creators[kind](namespace, body),
+            lambda: readers[kind](name, namespace),
+            kind,
+            namespace,
+            body,
+        )
+
+    def _create_owned(
+        self,
+        create: Callable[[], Any],
+        read: Callable[[], Any],
+        kind: str,
+        namespace: str,
+        body: Mapping[str, Any],
+    ) -> None:
+        """Create; when the name exists, leave it if it carries the same controller as `body` (this
+        app's, created by an earlier reconcile), else raise `NameConflict` naming its holder."""
+        try:
+            create()
+        except ApiException as error:
+            if error.status != 409:
+                raise
+            existing = self.core.api_client.sanitize_for_serialization(read())
+            mine, theirs = controller_of(body), controller_of(existing)
+            if mine is None or (theirs is not None and theirs.get("uid") == mine.get("uid")):
+                return
+            holder = f"controlled by {theirs.get('kind')} {theirs.get('name')}" if theirs else "no controller"
+            raise NameConflict(kind, namespace, str(body["metadata"]["name"]), holder) from None
 
     def patch_role_rules(self, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
         """Put a Role's rules back to what the operator grants."""
@@ -128,10 +187,27 @@ class Kube:
         body = {"metadata": {"annotations": annotations}}
         _tolerate_missing(lambda: self.core.patch_namespaced_pod(name, namespace, body))
 
-    def delete_claim(self, namespace: str, name: str) -> None:
-        """Delete a member's state volume claim."""
+    def delete_claim(self, namespace: str, name: str, owner_uid: str) -> None:
+        """Delete a member's state volume claim if it is the app's (`owner_uid`); a claim of the same
+        name that is anyone else's holds their data and is left alone. The delete is conditional on
+        the UID just read, so a claim re-created meanwhile is not taken for the one checked."""
         self._guard()
-        _tolerate_missing(lambda: self.core.delete_namespaced_persistent_volume_claim(name, namespace))
+        try:
+            found = self.core.api_client.sanitize_for_serialization(
+                self.core.read_namespaced_persistent_volume_claim(name, namespace)
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        owner = controller_of(found)
+        if owner is None or owner.get("uid") != owner_uid:
+            log.warning("claim %s/%s is not this app's; it is not deleted", namespace, name)
+            return
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=found["metadata"]["uid"]))
+        _tolerate_missing(
+            lambda: self.core.delete_namespaced_persistent_volume_claim(name, namespace, body=options)
+        )
 
     def event(self, app: Body, reason: str, message: str, warning: bool = False) -> None:
         """Post a Kubernetes Event on the StreamApp (best effort: events must never block a reconcile)."""
@@ -165,12 +241,10 @@ class Kube:
             raise NotLeading("this replica no longer holds the lease")
 
 
-def _tolerate_conflict(call: Callable[[], Any]) -> None:
-    try:
-        call()
-    except ApiException as error:
-        if error.status != 409:
-            raise
+def controller_of(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The object's controller ownerReference, if any."""
+    refs = (body.get("metadata") or {}).get("ownerReferences") or []
+    return next((ref for ref in refs if ref.get("controller")), None)
 
 
 def _tolerate_missing(call: Callable[[], Any]) -> None:

@@ -72,6 +72,7 @@ class Memo:
         default_factory=dict
     )
     plans_reused: int = 0
+    conflict: str | None = None  # the NameConflict the last reconcile met, shown in the conditions
 
     def parse_reports(self, members: Iterable[Body]) -> Callable[[Body], StreamAppMemberStatus]:
         """Parse the reports of `members` that changed since the last call (forgetting members that

@@ -23,12 +23,13 @@ from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, costs, recovery, rollout, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
-from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube
+from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState, children_of, member_views, pod_start_seconds
 from streamapp.controller.status import (
     RECONCILE_FAILED,
+    Condition,
     app_status,
     failing_status,
     invalid_spec_status,
@@ -47,6 +48,10 @@ from streamapp.rebalance import (
 
 log = logging.getLogger(__name__)
 INTENT_REBUILT = "IntentRebuilt"
+NAME_CONFLICT = "NameConflict"
+NAME_CONFLICT_RETRY_SECONDS = 30.0
+"""A name taken by someone else stays taken until a person acts; the watches wake the loop at once
+when the object goes away, so a slow retry costs nothing."""
 WRITERS = 8
 """Member targets written at once (the official client's connection pool holds 5 per core)."""
 Body = Mapping[str, Any]
@@ -147,17 +152,40 @@ def reconcile(
         current_conditions(app), [progressing], stamp, int(app["metadata"].get("generation") or 0)
     )
     metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
+    if memo.conflict is not None:
+        degraded = merge_conditions(
+            current_conditions(app),
+            [name_conflict(memo.conflict)],
+            stamp,
+            int(app["metadata"].get("generation") or 0),
+        )
+        status["conditions"] = [c for c in status["conditions"] if c["type"] != "Degraded"] + degraded
     written = _write_status(kube, app, status)
-    _repair_supporting(kube, model, result, observed, memo)
-    thresholds = config.rebalance.lag_thresholds()
-    _write_member_specs(kube, model, result, observed.members, handing_off, memo, thresholds)
-    rollout.act(kube, name, namespace, step, pods)
-    rollout.announce(kube, app, step, pods, owned)
-    _report(kube, app, result, previous, metrics)
-    _manage_pods(kube, model, config, result, pods, observed.members)
+    try:
+        _repair_supporting(kube, model, result, observed, memo)
+        thresholds = config.rebalance.lag_thresholds()
+        _write_member_specs(kube, model, result, observed.members, handing_off, memo, thresholds)
+        rollout.act(kube, name, namespace, step, pods)
+        rollout.announce(kube, app, step, pods, owned)
+        _report(kube, app, result, previous, metrics)
+        _manage_pods(kube, model, config, result, pods, observed.members)
+    except NameConflict as conflict:
+        # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
+        if memo.conflict != str(conflict):
+            kube.event(app, NAME_CONFLICT, str(conflict), warning=True)
+        memo.conflict = str(conflict)
+        return Outcome(now + NAME_CONFLICT_RETRY_SECONDS, written)
+    if memo.conflict is not None:
+        memo.conflict = None
+        return Outcome(now, written)  # write the conditions without it at once
     metrics.reconcile_seconds.observe(time.perf_counter() - started)
     wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
     return Outcome(min(wake, default=None), written)
+
+
+def name_conflict(message: str) -> Condition:
+    """Degraded with reason NameConflict: a child's name is taken by an object that is not the app's."""
+    return Condition("Degraded", True, NAME_CONFLICT, message[:1000])
 
 
 def _write_status(kube: Kube, app: Body, status: Mapping[str, Any]) -> Body | None:
@@ -336,7 +364,7 @@ def _manage_pods(
             if member in member_ids:
                 kube.delete_member(namespace, member_name(name, member))
             if not retain:
-                kube.delete_claim(namespace, state_claim_name(name, member))
+                kube.delete_claim(namespace, state_claim_name(name, member), str(app.metadata.uid))
     if refused is not None:
         raise refused
 
