@@ -75,6 +75,57 @@ def container(**security: Any) -> dict[str, Any]:
         ({"hostPID": True}, f"{T}.hostPID"),
         ({"hostIPC": True}, f"{T}.hostIPC"),
         ({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}, f"{T}.volumes[0].hostPath"),
+        # What the denylist let through: the restricted profile, as an allowlist.
+        (
+            {"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+            f"{T}.securityContext.seccompProfile.type",
+        ),
+        (
+            container(seccompProfile={"type": "Unconfined"}),
+            f"{T}.containers[0].securityContext.seccompProfile.type",
+        ),
+        (
+            container(appArmorProfile={"type": "Unconfined"}),
+            f"{T}.containers[0].securityContext.appArmorProfile.type",
+        ),
+        (
+            container(seLinuxOptions={"type": "spc_t"}),
+            f"{T}.containers[0].securityContext.seLinuxOptions.type",
+        ),
+        (
+            container(seLinuxOptions={"user": "system_u"}),
+            f"{T}.containers[0].securityContext.seLinuxOptions.user",
+        ),
+        (container(procMount="Unmasked"), f"{T}.containers[0].securityContext.procMount"),
+        (container(runAsNonRoot=False), f"{T}.containers[0].securityContext.runAsNonRoot"),
+        (
+            {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}},
+            f"{T}.securityContext.sysctls[0].name",
+        ),
+        *[
+            ({"volumes": [{"name": "v", kind: source}]}, f"{T}.volumes[0].{kind}")
+            for kind, source in (
+                ("nfs", {"server": "s", "path": "/"}),
+                ("flexVolume", {"driver": "d"}),
+                ("iscsi", {"targetPortal": "p", "iqn": "q", "lun": 0}),
+                ("cephfs", {"monitors": ["m"]}),
+                ("rbd", {"monitors": ["m"], "image": "i"}),
+                ("csi", {"driver": "secrets-store.csi.k8s.io"}),
+            )
+        ],
+        ({"nodeName": "node-a"}, f"{T}.nodeName"),
+        (
+            {
+                "initContainers": [
+                    {
+                        "name": "init",
+                        "image": "i",
+                        "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
+                    }
+                ]
+            },
+            f"{T}.initContainers[0].securityContext.capabilities.add",
+        ),
     ],
 )
 def test_privilege_requests_are_refused_unless_allowed(spec: dict[str, Any], path: str) -> None:
@@ -95,10 +146,51 @@ def test_privilege_requests_are_refused_unless_allowed(spec: dict[str, Any], pat
         {"securityContext": {"fsGroup": 65532, "runAsNonRoot": True}, "hostNetwork": False},
         {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]},
         {"containers": [{"name": "side", "image": "i", "ports": [{"containerPort": 80}]}]},
+        {"securityContext": {"seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}}},
+        container(capabilities={"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}, procMount="Default"),
+        container(seLinuxOptions={"type": "container_t", "level": "s0:c1,c2"}),
+        {"securityContext": {"sysctls": [{"name": "net.ipv4.ip_local_port_range", "value": "1024 65535"}]}},
+        {
+            "volumes": [
+                {"name": name, kind: {}}
+                for name, kind in (
+                    ("a", "configMap"),
+                    ("b", "secret"),
+                    ("c", "projected"),
+                    ("d", "downwardAPI"),
+                    ("e", "emptyDir"),
+                )
+            ]
+        },
     ],
 )
 def test_unprivileged_templates_pass(spec: dict[str, Any]) -> None:
     admit(app_with(spec), STRICT)
+
+
+def test_apparmor_by_annotation_is_held_to_the_same_rule() -> None:
+    def annotated(value: str) -> StreamApp:
+        key = "container.apparmor.security.beta.kubernetes.io/executor"
+        return StreamApp.from_resource(
+            {
+                "metadata": {"name": "counts", "namespace": "ns"},
+                "spec": {
+                    "partitions": 4,
+                    "pipeline": {
+                        "transform": "m:f",
+                        "source": {"type": "file", "path": "/in"},
+                        "stateStore": {"uri": "file:///state"},
+                    },
+                    "executor": {"image": "img", "podTemplate": {"metadata": {"annotations": {key: value}}}},
+                },
+            }
+        )
+
+    with pytest.raises(ValidationError) as raised:
+        admit(annotated("unconfined"), STRICT)
+    assert raised.value.path.endswith("annotations[container.apparmor.security.beta.kubernetes.io/executor]")
+    admit(annotated("runtime/default"), STRICT)
+    admit(annotated("localhost/k8s-apparmor-example"), STRICT)
 
 
 def test_status_at_the_maxima_fits_in_one_object() -> None:

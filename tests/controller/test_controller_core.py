@@ -129,6 +129,54 @@ def test_member_pods_run_restricted_as_the_executor_account_whatever_the_templat
     assert {"name": "scratch", "mountPath": "/tmp"} in container["volumeMounts"]
 
 
+def test_a_template_adds_to_the_restricted_defaults_but_never_drops_them() -> None:
+    """A template's `securityContext: {}`, an executor securityContext of its own and a busybox
+    sidecar: the pod still runs non-root with the uid and RuntimeDefault seccomp, the executor keeps a
+    read-only root and no capability, and the sidecar (like init containers) gets no privilege
+    escalation and every capability dropped; what the template sets is kept beside it."""
+    body = {**APP, "spec": {**APP["spec"], "executor": {"image": "img"}}}
+    model = StreamApp.from_resource(body)
+    template = {
+        "spec": {
+            "securityContext": {},
+            "containers": [
+                {
+                    "name": "executor",
+                    "securityContext": {"runAsUser": 1000, "capabilities": {"drop": ["NET_RAW"]}},
+                },
+                {"name": "side", "image": "busybox"},
+            ],
+            "initContainers": [
+                {"name": "init", "image": "busybox", "securityContext": {"readOnlyRootFilesystem": True}}
+            ],
+        }
+    }
+    executor = dataclasses.replace(model.spec.executor, pod_template=template)
+    model = dataclasses.replace(model, spec=dataclasses.replace(model.spec, executor=executor))
+    spec = children.pod(model, 0)["spec"]
+    assert spec["securityContext"] == {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "fsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    ours, side = spec["containers"]
+    assert ours["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL", "NET_RAW"]},
+        "runAsUser": 1000,
+    }
+    assert side["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    [init] = spec["initContainers"]
+    assert init["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
 def test_member_spec_lists_the_target_and_compares_without_generation() -> None:
     result = plan(AppConfig(4, 2), [MemberView(0), MemberView(1)], Assignment(), 0.0)
     spec = children.member_spec("counts", 0, member_targets(result.assignment)[0], 1, False, ())

@@ -21,7 +21,13 @@ class Operator:
     """A `streamapp operator` process watching one namespace."""
 
     def __init__(
-        self, kubeconfig: Path, namespace: str, log: Path, identity: str, leader_election: bool
+        self,
+        kubeconfig: Path,
+        namespace: str,
+        log: Path,
+        identity: str,
+        leader_election: bool,
+        extra: tuple[str, ...] = (),
     ) -> None:
         args = [
             str(STREAMAPP),
@@ -39,6 +45,7 @@ class Operator:
         ]
         if not leader_election:
             args.append("--no-leader-election")
+        args.extend(extra)
         self.log = log
         self.identity = identity
         self.process = subprocess.Popen(args, stdout=log.open("ab"), stderr=subprocess.STDOUT)
@@ -65,9 +72,11 @@ class Operators:
         self.kubeconfig, self.namespace, self.logs = kubeconfig, namespace, logs
         self.started: list[Operator] = []
 
-    def start(self, identity: str = "op-1", leader_election: bool = False) -> Operator:
+    def start(
+        self, identity: str = "op-1", leader_election: bool = False, extra: tuple[str, ...] = ()
+    ) -> Operator:
         log = self.logs / f"{identity}.log"
-        operator = Operator(self.kubeconfig, self.namespace, log, identity, leader_election)
+        operator = Operator(self.kubeconfig, self.namespace, log, identity, leader_election, extra)
         self.started.append(operator)
         return operator
 

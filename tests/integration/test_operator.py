@@ -13,6 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import APP, Operators, app, create_app, reasons, scale
 
+from kubesetup import kwok_app
 from localcluster.waiting import wait_for
 from streamapp.api.names import APPS, GROUP, VERSION
 
@@ -258,6 +259,47 @@ def test_a_name_taken_by_someone_elses_object_is_a_conflict_never_used(
         )
         assert conflict() is None
         assert_clean(fleet)
+
+
+def test_a_member_pod_the_api_server_refuses_is_the_apps_condition_and_nothing_is_created(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """An install that lets templates ask for privileges (--allow-privileged-pod-templates), in a
+    namespace whose Pod Security admission enforces `restricted`: the operator puts the member pod to
+    the API server first (a dry run), so the app says PodRefused with the admission's own message and
+    no pod is created; with the template fixed, the app comes up."""
+    core = client.CoreV1Api(api_client)
+    core.patch_namespace(
+        namespace, {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}}
+    )
+    operators.start(extra=("--allow-privileged-pod-templates",))
+    body = kwok_app(APP, 1, 2, "streamapp/executor:dev", scheduledRebalanceMaxDelay="5m")
+    sidecar = {"name": "debug", "image": "busybox", "securityContext": {"privileged": True}}
+    body["spec"]["executor"]["podTemplate"] = {"spec": {"containers": [sidecar]}}
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+
+    def refusal() -> str | None:
+        conditions = (app(api_client, namespace).get("status") or {}).get("conditions") or []
+        degraded = next((c for c in conditions if c["type"] == "Degraded"), {})
+        return str(degraded.get("message")) if degraded.get("reason") == "PodRefused" else None
+
+    message = wait_for(refusal, 60, "the PodRefused condition")
+    assert "the API server refuses the member pod" in message and "restricted" in message, message
+    assert "PodRefused" in reasons(api_client, namespace)
+    assert not core.list_namespaced_pod(namespace).items, "a pod was created"
+    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        APPS,
+        APP,
+        {"spec": {"executor": {"podTemplate": {"spec": {"containers": None}}}}},
+    )
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(
+            lambda: balanced(api_client, namespace, fleet, 1, 2), 120, "the app up with the template fixed"
+        )
+        assert refusal() is None
 
 
 def test_scale_in_drains_before_removing(

@@ -8,6 +8,7 @@ read-only root filesystem with `/tmp` (Spark's scratch space, the JVM's temp fil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 RUN_AS_USER = 65532
@@ -32,3 +33,30 @@ def container_security_context() -> dict[str, Any]:
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
+
+
+def merged_pod_context(template: object) -> dict[str, Any]:
+    """The pod's securityContext: ours, with what the template sets on top, field by field. A
+    template's `securityContext: {}` (or one setting only fsGroup) keeps non-root, the uid and the
+    runtime's seccomp profile; what it may not set at all (root, another seccomp type) the operator
+    refuses (`controller.admission`)."""
+    return {**pod_security_context(), **(dict(template) if isinstance(template, Mapping) else {})}
+
+
+def merged_container_context(template: object, executor: bool) -> dict[str, Any]:
+    """A container's securityContext: ours with the template's on top, field by field, every
+    capability dropped whatever the template drops (it may add NET_BIND_SERVICE back). The executor's
+    also has a read-only root filesystem; a sidecar's or an init container's root stays as its image
+    needs it (the restricted profile does not ask for it)."""
+    ours = container_security_context()
+    if not executor:
+        del ours["readOnlyRootFilesystem"]
+    theirs = dict(template) if isinstance(template, Mapping) else {}
+    if theirs.get("privileged") is True:  # allowed by the install (--allow-privileged-pod-templates):
+        del ours["allowPrivilegeEscalation"]  # the API server refuses it beside privileged
+    capabilities = theirs.get("capabilities")
+    capabilities = dict(capabilities) if isinstance(capabilities, Mapping) else {}
+    dropped = [str(c) for c in capabilities.get("drop") or [] if str(c) != "ALL"]
+    merged = {**ours, **theirs}
+    merged["capabilities"] = {**capabilities, "drop": ["ALL", *dropped]}
+    return merged

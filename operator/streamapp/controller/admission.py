@@ -2,13 +2,21 @@
 
 The operator creates member pods with its own rights, so a pod template asking for privileges would
 hand them to anyone allowed to create a StreamApp — rights that person may not have (a confused
-deputy). The CRD cannot refuse these requests itself: its rules are the same on every install, and
-some installs do run privileged executors. So the operator refuses them unless it was started with
-`--allow-privileged-pod-templates`: privileged containers, privilege escalation, added capabilities,
-root (`runAsUser: 0`), Windows host processes, host ports, hostPath volumes and the host's network,
-PID and IPC namespaces — the requests the Kubernetes "baseline" Pod Security Standard forbids that a
-template can make. A refused app gets the `Degraded` condition with reason `InvalidSpec` and a
-Warning Event, and none of its children is touched.
+deputy). So every member pod is held to the Kubernetes **restricted** Pod Security Standard, checked as
+an allowlist (what a field may be, not a list of what it may not), for every kind of container (the
+executor, sidecars, init containers), plus two rules of the operator's own: no `nodeName` (pinning a
+pod to a node by name skips the scheduler, and with it taints and quotas) and no inline CSI volumes
+(a driver's volume is whatever the driver makes of its attributes). The operator's own securityContext
+defaults are merged under the template field by field (`controller.children`), so a template can add
+to them but never drop them; what this module refuses is what a template could still ask for.
+
+The CRD cannot refuse these requests itself: its rules are the same on every install, and some
+installs do run privileged executors. So the operator refuses them unless it was started with
+`--allow-privileged-pod-templates`. The same rules are a ValidatingAdmissionPolicy that the chart and
+the kustomize install ship (`api.admissionpolicy`), so a GitOps sync fails at apply time; this module
+is what holds when no such policy is installed. A refused app gets the `Degraded` condition with reason
+`InvalidSpec` and a Warning Event, and none of its children is touched — pods already running keep
+running.
 """
 
 from __future__ import annotations
@@ -20,10 +28,34 @@ from typing import Any
 from streamapp.api.fields import ValidationError
 from streamapp.api.streamapp import StreamApp
 
-TEMPLATE_PATH = "spec.executor.podTemplate.spec"
+TEMPLATE_PATH = "spec.executor.podTemplate"
+SPEC_PATH = f"{TEMPLATE_PATH}.spec"
 ALLOW_FLAG = "--allow-privileged-pod-templates"
 HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+# The restricted profile's volume types (inline `csi` is the operator's own refusal).
+VOLUME_TYPES = frozenset(
+    {"configMap", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+)
+SECCOMP_TYPES = frozenset({"RuntimeDefault", "Localhost"})
+APPARMOR_TYPES = frozenset({"RuntimeDefault", "Localhost"})
+SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
+ADDABLE_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
+SAFE_SYSCTLS = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+    }
+)
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
 
 @dataclass(frozen=True)
@@ -40,46 +72,99 @@ def admit(app: StreamApp, policy: PodPolicy) -> None:
     """Raise ValidationError naming the first field that asks for what `policy` does not allow."""
     if policy.allow_privileged:
         return
-    spec = (app.spec.executor.pod_template or {}).get("spec")
-    for path, problem in privilege_requests(spec if isinstance(spec, Mapping) else {}):
+    for path, problem in violations(app.spec.executor.pod_template or {}):
         raise ValidationError(path, f"{problem}; the operator allows it only with {ALLOW_FLAG}")
 
 
-def privilege_requests(spec: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(field path, what it asks for) for every privilege a pod template's spec requests."""
+def violations(template: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(field path, what is wrong) for everything a pod template asks for beyond the restricted profile
+    and the operator's rules."""
+    metadata = template.get("metadata")
+    if isinstance(metadata, Mapping):
+        yield from _annotations(metadata.get("annotations"))
+    spec = template.get("spec")
+    if isinstance(spec, Mapping):
+        yield from _pod_spec(spec)
+
+
+def _pod_spec(spec: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    if spec.get("nodeName"):
+        yield f"{SPEC_PATH}.nodeName", "pinning a member pod to a node by name bypasses the scheduler"
     for key in HOST_NAMESPACES:
         if spec.get(key) is True:
-            yield f"{TEMPLATE_PATH}.{key}", "the host's namespaces are not for executors"
+            yield f"{SPEC_PATH}.{key}", "the host's namespaces are not for executors"
     for index, volume in _items(spec, "volumes"):
-        if volume.get("hostPath") is not None:
-            yield f"{TEMPLATE_PATH}.volumes[{index}].hostPath", "hostPath volumes expose the node"
-    yield from _security_context(spec.get("securityContext"), f"{TEMPLATE_PATH}.securityContext")
+        sources = sorted(set(volume) - {"name"})
+        refused = [s for s in sources if s not in VOLUME_TYPES]
+        if refused:
+            yield (
+                f"{SPEC_PATH}.volumes[{index}].{refused[0]}",
+                f"{refused[0]} volumes are not allowed (restricted: {', '.join(sorted(VOLUME_TYPES))})",
+            )
+    yield from _context(spec.get("securityContext"), f"{SPEC_PATH}.securityContext", pod=True)
     for key in CONTAINER_LISTS:
         for index, container in _items(spec, key):
-            path = f"{TEMPLATE_PATH}.{key}[{index}]"
-            yield from _security_context(container.get("securityContext"), f"{path}.securityContext")
+            path = f"{SPEC_PATH}.{key}[{index}]"
+            yield from _context(container.get("securityContext"), f"{path}.securityContext", pod=False)
             for port_index, port in _items(container, "ports"):
                 if port.get("hostPort"):
                     yield f"{path}.ports[{port_index}].hostPort", "host ports bind the node's network"
 
 
-def _security_context(context: object, path: str) -> Iterator[tuple[str, str]]:
-    """A pod's or a container's securityContext (the pod-level one has no privileged/capabilities)."""
+def _context(context: object, path: str, pod: bool) -> Iterator[tuple[str, str]]:
+    """A pod's or a container's securityContext, field by field."""
     if not isinstance(context, Mapping):
         return
-    if context.get("privileged") is True:
+    if not pod and context.get("privileged") is True:
         yield f"{path}.privileged", "privileged containers"
-    if context.get("allowPrivilegeEscalation") is True:
+    if not pod and context.get("allowPrivilegeEscalation") is True:
         yield f"{path}.allowPrivilegeEscalation", "privilege escalation"
+    if context.get("runAsNonRoot") is False:
+        yield f"{path}.runAsNonRoot", "running as root (runAsNonRoot: false)"
     user = context.get("runAsUser")
     if user == 0 and not isinstance(user, bool):
         yield f"{path}.runAsUser", "running as root (user 0)"
     windows = context.get("windowsOptions")
     if isinstance(windows, Mapping) and windows.get("hostProcess") is True:
         yield f"{path}.windowsOptions.hostProcess", "Windows host processes"
-    capabilities = context.get("capabilities")
-    if isinstance(capabilities, Mapping) and capabilities.get("add"):
-        yield f"{path}.capabilities.add", "added capabilities"
+    yield from _profile(context.get("seccompProfile"), f"{path}.seccompProfile", SECCOMP_TYPES, "seccomp")
+    yield from _profile(context.get("appArmorProfile"), f"{path}.appArmorProfile", APPARMOR_TYPES, "AppArmor")
+    selinux = context.get("seLinuxOptions")
+    if isinstance(selinux, Mapping):
+        if selinux.get("type", "") not in SELINUX_TYPES:
+            yield f"{path}.seLinuxOptions.type", f"SELinux type {selinux.get('type')!r}"
+        for key in ("user", "role"):
+            if selinux.get(key):
+                yield f"{path}.seLinuxOptions.{key}", f"a custom SELinux {key}"
+    if not pod:
+        capabilities = context.get("capabilities")
+        added = capabilities.get("add") if isinstance(capabilities, Mapping) else None
+        if isinstance(added, list) and set(map(str, added)) - ADDABLE_CAPABILITIES:
+            yield f"{path}.capabilities.add", "added capabilities (only NET_BIND_SERVICE)"
+        if context.get("procMount") not in (None, "Default"):
+            yield f"{path}.procMount", "an unmasked /proc"
+    for index, sysctl in _items(context, "sysctls"):
+        if sysctl.get("name") not in SAFE_SYSCTLS:
+            yield f"{path}.sysctls[{index}].name", f"the unsafe sysctl {sysctl.get('name')!r}"
+
+
+def _profile(profile: object, path: str, allowed: frozenset[str], what: str) -> Iterator[tuple[str, str]]:
+    if isinstance(profile, Mapping) and profile.get("type") not in allowed:
+        yield (
+            f"{path}.type",
+            f"the {what} profile {profile.get('type')!r} (only {' or '.join(sorted(allowed))})",
+        )
+
+
+def _annotations(annotations: object) -> Iterator[tuple[str, str]]:
+    """AppArmor set by the older annotation: only the runtime's default or a local profile."""
+    if not isinstance(annotations, Mapping):
+        return
+    for key, value in annotations.items():
+        if str(key).startswith(APPARMOR_ANNOTATION) and not (
+            value == "runtime/default" or str(value).startswith("localhost/")
+        ):
+            yield f"{TEMPLATE_PATH}.metadata.annotations[{key}]", f"the AppArmor profile {value!r}"
 
 
 def _items(parent: Mapping[str, Any], key: str) -> Iterator[tuple[int, Mapping[str, Any]]]:

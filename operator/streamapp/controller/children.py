@@ -29,7 +29,12 @@ from streamapp.api.names import (
     state_claim_name,
 )
 from streamapp.api.rbac import executor_role_rules
-from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
+from streamapp.api.security import (
+    SCRATCH_MOUNT,
+    container_security_context,
+    merged_container_context,
+    merged_pod_context,
+)
 from streamapp.api.streamapp import S3_SECRET_KEYS, StateStore, StreamApp
 from streamapp.rebalance import MemberTarget
 
@@ -133,7 +138,8 @@ def pod_revision(app: StreamApp) -> str:
 
 def _pod(app: StreamApp, member: int) -> dict[str, Any]:
     """The executor container, its identity in env, its state volume, run under the restricted
-    profile of `api.security` unless the template sets its own securityContext."""
+    profile of `api.security`: the template's securityContexts (pod, executor, sidecars, init
+    containers) are merged over ours field by field, so they can add to it but never drop it."""
     name = app.metadata.name
     executor = app.spec.executor
     template = copy.deepcopy(executor.pod_template or {})
@@ -164,15 +170,21 @@ def _pod(app: StreamApp, member: int) -> dict[str, Any]:
     pod_spec.setdefault("volumes", []).extend(
         [{"name": "state", **volume}, {"name": "scratch", "emptyDir": {}}]
     )
-    others = [c for c in pod_spec.get("containers") or [] if c.get("name") != "executor"]
+    others = [_secured(c) for c in pod_spec.get("containers") or [] if c.get("name") != "executor"]
     overrides: dict[str, Any] = next(
         (c for c in pod_spec.get("containers") or [] if c.get("name") == "executor"), {}
     )
-    pod_spec["containers"] = [_merge_container(container, overrides), *others]
+    executor_container = _merge_container(container, overrides)
+    executor_container["securityContext"] = merged_container_context(
+        overrides.get("securityContext"), executor=True
+    )
+    pod_spec["containers"] = [executor_container, *others]
+    if pod_spec.get("initContainers"):
+        pod_spec["initContainers"] = [_secured(c) for c in pod_spec["initContainers"]]
     # The executors' own identity, whatever the template says: a StreamApp must not borrow the rights
     # of another ServiceAccount through the operator.
     pod_spec["serviceAccountName"] = executor_account(name, member)
-    pod_spec.setdefault("securityContext", pod_security_context())
+    pod_spec["securityContext"] = merged_pod_context(pod_spec.get("securityContext"))
     pod_spec.setdefault("restartPolicy", "Always")
     pod_spec["hostname"] = member_name(name, member)
     pod_spec["subdomain"] = name
@@ -187,6 +199,13 @@ def _pod(app: StreamApp, member: int) -> dict[str, Any]:
         },
         "spec": pod_spec,
     }
+
+
+def _secured(container: Mapping[str, Any]) -> dict[str, Any]:
+    """A sidecar or init container of the template, with our container securityContext under its own."""
+    secured = copy.deepcopy(dict(container))
+    secured["securityContext"] = merged_container_context(container.get("securityContext"), executor=False)
+    return secured
 
 
 def drain_seconds(grace: int) -> int:

@@ -13,6 +13,7 @@ ownerReference with the app's UID, as the watches judge their children (`observe
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -152,6 +153,19 @@ class Kube:
             holder = f"controlled by {theirs.get('kind')} {theirs.get('name')}" if theirs else "no controller"
             raise NameConflict(kind, namespace, str(body["metadata"]["name"]), holder) from None
 
+    def dry_run_pod(self, namespace: str, body: dict[str, Any]) -> str | None:
+        """Put a pod to the API server without creating it (`dryRun: All`: every admission step runs,
+        nothing is stored); why it refuses it (a 4xx), or None."""
+        self._guard()
+        create: Callable[..., Any] = self.core.create_namespaced_pod
+        try:
+            create(namespace, body, dry_run="All")
+        except ApiException as error:
+            if error.status is None or not 400 <= error.status < 500 or error.status == 409:
+                raise
+            return _message(error)
+        return None
+
     def patch_role_rules(self, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
         """Put a Role's rules back to what the operator grants."""
         self._guard()
@@ -239,6 +253,14 @@ class Kube:
     def _guard(self) -> None:
         if not self.leading():
             raise NotLeading("this replica no longer holds the lease")
+
+
+def _message(error: ApiException) -> str:
+    """The API server's own message for a refusal (its Status body), else the reason."""
+    try:
+        return str(json.loads(error.body or "{}").get("message") or error.reason)[:1000]
+    except (ValueError, AttributeError):
+        return str(error.reason)
 
 
 def controller_of(body: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -72,7 +72,10 @@ class Memo:
         default_factory=dict
     )
     plans_reused: int = 0
-    conflict: str | None = None  # the NameConflict the last reconcile met, shown in the conditions
+    # What stopped the last reconcile from touching pods (reason, message), shown in the conditions
+    blocked: tuple[str, str] | None = None
+    # The last revision whose member pod was put to the API server (dry run), and its refusal if any
+    admitted: tuple[str, str | None] | None = None
 
     def parse_reports(self, members: Iterable[Body]) -> Callable[[Body], StreamAppMemberStatus]:
         """Parse the reports of `members` that changed since the last call (forgetting members that

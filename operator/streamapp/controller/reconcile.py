@@ -49,9 +49,10 @@ from streamapp.rebalance import (
 log = logging.getLogger(__name__)
 INTENT_REBUILT = "IntentRebuilt"
 NAME_CONFLICT = "NameConflict"
-NAME_CONFLICT_RETRY_SECONDS = 30.0
-"""A name taken by someone else stays taken until a person acts; the watches wake the loop at once
-when the object goes away, so a slow retry costs nothing."""
+POD_REFUSED = "PodRefused"
+BLOCKED_RETRY_SECONDS = 30.0
+"""A name taken by someone else, or a pod the API server refuses, stays so until a person acts; the
+watches wake the loop when the app or its children change, so a slow retry costs nothing."""
 WRITERS = 8
 """Member targets written at once (the official client's connection pool holds 5 per core)."""
 Body = Mapping[str, Any]
@@ -152,10 +153,10 @@ def reconcile(
         current_conditions(app), [progressing], stamp, int(app["metadata"].get("generation") or 0)
     )
     metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
-    if memo.conflict is not None:
+    if memo.blocked is not None:
         degraded = merge_conditions(
             current_conditions(app),
-            [name_conflict(memo.conflict)],
+            [Condition("Degraded", True, memo.blocked[0], memo.blocked[1][:1000])],
             stamp,
             int(app["metadata"].get("generation") or 0),
         )
@@ -165,27 +166,49 @@ def reconcile(
         _repair_supporting(kube, model, result, observed, memo)
         thresholds = config.rebalance.lag_thresholds()
         _write_member_specs(kube, model, result, observed.members, handing_off, memo, thresholds)
+        refusal = _pod_admitted(kube, model, revision, memo)
+        if refusal is not None:
+            raise PodRefused(refusal)
         rollout.act(kube, name, namespace, step, pods)
         rollout.announce(kube, app, step, pods, owned)
         _report(kube, app, result, previous, metrics)
         _manage_pods(kube, model, config, result, pods, observed.members)
-    except NameConflict as conflict:
+    except (NameConflict, PodRefused) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
-        if memo.conflict != str(conflict):
-            kube.event(app, NAME_CONFLICT, str(conflict), warning=True)
-        memo.conflict = str(conflict)
-        return Outcome(now + NAME_CONFLICT_RETRY_SECONDS, written)
-    if memo.conflict is not None:
-        memo.conflict = None
+        # Nothing else is touched meanwhile: no pod is created or deleted, running ones keep running.
+        reason = NAME_CONFLICT if isinstance(blocked, NameConflict) else POD_REFUSED
+        if memo.blocked != (reason, str(blocked)):
+            kube.event(app, reason, str(blocked), warning=True)
+        memo.blocked = (reason, str(blocked))
+        return Outcome(now + BLOCKED_RETRY_SECONDS, written)
+    if memo.blocked is not None:
+        memo.blocked = None
         return Outcome(now, written)  # write the conditions without it at once
     metrics.reconcile_seconds.observe(time.perf_counter() - started)
     wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
     return Outcome(min(wake, default=None), written)
 
 
-def name_conflict(message: str) -> Condition:
-    """Degraded with reason NameConflict: a child's name is taken by an object that is not the app's."""
-    return Condition("Degraded", True, NAME_CONFLICT, message[:1000])
+class PodRefused(RuntimeError):
+    """The API server refuses the member pod the current spec renders (a server-side dry run)."""
+
+
+def _pod_admitted(kube: Kube, app: StreamApp, revision: str, memo: Memo) -> str | None:
+    """Why the API server refuses the member pod of this revision, or None: a server-side dry run of
+    member 0's pod, once per revision (`memo.admitted`), before any pod of it is created or an old
+    one deleted for it. What the operator's own rules let through (or everything, with
+    --allow-privileged-pod-templates) can still be refused by Pod Security admission, a LimitRange or
+    a webhook; asked first, the refusal is the app's condition instead of a pod create failing on
+    every reconcile, or a rollout deleting pods it cannot replace."""
+    if memo.admitted is not None and memo.admitted[0] == revision:
+        return memo.admitted[1]
+    body = children.pod(app, 0)
+    body["metadata"] = {**body["metadata"], "generateName": f"{body['metadata']['name']}-dryrun-"}
+    del body["metadata"]["name"]
+    refused = kube.dry_run_pod(str(app.metadata.namespace), body)
+    message = None if refused is None else f"the API server refuses the member pod: {refused}"
+    memo.admitted = (revision, message)
+    return message
 
 
 def _write_status(kube: Kube, app: Body, status: Mapping[str, Any]) -> Body | None:
