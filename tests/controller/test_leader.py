@@ -6,12 +6,22 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import threading
+import time
 from typing import Any
 
+import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from streamapp.controller.leader import LeaseConfig, LeaseLock
+from streamapp.controller.leader import (
+    SHUTDOWN_JOIN_SECONDS,
+    BoundedApiClient,
+    LeaseConfig,
+    LeaseLock,
+    Renewals,
+    lead,
+)
 
 LONG_AGO = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
@@ -112,3 +122,98 @@ def test_a_write_racing_another_candidate_loses_on_the_resource_version() -> Non
     store.stale = before
     assert not lock(store, "b", clock).try_acquire(dt.datetime.now(dt.UTC))
     assert store.lease is not None and store.lease.spec.holder_identity == "c"
+
+
+class Hung:
+    """A TCP server that accepts connections and never answers: a paused or blackholed API server."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.accepted: list[Any] = []
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted.append(connection)
+
+
+def test_every_call_has_a_timeout_and_no_hidden_retries() -> None:
+    """Against an API server that never answers, a lease read fails after its read timeout, on one
+    connection: urllib3 retried three times behind each call (an attempt took ~40 s)."""
+    hung = Hung()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{hung.port}"
+    api = BoundedApiClient(configuration, (0.5, 0.5))
+    began = time.monotonic()
+    with pytest.raises(Exception):  # noqa: B017 - a timeout, whatever urllib3 wraps it in
+        client.CoordinationV1Api(api).read_namespaced_lease("lease", "ns")
+    assert time.monotonic() - began < 2.0
+    assert len(hung.accepted) == 1
+
+
+class ScriptedLock:
+    """A lease lock whose attempts succeed until `hang` is set, then block (a hung API server)."""
+
+    def __init__(self, config: LeaseConfig) -> None:
+        self.config = config
+        self.hang = threading.Event()
+        self.released = threading.Event()
+
+    def try_acquire(self, now: dt.datetime) -> bool:
+        if self.hang.is_set():
+            time.sleep(30)
+        return True
+
+    def release(self) -> None:
+        self.released.set()
+
+
+FAST = LeaseConfig("ns", "lease", "a", lease_duration=3.0, renew_deadline=1.0, retry_period=0.1)
+
+
+def test_a_leader_whose_renewal_hangs_stops_acting_at_the_renew_deadline() -> None:
+    """The renewal in flight never returns; acting stops when the renew deadline has passed since the
+    last renewal that succeeded — not when (if ever) the hung call gives up."""
+    lock = ScriptedLock(FAST)
+    stopped_at: list[float] = []
+
+    def act(stop: threading.Event) -> None:
+        stop.wait()
+        stopped_at.append(time.monotonic())
+
+    runner = threading.Thread(target=lead, args=(Renewals(lock), act, threading.Event()), daemon=True)
+    runner.start()
+    time.sleep(0.5)
+    lock.hang.set()
+    hung_at = time.monotonic()
+    runner.join(5)
+    assert not runner.is_alive() and stopped_at
+    assert stopped_at[0] - hung_at <= FAST.renew_deadline + 0.5
+    assert not lock.released.is_set(), "a lease no longer held is not released"
+
+
+def test_shutdown_releases_the_lease_even_while_a_write_hangs() -> None:
+    """SIGTERM while the reconcile in flight hangs on a write: acting stops, and the lease is released
+    within a couple of seconds, so the other replica takes over at its next retry."""
+    lock = ScriptedLock(FAST)
+    shutdown = threading.Event()
+
+    def act(stop: threading.Event) -> None:
+        time.sleep(60)  # a write that never returns, and never looks at `stop`
+
+    runner = threading.Thread(target=lead, args=(Renewals(lock), act, shutdown), daemon=True)
+    runner.start()
+    time.sleep(0.5)
+    shutdown.set()
+    began = time.monotonic()
+    assert lock.released.wait(5)
+    assert time.monotonic() - began <= SHUTDOWN_JOIN_SECONDS + 0.5

@@ -7,6 +7,8 @@ checks single ownership and warm handoffs at every apply; tests check what users
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fleet import Fleet, member_statuses
 from kubernetes import client
@@ -358,6 +360,25 @@ def test_only_the_leader_acts_and_a_successor_takes_over(
         scale(api_client, namespace, 3)
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 6), 120, "the successor rebalancing to 3")
         assert_clean(fleet)
+
+
+def test_after_sigterm_the_other_replica_takes_over_within_five_seconds(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """A rollout of the operator SIGTERMs the leader: it stops acting, releases the Lease, and the
+    other replica (retrying every 2 s) holds it within 5 s — measured 6.9 s when the release waited
+    on the reconcile in flight."""
+    one = operators.start("op-1", leader_election=True)
+    wait_for(lambda: _holder(api_client, namespace) == "op-1", 30, "op-1 holding the lease")
+    operators.start("op-2", leader_election=True)
+    create_app(api_client, namespace, replicas=2, partitions=6)
+    with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 2, 6), 90, "a balanced app")
+        one.process.terminate()
+        began = time.monotonic()
+        wait_for(lambda: _holder(api_client, namespace) == "op-2", 30, "op-2 taking the lease over", 0.05)
+        assert time.monotonic() - began <= 5.0
+        assert one.process.wait(15) == 0
 
 
 def _holder(api: client.ApiClient, namespace: str) -> str | None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import os
 import signal
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +21,7 @@ from streamapp.controller.backoff import Backoffs
 from streamapp.controller.handlers import lighten, watch_only_members
 from streamapp.controller.handlers import register as register_handlers
 from streamapp.controller.kube import Kube
-from streamapp.controller.leader import LeaseConfig, LeaseLock
+from streamapp.controller.leader import LeaseConfig, LeaseLock, Renewals, bounded_client, lead
 from streamapp.controller.loops import MIN_RECONCILE_INTERVAL_SECONDS, AppLoops
 from streamapp.controller.metrics import Metrics
 
@@ -86,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # what kopf's kubeconfig login reads
     load_client_config(args.kubeconfig)
-    api = client.ApiClient()
+    api = bounded_client()
     metrics = Metrics()
     if args.metrics_port:
         metrics.serve(args.metrics_port, args.metrics_address)
@@ -133,34 +131,17 @@ def _stopped_by_signals() -> Iterator[threading.Event]:
 def _lead(
     api: client.ApiClient, metrics: Metrics, args: argparse.Namespace, shutdown: threading.Event
 ) -> None:
-    """Wait for the Lease, act while renewing it, stop acting the moment renewal fails or on
-    shutdown; a clean shutdown releases the Lease so a successor takes over at once."""
+    """Act while holding the Lease (`leader.lead`)."""
     lease = LeaseConfig(args.lease_namespace, args.lease_name, args.identity)
-    lock = LeaseLock(api, lease)
-    log.info("waiting for lease %s/%s as %s", lease.namespace, lease.name, lease.identity)
-    while not _attempt(lock):
-        if shutdown.wait(lease.retry_period):
-            return
-    log.info("acquired lease %s/%s: acting", lease.namespace, lease.name)
-    metrics.leader.set(1)
-    stop = threading.Event()
-    worker = threading.Thread(target=lambda: asyncio.run(_act(api, metrics, args, stop)), name="operator")
-    worker.start()
-    last_renewal = time.monotonic()
-    try:
-        while worker.is_alive() and not shutdown.wait(lease.retry_period):
-            if _attempt(lock):
-                last_renewal = time.monotonic()
-            if time.monotonic() - last_renewal > lease.renew_deadline:
-                log.error("lost lease %s/%s: stopping", lease.namespace, lease.name)
-                break
-    finally:
-        stop.set()
-        worker.join()
-        metrics.leader.set(0)
-        if time.monotonic() - last_renewal <= lease.renew_deadline:
-            lock.release()
-            log.info("released lease %s/%s", lease.namespace, lease.name)
+
+    def act(stop: threading.Event) -> None:
+        metrics.leader.set(1)
+        try:
+            asyncio.run(_act(api, metrics, args, stop))
+        finally:
+            metrics.leader.set(0)
+
+    lead(Renewals(LeaseLock(api, lease)), act, shutdown)
 
 
 async def _act(
@@ -223,16 +204,3 @@ def _survive_api_outages(settings: kopf.OperatorSettings) -> None:
     settings.watching.client_timeout = 330
     settings.watching.connect_timeout = 10
     settings.watching.reconnect_backoff = 0.5
-
-
-def _attempt(lock: LeaseLock) -> bool:
-    """One acquire-or-renew; an unreachable API server counts as not holding the lease."""
-    try:
-        return lock.try_acquire(_now())
-    except Exception:
-        log.exception("lease %s/%s: attempt failed", lock.config.namespace, lock.config.name)
-        return False
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
