@@ -45,6 +45,8 @@ def machine() -> dict[str, Any]:
 def _fmt(value: Any) -> str:
     if value is None:
         return "—"
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 100:
+        return f"{int(value):,}"  # a count (rows), whatever a median made of it
     if isinstance(value, float):
         return f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
     if isinstance(value, int):
