@@ -62,6 +62,8 @@ def test_print_is_one_applicable_stream(capsys: pytest.CaptureFixture[str]) -> N
         "RoleBinding",
         "Deployment",
         "Service",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     ]
     assert main(["crd"]) == 0
     crds = list(yaml.safe_load_all(capsys.readouterr().out))

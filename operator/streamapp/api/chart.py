@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import flowcontrol, manifests
+from streamapp.api import admissionpolicy, flowcontrol, manifests
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
 from streamapp.api.rbac import Rule, operator_cluster_role_rules, operator_lease_rules
@@ -72,6 +72,20 @@ VALUES: tuple[Value, ...] = (
         True,
         {"type": "boolean"},
         "Act only while holding a Lease in the release namespace; false passes `--no-leader-election`.",
+    ),
+    Value(
+        "podTemplates.allowPrivileged",
+        False,
+        {"type": "boolean"},
+        "Let StreamApps' pod templates ask for more than the restricted Pod Security profile "
+        "(`--allow-privileged-pod-templates`); it also leaves the admission policy out.",
+    ),
+    Value(
+        "podTemplates.admissionPolicy",
+        True,
+        {"type": "boolean"},
+        "A ValidatingAdmissionPolicy that refuses, at apply time, a StreamApp whose pod template asks "
+        "for what the operator would refuse (Kubernetes 1.30 or later; left out on older clusters).",
     ),
     Value(
         "watchNamespaces",
@@ -389,6 +403,9 @@ spec:
             # then all serve on the same port.
             - --metrics-address
             - $(POD_IP)
+            {{- if .Values.podTemplates.allowPrivileged }}
+            - --allow-privileged-pod-templates
+            {{- end }}
             {{- if .Values.leaderElection.enabled }}
             # The Lease lives in $POD_NAMESPACE; the holder's identity is $POD_NAME.
             - --lease-name
@@ -603,6 +620,27 @@ spec:
 """
 
 
+def _admission_policy_template() -> str:
+    """The pod-template ValidatingAdmissionPolicy (`streamapp.api.admissionpolicy`) and its binding:
+    cluster-scoped, named per release; only where the API server serves it (1.30+), and not when the
+    install lets templates ask for privileges."""
+    name = '{{ include "streamapp-operator.globalName" . }}-pod-templates'
+    policy, binding = admissionpolicy.policy(name), admissionpolicy.binding(name)
+    labels = '    {{- include "streamapp-operator.labels" . | nindent 4 }}'
+    guard = (
+        f"{{{{- if and .Values.podTemplates.admissionPolicy (not .Values.podTemplates.allowPrivileged) "
+        f'(.Capabilities.APIVersions.Has "{admissionpolicy.API_VERSION}/ValidatingAdmissionPolicy") }}}}'
+    )
+    documents = []
+    for doc in (policy, binding):
+        rest = {k: v for k, v in doc.items() if k != "metadata"}
+        documents.append(
+            f"apiVersion: {rest.pop('apiVersion')}\nkind: {rest.pop('kind')}\nmetadata:\n  name: {name}\n"
+            f"  labels:\n{labels}\n{_block(rest, 0)}"
+        )
+    return guard + "\n" + "\n---\n".join(documents) + "\n{{- end }}\n"
+
+
 def _crd_job_template() -> str:
     """The opt-in CRD upgrade: hooks run before the release's objects, so the Job brings its own
     ServiceAccount and ClusterRole (lower hook weights come first); all are deleted once it succeeded."""
@@ -803,6 +841,7 @@ def chart_files() -> Files:
         "service.yaml": header + SERVICE,
         "servicemonitor.yaml": header + SERVICE_MONITOR,
         "flowschema.yaml": header + _flow_schema_template(),
+        "admissionpolicy.yaml": header + _admission_policy_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),
         "NOTES.txt": NOTES,
     }

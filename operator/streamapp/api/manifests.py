@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamapp.api import admissionpolicy
 from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
@@ -147,6 +148,9 @@ def manifest_files() -> Files:
         "namespace.yaml": render([namespace()], COMMAND),
         "rbac.yaml": render(rbac(), COMMAND),
         "operator.yaml": render([deployment(), metrics_service()], COMMAND),
+        # Refuses, at apply time, a StreamApp whose pod template the operator would refuse (1.30+;
+        # leave it out with --allow-privileged-pod-templates).
+        "admissionpolicy.yaml": render([admissionpolicy.policy(), admissionpolicy.binding()], COMMAND),
     }
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -11,6 +11,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# What the restricted Pod Security Standard lets a pod ask for (`controller.admission` checks templates
+# by these; `api.admissionpolicy` writes the same rules in CEL). Inline `csi` volumes are refused too:
+# the operator's own rule.
+VOLUME_TYPES = frozenset(
+    {"configMap", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+)
+SECCOMP_TYPES = frozenset({"RuntimeDefault", "Localhost"})
+APPARMOR_TYPES = frozenset({"RuntimeDefault", "Localhost"})
+SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
+ADDABLE_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
+SAFE_SYSCTLS = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+    }
+)
+
 RUN_AS_USER = 65532
 SCRATCH_MOUNT = "/tmp"
 

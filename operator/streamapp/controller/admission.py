@@ -26,6 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.fields import ValidationError
+from streamapp.api.security import (
+    ADDABLE_CAPABILITIES,
+    APPARMOR_TYPES,
+    SAFE_SYSCTLS,
+    SECCOMP_TYPES,
+    SELINUX_TYPES,
+    VOLUME_TYPES,
+)
 from streamapp.api.streamapp import StreamApp
 
 TEMPLATE_PATH = "spec.executor.podTemplate"
@@ -33,28 +41,6 @@ SPEC_PATH = f"{TEMPLATE_PATH}.spec"
 ALLOW_FLAG = "--allow-privileged-pod-templates"
 HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-# The restricted profile's volume types (inline `csi` is the operator's own refusal).
-VOLUME_TYPES = frozenset(
-    {"configMap", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
-)
-SECCOMP_TYPES = frozenset({"RuntimeDefault", "Localhost"})
-APPARMOR_TYPES = frozenset({"RuntimeDefault", "Localhost"})
-SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
-ADDABLE_CAPABILITIES = frozenset({"NET_BIND_SERVICE"})
-SAFE_SYSCTLS = frozenset(
-    {
-        "kernel.shm_rmid_forced",
-        "net.ipv4.ip_local_port_range",
-        "net.ipv4.ip_unprivileged_port_start",
-        "net.ipv4.tcp_syncookies",
-        "net.ipv4.ping_group_range",
-        "net.ipv4.ip_local_reserved_ports",
-        "net.ipv4.tcp_keepalive_time",
-        "net.ipv4.tcp_fin_timeout",
-        "net.ipv4.tcp_keepalive_intvl",
-        "net.ipv4.tcp_keepalive_probes",
-    }
-)
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
 

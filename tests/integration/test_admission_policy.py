@@ -1,0 +1,171 @@
+"""The pod-template ValidatingAdmissionPolicy (api/admissionpolicy.py) on the real API server: it
+refuses at apply time exactly the templates the operator refuses (controller/admission.py), each with
+its rule's message, and lets a restricted-compatible template through."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from streamapp.api import StreamApp, admissionpolicy
+from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.controller.admission import violations
+
+ADMISSION = "admissionregistration.k8s.io"
+HOSTILE: list[tuple[dict[str, Any], str]] = [
+    ({"spec": {"nodeName": "node-a"}}, "nodeName"),
+    ({"spec": {"hostNetwork": True}}, "hostNetwork"),
+    ({"spec": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}}, "seccomp"),
+    ({"spec": {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}}}, "unsafe sysctls"),
+    ({"spec": {"securityContext": {"runAsUser": 0}}}, "user 0"),
+    ({"spec": {"volumes": [{"name": "v", "nfs": {"server": "s", "path": "/"}}]}}, "volumes other than"),
+    ({"spec": {"volumes": [{"name": "v", "csi": {"driver": "d"}}]}}, "volumes other than"),
+    (
+        {"spec": {"containers": [{"name": "side", "image": "i", "securityContext": {"privileged": True}}]}},
+        "privileged containers",
+    ),
+    (
+        {
+            "spec": {
+                "initContainers": [
+                    {
+                        "name": "init",
+                        "image": "i",
+                        "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
+                    }
+                ]
+            }
+        },
+        "added capabilities",
+    ),
+    (
+        {
+            "spec": {
+                "containers": [{"name": "executor", "securityContext": {"seLinuxOptions": {"type": "spc_t"}}}]
+            }
+        },
+        "SELinux",
+    ),
+    ({"spec": {"containers": [{"name": "executor", "securityContext": {"procMount": "Unmasked"}}]}}, "/proc"),
+    (
+        {
+            "spec": {
+                "containers": [
+                    {"name": "executor", "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}
+                ]
+            }
+        },
+        "AppArmor",
+    ),
+    (
+        {
+            "spec": {
+                "containers": [
+                    {"name": "side", "image": "i", "ports": [{"containerPort": 80, "hostPort": 80}]}
+                ]
+            }
+        },
+        "host ports",
+    ),
+    (
+        {
+            "metadata": {
+                "annotations": {"container.apparmor.security.beta.kubernetes.io/executor": "unconfined"}
+            }
+        },
+        "AppArmor",
+    ),
+]
+RESTRICTED = {
+    "metadata": {
+        "annotations": {"container.apparmor.security.beta.kubernetes.io/executor": "runtime/default"}
+    },
+    "spec": {
+        "securityContext": {"seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}},
+        "volumes": [{"name": "c", "configMap": {"name": "x"}}, {"name": "d", "emptyDir": {}}],
+        "containers": [
+            {"name": "executor", "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}}
+        ],
+    },
+}
+
+
+def app(name: str, template: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "StreamApp",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 0,
+            "partitions": 1,
+            "pipeline": {
+                "transform": "m:f",
+                "source": {"type": "file", "path": "/in"},
+                "stateStore": {"uri": "file:///state"},
+            },
+            "executor": {"image": "img", "podTemplate": template},
+        },
+    }
+
+
+@pytest.fixture
+def policy(api_client: client.ApiClient, namespace: str, crds: None) -> Iterator[None]:
+    """The generated policy, bound as installs bind it but to this test's namespace only (other tests'
+    apps must not meet it)."""
+    name = f"{admissionpolicy.NAME}-{namespace}"[:63]
+    custom = client.CustomObjectsApi(api_client)
+    binding = admissionpolicy.binding(name)
+    binding["spec"]["matchResources"] = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+    }
+    kinds = (
+        ("validatingadmissionpolicies", admissionpolicy.policy(name)),
+        ("validatingadmissionpolicybindings", binding),
+    )
+    for plural, body in kinds:
+        custom.create_cluster_custom_object(ADMISSION, "v1", plural, body)
+    try:
+        yield
+    finally:
+        for plural, _ in reversed(kinds):
+            custom.delete_cluster_custom_object(ADMISSION, "v1", plural, name)
+
+
+def _create(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, APPS, body, dry_run="All"
+    )
+
+
+def test_the_policy_refuses_at_apply_time_what_the_operator_refuses(
+    api_client: client.ApiClient, namespace: str, policy: None
+) -> None:
+    # The policy takes effect a moment after it is created: wait for its first refusal.
+    first, said = HOSTILE[0]
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _create(api_client, namespace, app("probe", first))
+        except ApiException as error:
+            if error.status == 422 and said in error.body:
+                break
+            raise
+        assert time.monotonic() < deadline, "the policy never took effect"
+        time.sleep(0.5)
+    for index, (template, said) in enumerate(HOSTILE):
+        assert list(violations(template)), f"the operator lets {template} through"
+        with pytest.raises(ApiException) as refused:
+            _create(api_client, namespace, app(f"hostile-{index}", template))
+        assert refused.value.status == 422 and said in refused.value.body, (template, refused.value.body)
+        assert "--allow-privileged-pod-templates" in refused.value.body
+    assert not list(violations(RESTRICTED))
+    _create(api_client, namespace, app("restricted", copy.deepcopy(RESTRICTED)))
+    StreamApp.from_resource(
+        {**app("restricted", RESTRICTED), "metadata": {"name": "restricted", "namespace": namespace}}
+    )
