@@ -99,11 +99,12 @@ bench-cluster-report: $(STAMP)
 chaos: $(STAMP) k8s-binaries
 	STREAMAPP_CHAOS=long $(PY) -m pytest tests/integration/test_chaos.py -q
 
-## crds: regenerate the CRDs and install manifests from the resource models (a test checks they match)
+## crds: regenerate the CRDs, install manifests, chart and docs/api.md from the resource models (a test checks they match)
 crds: $(STAMP)
 	$(VENV)/bin/streamapp crd --write crds
 	$(VENV)/bin/streamapp manifests --write manifests
 	$(VENV)/bin/streamapp chart --write charts/streamapp-operator
+	$(VENV)/bin/streamapp api-docs --write docs
 
 ## k8s-binaries: build (once, cached in ~/.cache/streamapp/k8s/<version>) the control-plane binaries
 k8s-binaries: $(STAMP)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from streamapp.api.apidocs import api_files
 from streamapp.api.crd import crd_files
 from streamapp.api.manifests import manifest_files
 from streamapp.cli import main
@@ -15,13 +16,16 @@ from streamapp.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("directory", "generate"), [("crds", crd_files), ("manifests", manifest_files)])
-def test_checked_in_files_match_the_model(directory: str, generate: Callable[[], dict[str, str]]) -> None:
+@pytest.mark.parametrize(
+    ("directory", "command", "generate"),
+    [("crds", "crd", crd_files), ("manifests", "manifests", manifest_files), ("docs", "api-docs", api_files)],
+)
+def test_checked_in_files_match_the_model(
+    directory: str, command: str, generate: Callable[[], dict[str, str]]
+) -> None:
     for name, text in generate().items():
         path = ROOT / directory / name
-        assert path.exists(), (
-            f"{path} is missing: run `streamapp {'crd' if directory == 'crds' else directory} --write {directory}`"
-        )
+        assert path.exists(), f"{path} is missing: run `streamapp {command} --write {directory}`"
         assert path.read_text() == text, (
             f"{path} drifted from operator/streamapp/api: regenerate it with --write"
         )

@@ -1,4 +1,5 @@
-"""`streamapp crd`, `streamapp manifests` and `streamapp chart`: print, write or check the generated files;
+"""`streamapp crd`, `streamapp manifests`, `streamapp chart` and `streamapp api-docs`: print, write or check
+the generated files;
 `streamapp crd --apply` also installs the CRDs (the Helm chart's CRD upgrade Job runs it)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streamapp.api.apidocs import api_files
 from streamapp.api.chart import chart_files
 from streamapp.api.crd import crd_files, crds
 from streamapp.api.manifests import manifest_files
@@ -19,13 +21,14 @@ GENERATORS: dict[str, tuple[Callable[[], Files], str, bool]] = {
     "crd": (crd_files, "the CustomResourceDefinitions (crds/)", True),
     "manifests": (manifest_files, "the install manifests: namespace, RBAC, operator (manifests/)", True),
     "chart": (chart_files, "the Helm chart (charts/streamapp-operator/)", False),
+    "api-docs": (api_files, "the API reference (docs/api.md)", False),
 }
 FIELD_MANAGER = "streamapp"
 APPLY_PATCH = "application/apply-patch+yaml"
 
 
 def register(subparsers: Any) -> None:
-    """Add the `crd`, `manifests` and `chart` subcommands."""
+    """Add one subcommand per generator."""
     for command, (generate, what, stream) in GENERATORS.items():
         printing = " Without options, print the objects as one YAML stream (for kubectl apply -f -)."
         parser = subparsers.add_parser(
@@ -33,7 +36,7 @@ def register(subparsers: Any) -> None:
             help=f"{'print, ' if stream else ''}write or check {what}",
             description=f"Generate {what} from the Python resource model.{printing if stream else ''}",
         )
-        # A chart is templates, not objects: there is nothing to print.
+        # A chart or a document is not objects: there is nothing to print.
         target = parser.add_mutually_exclusive_group(required=not stream)
         target.add_argument("--write", metavar="DIR", type=Path, help="write the files into DIR")
         target.add_argument(
