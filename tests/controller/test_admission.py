@@ -3,16 +3,21 @@ and the status size at the CRD's maxima, which is why those maxima are what they
 
 from __future__ import annotations
 
+import copy
 import json
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from test_reconcile_memo import settled_app
 
 from streamapp.api import StreamApp, ValidationError
 from streamapp.api.streamapp import MAX_PARTITIONS, MAX_REPLICAS, MAX_TASK_COPIES
 from streamapp.controller.admission import STRICT, PodPolicy, admit
+from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState
+from streamapp.controller.reconcile import reconcile
 from streamapp.controller.status import app_status
 from streamapp.rebalance import Assignment, MemberView, Plan, TaskAssignment
 
@@ -215,3 +220,18 @@ def test_status_at_the_maxima_fits_in_one_object() -> None:
     status = app_status(body, result, Assignment(), views, pods, "2026-01-01T00:00:00Z")
     size = len(json.dumps(status, separators=(",", ":")))
     assert size < 0.8 * MIB, size
+
+
+def test_a_running_app_the_rules_now_refuse_keeps_its_pods_and_is_degraded() -> None:
+    """An operator upgrade that brings stricter rules must not take down an app that runs: its next
+    reconcile touches no child (no pod deleted, created or rolled) and says why in its conditions."""
+    kube, observed, memo, _ = settled_app()
+    kube.writes.clear()
+    app = copy.deepcopy(kube.app)
+    app["spec"]["executor"]["podTemplate"] = {"spec": {"hostNetwork": True}}
+    reconcile(kube, replace(observed, app=app), 30.0, Metrics(), memo=memo)  # type: ignore[arg-type]
+    assert [name for name, _ in kube.writes] == ["event", "patch_app_status"]
+    conditions = {c["type"]: c for c in kube.writes[1][1]["conditions"]}
+    assert conditions["Degraded"]["status"] == "True"
+    assert conditions["Degraded"]["reason"] == "InvalidSpec"
+    assert f"{T}.hostNetwork" in conditions["Degraded"]["message"]
