@@ -72,13 +72,29 @@ def _key(window: Window) -> str:
 def rows(run: Run, latency: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per measured (phase, protocol); `latency` per window, as `from_files` measured it."""
     by_protocol = {app.protocol: app for app in run.apps}
+    stretches = quiet(run)
     usual = {
-        app.protocol: {p: usual_gap(_fed(app, run), p) for p in range(app.partitions)} for app in run.apps
+        app.protocol: {p: usual_gap(_fed(app, run), p, stretches) for p in range(app.partitions)}
+        for app in run.apps
     }
     return [
         _row(by_protocol[w.protocol], w, usual[w.protocol], latency.get(_key(w), {}), run.settings.rate)
         for w in run.windows
     ]
+
+
+def quiet(run: Run) -> list[tuple[float, float]]:
+    """The stretches in which every app was at rest with input flowing: before the first phase, and
+    from the last app's recovery to the end of each phase's hold (`measure`'s usual cadence)."""
+    if not run.windows:
+        return []
+    phases: dict[str, list[Window]] = {}
+    for window in run.windows:
+        phases.setdefault(window.phase, []).append(window)
+    stretches = [(run.fed_from, min(w.started for w in run.windows))]
+    for windows in phases.values():
+        stretches.append((max(w.recovered or w.ended for w in windows), max(w.ended for w in windows)))
+    return stretches
 
 
 def _fed(app: BenchApp, run: Run) -> list[Any]:
@@ -144,11 +160,14 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]], rows_per_task: Seq
         if member == window.victim and window.started <= at <= window.ended
     ]
     detect = min(noticed) if noticed else 0.0
-    scale_out = by_protocol.get(("streamapp", "scale-out"))
-    # one planned handoff's wait, as the simulator charges it to each move: the streamapp scale-out's
-    # longest gap beyond the cadence (it restores nothing while blocking). Not the phase's summed stall,
-    # which also holds the fresh executor's slower batches after the handoff
-    handoff = scale_out["gaps"]["longest_s"] - scale_out["usual_gap_s"] if scale_out else 0.0
+    # one planned handoff's wait, as the simulator charges it to each move: the mean excess over the
+    # cadence of the gaps across a change of owner in streamapp's planned moves (scale-out and
+    # scale-in: warm handoffs that restore nothing while blocking). Not the phases' summed stall, which
+    # also holds every batch slowed by a new executor's JVM, nor the longest gap alone (one move)
+    planned = [by_protocol.get(("streamapp", phase)) for phase in ("scale-out", "scale-in")]
+    excess = sum(r["gaps"].get("moves_stall_s", 0.0) for r in planned if r)
+    moves = sum(r["gaps"].get("moves", 0) for r in planned if r)
+    handoff = excess / moves if moves else 0.0
     return {
         "input_rate_per_task": settings.rate / settings.partitions,
         "batch_interval_s": statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0,

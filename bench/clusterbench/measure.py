@@ -4,8 +4,12 @@ Inputs are what an observer sees on the shared store: every accepted batch with 
 was published (`Commit`), and every input record's append timestamp. From them, per phase window:
 
 - commit gaps per task: the longest interval between two commits of a partition (a task that stood
-  still), and the *stall*: every gap's excess over the task's usual cadence (its median gap over the
-  run), summed over the window's gaps and tasks. No threshold: a threshold (twice the cadence, as
+  still), and the *stall*: every gap's excess over the task's usual cadence, summed over the window's
+  gaps and tasks. The usual cadence is the task's median gap in the run's *quiet stretches*: the
+  steady input before the first phase and each phase's hold once every app has recovered — the same
+  moments for all apps. Its median over the whole run depended on the protocol being measured: one
+  that left tasks waiting for 120 s, or slowed its members in its own phases, got a longer cadence
+  (1.09 s against 1.04 s in quiet stretches, over ~400 gaps of a phase ~16 task-seconds less stall). No threshold: a threshold (twice the cadence, as
   before) made a row jump between 0 and a few seconds as gaps crossed it from run to run. So a phase
   in which every batch slowed down (a new executor's JVM and restores competing for the same cores)
   stalls too, by what its slower batches added; the app's median gap in the phase is reported beside
@@ -42,6 +46,8 @@ class Gaps:
     worst_task_stall_s: float
     phase_cadence_s: float
     standstill_s: float = 0.0
+    moves_stall_s: float = 0.0  # the part of stall_s in gaps across a change of owner: the moves' own cost
+    moves: int = 0  # gaps across a change of owner
 
 
 @dataclass(frozen=True)
@@ -54,11 +60,17 @@ class Latency:
     max_s: float
 
 
-def usual_gap(commits: Sequence[Commit], partition: int) -> float:
-    """The median interval between a partition's commits over the whole run: its batch cadence."""
+def usual_gap(
+    commits: Sequence[Commit], partition: int, quiet: Sequence[tuple[float, float]] | None = None
+) -> float:
+    """The median interval between a partition's commits that lie wholly within a `quiet` stretch
+    (the whole run when none is given or none falls in one): its batch cadence."""
     times = sorted(c.at for c in commits if c.partition == partition)
-    between = [b - a for a, b in itertools.pairwise(times)]
-    return statistics.median(between) if between else 0.0
+    between = [(a, b) for a, b in itertools.pairwise(times)]
+    if quiet:
+        inside = [(a, b) for a, b in between if any(s <= a and b <= e for s, e in quiet)]
+        between = inside or between
+    return statistics.median(b - a for a, b in between) if between else 0.0
 
 
 def phase_gaps(commits: Sequence[Commit], usual: Mapping[int, float], since: float, until: float) -> Gaps:
@@ -67,28 +79,35 @@ def phase_gaps(commits: Sequence[Commit], usual: Mapping[int, float], since: flo
     by `until` (a task that has not committed again by the window's end stood still until then); its
     excess over the task's usual cadence is its stall."""
     edges = {p: _edges(commits, p, since, until) for p in usual}
-    phase = phase_cadence(edges.values())
-    longest, longest_task, stall, stalled, worst, standstill = 0.0, -1, 0.0, 0, 0.0, 0.0
+    phase = phase_cadence([[at for at, _ in times] for times in edges.values()])
+    longest, longest_task, stall, stalled, worst, standstill, moves, moved = 0.0, -1, 0.0, 0, 0.0, 0.0, 0.0, 0
     for partition, cadence in usual.items():
         task_stall = 0.0
-        for earlier, later in itertools.pairwise(edges[partition]):
+        for (earlier, before), (later, after) in itertools.pairwise(edges[partition]):
             gap = later - earlier
             if gap > longest:
                 longest, longest_task = gap, partition
             task_stall += max(0.0, gap - cadence)
             standstill = max(standstill, gap - cadence)
+            if before is not None and after is not None and before != after:
+                moves += max(0.0, gap - cadence)
+                moved += 1
         stall += task_stall
         stalled += task_stall > 0
         worst = max(worst, task_stall)
-    return Gaps(longest, longest_task, stall, stalled, worst, phase, standstill)
+    return Gaps(longest, longest_task, stall, stalled, worst, phase, standstill, moves, moved)
 
 
-def _edges(commits: Sequence[Commit], partition: int, since: float, until: float) -> list[float]:
-    """The partition's commit times inside the window, bounded by its last commit before and `until`."""
-    times = sorted(c.at for c in commits if c.partition == partition and c.at <= until)
-    before = [t for t in times if t < since]
-    inside = [t for t in times if t >= since]
-    return [before[-1] if before else since, *inside, until]
+def _edges(
+    commits: Sequence[Commit], partition: int, since: float, until: float
+) -> list[tuple[float, str | None]]:
+    """The partition's commits (time, owner) inside the window, bounded by its last commit before and
+    by `until` (no owner: the window's edges are not commits)."""
+    times = sorted((c.at, c.owner) for c in commits if c.partition == partition and c.at <= until)
+    before = [t for t in times if t[0] < since]
+    inside = [t for t in times if t[0] >= since]
+    first: tuple[float, str | None] = before[-1] if before else (since, None)
+    return [first, *inside, (until, None)]
 
 
 def phase_cadence(edges: Iterable[Sequence[float]]) -> float:

@@ -21,9 +21,8 @@ from typing import Any
 
 STATE = "small"
 """The state regime real executors run here: a cold restore takes about a batch (a second or two). The
-large regime (a restore well over a pod start, a minute or more) needs some 40M keys per task at the
-~600,000 keys/s a restore reaches on this machine (bench/results/localstores.md): beyond its memory with
-three apps side by side; the simulator covers it (bench/scenarios/*-large-state.yaml)."""
+large regime (a restore well over a pod start) is not run on them: the report says why
+(`report._large_regime`); the simulator covers it (bench/scenarios/*-large-state.yaml)."""
 
 
 def run_path(directory: Path, number: int) -> Path:
@@ -54,6 +53,7 @@ def figures(row: dict[str, Any]) -> dict[str, float]:
         "stall_total": row["gaps"]["stall_s"],
         "stall_worst_task": row["gaps"]["worst_task_stall_s"],
         "standstill": row["gaps"].get("standstill_s", 0.0),
+        "stall_at_moves": row["gaps"].get("moves_stall_s", 0.0),
         "restored_blocking": row["restored_blocking"],
         "restored_background": row["restored_background"],
     }

@@ -30,6 +30,16 @@ def test_the_usual_gap_is_the_median_cadence() -> None:
     assert usual_gap(commits_every(0, [0, 2, 4, 6, 20, 22]), 0) == 2.0
 
 
+def test_the_usual_gap_counts_only_gaps_within_quiet_stretches() -> None:
+    # 1-s batches while quiet, 3-s ones in a phase that slowed them: over the whole run the median
+    # would be 3 s, and the phase's slow batches would stall nothing.
+    times = [0.0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 22, 23]
+    commits = commits_every(0, times)
+    assert usual_gap(commits, 0) == 3.0
+    assert usual_gap(commits, 0, [(0.0, 3.0), (21.0, 23.0)]) == 1.0
+    assert usual_gap(commits, 0, [(100.0, 200.0)]) == 3.0  # no gap in them: the whole run
+
+
 def test_a_stand_still_counts_beyond_the_usual_gap_and_from_the_last_commit_before_the_window() -> None:
     # task 0 commits every 2 s but stands still from 10 to 30; task 1 never stops
     task0 = commits_every(0, [0, 2, 4, 6, 8, 10, 30, 32, 34])
@@ -144,3 +154,28 @@ def test_the_calibrated_bounce_under_streamapp_predicts_the_sooner_of_return_and
     predicted = predict(path)
     assert predicted["worst_task_stall_s"] < CALIBRATION["pod_start_s"]
     assert predicted["restored_blocking"] >= 2 * CALIBRATION["state_rows_per_task"]
+
+
+def test_quiet_stretches_are_common_to_all_apps() -> None:
+    """Before the first phase, then from the last app's recovery to the end of each hold."""
+    from clusterbench.analysis import quiet
+    from clusterbench.runner import Run, Settings, Window
+
+    run = Run(Settings(out=Path("out")), fed_from=10.0)
+    run.windows = [
+        Window("scale-out", "eager", 3, 30.0, 40.0, 70.0),
+        Window("scale-out", "streamapp", 3, 30.0, 50.0, 70.0),
+        Window("bounce", "eager", 2, 80.0, None, 100.0),  # never recovered: no quiet in its window
+        Window("bounce", "streamapp", 2, 80.0, 85.0, 100.0),
+    ]
+    assert quiet(run) == [(10.0, 30.0), (50.0, 70.0), (100.0, 100.0)]
+
+
+def test_the_stall_of_a_move_is_told_apart_from_slowed_batches() -> None:
+    # task 0 moves from m0 to m1 with a 3-s gap, then its batches slow to 1.5 s on m1
+    task0 = [
+        Commit(0, i, i, i + 1, "m0" if at < 3 else "m1", at) for i, at in enumerate([0, 1, 2, 5, 6.5, 8])
+    ]
+    gaps = phase_gaps(task0, {0: 1.0}, since=1.5, until=8.0)
+    assert (gaps.moves_stall_s, gaps.moves) == (2.0, 1)
+    assert gaps.stall_s == 3.0
