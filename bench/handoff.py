@@ -14,7 +14,13 @@ task the longest gap between consecutive commits around its handoff against the 
 into the owner's last commit → acknowledgement → assignment → the new owner's first commit. Runs
 alternate directions (A→B, then B→A) so both executors take over.
 
+`--fresh` measures what a scale-out does: every other handoff goes to a member started just for it (a
+new process and Spark session, ready once its warm-up ran, as a new pod reports ready), and the next
+one hands the task from that member back to a warm one, which then stops; so each fresh destination
+has a warm one measured beside it on the same machine.
+
     PYTHONPATH=e2e .venv/bin/python bench/handoff.py --write bench/results/handoff.md
+    PYTHONPATH=e2e .venv/bin/python bench/handoff.py --fresh --write bench/results/handoff-fresh.md
 """
 
 from __future__ import annotations
@@ -124,6 +130,7 @@ class Handoff:
     warmed: float
     acknowledged: float
     assigned: float
+    fresh: bool = False  # the destination started for this handoff
 
 
 def start(name: str, root: Path, active: dict[int, int], shared_batches: bool) -> Member:
@@ -138,7 +145,9 @@ def start(name: str, root: Path, active: dict[int, int], shared_batches: bool) -
     return handle
 
 
-def hand_off(task: int, source: Member, destination: Member, operator_delay: float) -> Handoff:
+def hand_off(
+    task: int, source: Member, destination: Member, operator_delay: float, fresh: bool = False
+) -> Handoff:
     """The protocol's steps, as the operator drives them."""
     destination.warmup.add(task)
     destination.apply()
@@ -154,7 +163,7 @@ def hand_off(task: int, source: Member, destination: Member, operator_delay: flo
     destination.warmup.discard(task)
     destination.active[task] = epoch + 1
     assigned = destination.apply()
-    return Handoff(task, source.name, destination.name, warmed, acknowledged, assigned)
+    return Handoff(task, source.name, destination.name, warmed, acknowledged, assigned, fresh)
 
 
 def commits(state: StateLayout, partition: int) -> list[tuple[float, str]]:
@@ -216,24 +225,28 @@ def report(rows: list[Measured], args: argparse.Namespace, load: tuple[float, fl
         "",
         f"Usual gap between a task's commits (median of all gaps outside the handoffs): **{usual:.2f} s**.",
         "",
-        "| task | from → to | longest gap s | beyond the usual s | last commit → ack s | ack → assign s "
-        "| assign → first commit s |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| task | from → to | destination | longest gap s | beyond the usual s | last commit → ack s "
+        "| ack → assign s | assign → first commit s |",
+        "|---:|---|---|---:|---:|---:|---:|---:|",
     ]
     for m in rows:
         h = m.handoff
         lines.append(
-            f"| {h.task} | {h.source} → {h.destination} | {m.gap:.2f} | {m.gap - m.usual_gap:.2f} "
-            f"| {h.acknowledged - m.last_commit:.2f} | {h.assigned - h.acknowledged:.2f} "
-            f"| {m.first_commit - h.assigned:.2f} |"
+            f"| {h.task} | {h.source} → {h.destination} | {'fresh' if h.fresh else 'warm'} | {m.gap:.2f} "
+            f"| {m.gap - m.usual_gap:.2f} | {h.acknowledged - m.last_commit:.2f} "
+            f"| {h.assigned - h.acknowledged:.2f} | {m.first_commit - h.assigned:.2f} |"
         )
-    gaps = sorted(m.gap for m in rows)
-    if gaps:
-        lines += [
-            "",
-            f"Longest gap over {len(gaps)} handoffs: median {statistics.median(gaps):.2f} s, "
-            f"worst {gaps[-1]:.2f} s (usual {usual:.2f} s).",
-        ]
+    lines.append("")
+    for kind in ("warm", "fresh"):
+        mine = [m for m in rows if m.handoff.fresh == (kind == "fresh")]
+        if mine:
+            gaps = sorted(m.gap for m in mine)
+            firsts = sorted(m.first_commit - m.handoff.assigned for m in mine)
+            lines.append(
+                f"- {kind} destinations, {len(mine)} handoffs: longest gap median {statistics.median(gaps):.2f} s "
+                f"({gaps[0]:.2f}–{gaps[-1]:.2f}); assignment to first commit median "
+                f"{statistics.median(firsts):.2f} s ({firsts[0]:.2f}–{firsts[-1]:.2f}); usual gap {usual:.2f} s."
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -248,17 +261,42 @@ def run(args: argparse.Namespace, root: Path) -> list[Measured]:
             time.sleep(args.settle)
             for index in range(args.handoffs):
                 source, destination = (a, b) if index % 2 == 0 else (b, a)
-                fresh = sorted(p for p in source.active if p not in {h.task for h in handoffs})
-                task = (fresh or sorted(source.active))[0]
-                handoffs.append(hand_off(task, source, destination, args.operator_delay))
-                print(f"handed task {task} {source.name} -> {destination.name}", flush=True)
-                time.sleep(args.between)
+                moved = {h.task for h in handoffs}
+                task = (sorted(p for p in source.active if p not in moved) or sorted(source.active))[0]
+                if args.fresh:
+                    handoffs += via_fresh(task, source, destination, root, args)
+                else:
+                    handoffs.append(hand_off(task, source, destination, args.operator_delay))
+                    print(f"handed task {task} {source.name} -> {destination.name}", flush=True)
+                    time.sleep(args.between)
     finally:
         for handle in (a, b):
-            handle.conn.send(("stop", None))
-            handle.conn.recv()
-            handle.process.join()
+            stop(handle)
     return measure(StateLayout(root / "state"), handoffs, args.partitions)
+
+
+def via_fresh(task: int, source: Member, back: Member, root: Path, args: argparse.Namespace) -> list[Handoff]:
+    """`task` from `source` to a member started for it, then from there to the warm member `back`; the
+    started member stops afterwards."""
+    name = f"new-{task}-{time.monotonic_ns() % 10**6}"
+    began = time.monotonic()
+    fresh = start(name, root, {}, not args.no_shared_batches)
+    print(f"{name} ready in {time.monotonic() - began:.1f} s", flush=True)
+    time.sleep(args.between)  # its start-up's load on the cores passes, as the other members' ready waits
+    there = hand_off(task, source, fresh, args.operator_delay, fresh=True)
+    print(f"handed task {task} {source.name} -> {name} (fresh)", flush=True)
+    time.sleep(args.between)
+    home = hand_off(task, fresh, back, args.operator_delay)
+    print(f"handed task {task} {name} -> {back.name}", flush=True)
+    time.sleep(args.between)
+    stop(fresh)
+    return [there, home]
+
+
+def stop(handle: Member) -> None:
+    handle.conn.send(("stop", None))
+    handle.conn.recv()
+    handle.process.join()
 
 
 def main() -> int:
@@ -273,6 +311,9 @@ def main() -> int:
     parser.add_argument("--between", type=float, default=8.0, help="seconds between handoffs")
     parser.add_argument("--operator-delay", type=float, default=0.0, help="seconds from ack to assignment")
     parser.add_argument("--no-shared-batches", action="store_true")
+    parser.add_argument(
+        "--fresh", action="store_true", help="every other handoff to a member started for it (a scale-out)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the working directory (and the logs)")
     args = parser.parse_args()
     load = os.getloadavg()[0]

@@ -1,4 +1,4 @@
-"""The warmup-budget and copy-churn figures of the README, one JSON line each.
+"""The warmup-budget and copy-churn figures of docs/design.md, one JSON line each.
 
 Runs the simulator under `streamapp` on the 900-task headline reduced to its scale-out (to one new
 member with two budgets, and to three new members), on the full headline with and without a standby
@@ -18,7 +18,7 @@ SCENARIOS = Path(__file__).parent / "scenarios"
 
 
 def runs() -> list[tuple[str, Scenario]]:
-    """(label, scenario) of every figure in the README's before/after table."""
+    """(label, scenario) of every run docs/design.md draws figures from."""
     headline = load_scenario(SCENARIOS / "headline-900.yaml").with_protocol("streamapp")
     scale_out = replace(headline, events=headline.events[:1], duration=3000)
 
