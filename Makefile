@@ -34,7 +34,7 @@ demo-sim: $(STAMP)
 	  --protocol eager --protocol cooperative --protocol streamapp \
 	  --plot $(OUT)/demo-timeline.png
 
-## test: lint, type-check, build what the tests run (control plane, helm, image), then every test tier.
+## test: lint, type-check, build what the tests run (control plane, helm, image), then every tier but long and demo (their own targets).
 ## The builds run side by side: the image build mostly downloads while the Go builds compile.
 test: $(STAMP)
 	$(MAKE) -j4 lint k8s-binaries helm image
@@ -50,7 +50,7 @@ test-long: $(STAMP) k8s-binaries helm
 test-demo: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m demo
 
-## unit: the fast tiers only (no control plane, no image, no Kafka broker)
+## unit: the tests that need no control plane, no image and no Kafka broker (Spark and the S3 server included)
 unit: $(STAMP)
 	$(PY) -m pytest -m "not integration and not image and not kafka"
 

@@ -6,7 +6,7 @@ Spark takes without a per-row conversion. `end_offset` asks the broker for the l
 (`isolation.level=read_committed`), so transactional input is read only once committed, and aborted
 records are skipped — offsets then have gaps, which the `[start, end)` contract allows.
 
-Why a client library rather than Spark's Kafka batch source: see README ("Kafka") and
+Why a client library rather than Spark's Kafka batch source: see docs/pipelines.md ("Kafka in and out") and
 bench/results/kafka.md — a micro-batch of one partition is small, and the Python client avoids a Spark
 job (and the JVM consumer pool) per batch.
 """

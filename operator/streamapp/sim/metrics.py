@@ -1,4 +1,4 @@
-"""What a simulation run measured, in the JSON keys the README and benchmarks rely on."""
+"""What a simulation run measured, in the JSON keys docs/simulator.md and the benchmarks rely on."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Scenario files: an app, its workload, its `rebalance` block and a timeline of disruptions.
 
-The keys are a contract shared with the README and `bench/scenarios/`; parsing is strict (unknown keys
+The keys are a contract shared with docs/simulator.md and `bench/scenarios/`; parsing is strict (unknown keys
 and bad values are errors that name the key) because a typo in a benchmark must not silently measure
 something else.
 """
@@ -31,8 +31,8 @@ class Workload:
     source and sink, the first batch); the eager protocol pays it for every task on every rebalance.
     `reassign_seconds` is what a task that moves to another member waits on top of that: its old
     owner's acknowledgement reaching the operator, the new assignment reaching the new owner, and the
-    new owner's next round (real executors: 3.6-5.2 s per handed-off task, README "Rolling updates");
-    0 keeps the simulator's instant exchange.
+    new owner's next round (real executors: 3.6-5.2 s per handed-off task on a loaded machine,
+    bench/results/rollout.md); 0 keeps the simulator's instant exchange.
 
     `detect_seconds` is how long after a pod dies (a `kill`) the operator still sees it ready: a
     kubelet noticing the container gone, the readiness condition changing, the operator's watch and its
