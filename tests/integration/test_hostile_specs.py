@@ -27,6 +27,7 @@ from streamapp.api.streamapp import MAX_APP_NAME_LENGTH
 
 TIMEOUT_S = 120.0
 T = "spec.executor.podTemplate.spec"
+APPARMOR_KEY = "container.apparmor.security.beta.kubernetes.io/executor"
 Mutation = Callable[[dict[str, Any]], None]
 
 
@@ -234,6 +235,37 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
         "spec.executor.podTemplate.spek",
         "unknown field",
     ),
+    # Shapes that used to make every reconcile raise (the app stalled with no reason).
+    (
+        "env-nameless",
+        template(containers=[{"name": "executor", "env": [{"value": "x"}]}]),
+        f"{T}.containers[0].env[0].name",
+        "Required",
+    ),
+    (
+        "mount-pathless",
+        template(containers=[{"name": "executor", "volumeMounts": [{"name": "v"}]}]),
+        f"{T}.containers[0].volumeMounts[0].mountPath",
+        "Required",
+    ),
+    (
+        "grace-string",
+        template(terminationGracePeriodSeconds="soon"),
+        f"{T}.terminationGracePeriodSeconds",
+        "must be of type integer",
+    ),
+    (
+        "delay-unbounded",
+        at("spec.rebalance", {"scheduledRebalanceMaxDelay": "100000h"}),
+        "spec.rebalance.scheduledRebalanceMaxDelay",
+        "must be at most 720h",
+    ),
+    (
+        "handoff-unbounded",
+        at("spec.rollingUpdate", {"handoffTimeout": "721h"}),
+        "spec.rollingUpdate.handoffTimeout",
+        "must be at most 720h",
+    ),
     ("partitions-huge", at("spec.partitions", 10_000_000), "spec.partitions", "must be <= 100000"),
     ("partitions-int64", at("spec.partitions", 2**63 - 1), "spec.partitions", "must be <= 100000"),
     ("partitions-zero", at("spec.partitions", 0), "spec.partitions", "must be >= 1"),
@@ -286,6 +318,49 @@ REFUSED_BY_THE_OPERATOR: list[tuple[str, Mutation, str]] = [
         "init-privileged",
         template(initContainers=[{"name": "init", "image": "i", "securityContext": {"privileged": True}}]),
         f"{T}.initContainers[0].securityContext.privileged",
+    ),
+    (
+        "seccomp-unconfined",
+        template(securityContext={"seccompProfile": {"type": "Unconfined"}}),
+        f"{T}.securityContext.seccompProfile.type",
+    ),
+    (
+        "apparmor-unconfined",
+        container(appArmorProfile={"type": "Unconfined"}),
+        f"{T}.containers[0].securityContext.appArmorProfile.type",
+    ),
+    (
+        "apparmor-annotation",
+        at("spec.executor.podTemplate", {"metadata": {"annotations": {APPARMOR_KEY: "unconfined"}}}),
+        f"spec.executor.podTemplate.metadata.annotations[{APPARMOR_KEY}]",
+    ),
+    (
+        "selinux-spc",
+        container(seLinuxOptions={"type": "spc_t"}),
+        f"{T}.containers[0].securityContext.seLinuxOptions.type",
+    ),
+    ("proc-unmasked", container(procMount="Unmasked"), f"{T}.containers[0].securityContext.procMount"),
+    (
+        "unsafe-sysctl",
+        template(securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "65536"}]}),
+        f"{T}.securityContext.sysctls[0].name",
+    ),
+    *(
+        (f"volume-{kind}", template(volumes=[{"name": "v", kind: source}]), f"{T}.volumes[0].{kind}")
+        for kind, source in (
+            ("nfs", {"server": "nfs.example", "path": "/"}),
+            ("flexVolume", {"driver": "example/flex"}),
+            ("iscsi", {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:t", "lun": 0}),
+            ("cephfs", {"monitors": ["10.0.0.1:6789"]}),
+            ("rbd", {"monitors": ["10.0.0.1:6789"], "image": "i"}),
+            ("csi", {"driver": "inline.example"}),
+        )
+    ),
+    ("node-name", template(nodeName="node-1"), f"{T}.nodeName"),
+    (
+        "sidecar-root",
+        template(containers=[{"name": "side", "image": "i", "securityContext": {"runAsNonRoot": False}}]),
+        f"{T}.containers[0].securityContext.runAsNonRoot",
     ),
     (
         "worst",
@@ -349,7 +424,7 @@ def test_hostile_specs_are_refused_while_a_healthy_app_reconciles(
     api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
     objects, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
-    assert len(REFUSED_BY_THE_API_SERVER) + len(REFUSED_BY_THE_OPERATOR) >= 40
+    assert len(REFUSED_BY_THE_API_SERVER) + len(REFUSED_BY_THE_OPERATOR) >= 80
     operators.start()
     create_app(api_client, namespace, replicas=1, partitions=4)
     wait_for(lambda: f"{APP}-0" in pods_of(core, namespace, APP), TIMEOUT_S, "the healthy app's first pod")
