@@ -159,6 +159,12 @@ class StreamAppMemberSpec(Model):
         """Tasks to let go of → the epochs of the ownership being revoked."""
         return {t.task: t.epoch for t in self.revoking}
 
+    def held(self) -> frozenset[tuple[int, int]]:
+        """(task, epoch) of every ownership the member may still process under: active or revoking."""
+        return frozenset(
+            {(t.task, t.epoch) for t in self.active} | {(t.task, t.epoch) for t in self.revoking}
+        )
+
     def same_target(self, other: StreamAppMemberSpec) -> bool:
         """Whether both say the same thing, generation aside (the generation is when it last changed)."""
         return replace(self, generation=0) == replace(other, generation=0)

@@ -19,6 +19,8 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from streamapp.api.fields import ValidationError
+from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, costs, recovery, rollout, supporting
@@ -299,14 +301,23 @@ def _write_member_specs(
     lag_thresholds: tuple[int, ...] = (),
 ) -> None:
     """Write each member's target where it changed, with `retiring` set for the members handing off
-    and the app's `lag_thresholds` (which copy lags its executor reports at once); create the StreamAppMember when missing. The writes go out side by side (`side_by_side`): a step
-    of a large rebalance touches hundreds of members, and one at a time they held the reconcile, and
-    with it the next step, for as many round trips to a busy API server."""
+    and the app's `lag_thresholds` (which copy lags its executor reports at once); create the
+    StreamAppMember when missing. The writes go out side by side (`side_by_side`): a step of a large
+    rebalance touches hundreds of members, and one at a time they held the reconcile, and with it the
+    next step, for as many round trips to a busy API server.
+
+    In two waves, though: first the members that give up an active task (or hold it at another
+    epoch), then the rest. A plan can take a task from a lost member and give it to another at the
+    next epoch in one step (a restore elsewhere, a standby's failover, a reservation expired); written
+    together, a reader of the members — an executor whose pod comes back, an observer — could find
+    the new owner's target while the old one's still names the task active at the older epoch. If the
+    first wave fails, the second is not written: the new epoch waits for the next reconcile."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
     memo = memo or Memo()
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
     targets = memo.member_targets(result.assignment)
     replicas = app.spec.replicas
+    releasing: list[Callable[[], None]] = []
     writes: list[Callable[[], None]] = []
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
         generation = result.assignment.generation
@@ -319,8 +330,20 @@ def _write_member_specs(
                     partial(kube.create_member, namespace, children.member_object(app, member, wanted))
                 )
         elif not children.same_target(current["spec"], wanted):
-            writes.append(partial(kube.patch_member_spec, namespace, member_name(name, member), wanted))
+            wave = releasing if _gives_up(current["spec"], wanted) else writes
+            wave.append(partial(kube.patch_member_spec, namespace, member_name(name, member), wanted))
+    side_by_side(releasing)
     side_by_side(writes)
+
+
+def _gives_up(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether a member's new spec drops an ownership (task at an epoch) its current one holds; a
+    current spec that does not parse counts as holding anything."""
+    try:
+        held = StreamAppMemberSpec.from_dict(current).held()
+    except ValidationError:
+        return True
+    return bool(held - StreamAppMemberSpec.from_dict(wanted).held())
 
 
 def side_by_side(writes: Sequence[Callable[[], None]], threads: int = WRITERS) -> None:
