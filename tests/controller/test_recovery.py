@@ -58,7 +58,7 @@ def test_a_missing_intent_while_members_hold_targets_is_damage_and_the_generatio
     """status.intent wiped on a running app whose members applied generation 7: the intent is rebuilt
     from their specs, and the next plan's generation is above 7, so every executor applies it and a
     revocation needs a real acknowledgement (acks are the generation applied)."""
-    from streamapp.controller.recovery import floor_generation, missing
+    from streamapp.controller.recovery import floor_generation, outdated
 
     members = [
         {
@@ -72,10 +72,10 @@ def test_a_missing_intent_while_members_hold_targets_is_damage_and_the_generatio
     ]
     wiped = read_intent({"status": {"intent": None}}, 4)
     assert (
-        missing(wiped, members)
+        outdated(wiped, members)
         == "status.intent is missing while the members hold targets up to generation 7"
     )
-    assert missing(wiped, []) is None, "a new app has no intent yet"
+    assert outdated(wiped, []) is None, "a new app has no intent yet"
     rebuilt = floor_generation(intent_from_members(members, 4), members)
     assert rebuilt.generation == 7
     views = [MemberView(m, acked_generation=7) for m in range(3)]
@@ -86,3 +86,24 @@ def test_a_missing_intent_while_members_hold_targets_is_damage_and_the_generatio
     # An older intent (a status restored from a backup) is floored the same way.
     stale = Assignment(generation=3, tasks=rebuilt.tasks)
     assert floor_generation(stale, members).generation == 7
+
+
+def test_an_intent_older_than_the_members_targets_is_damage() -> None:
+    """A status restored from an older backup: its intent (generation 5) is behind what member 0 was
+    given (generation 7). Planned from it with the generation floored, member 1 would get task 0 back
+    at epoch 1 as news; it is rebuilt from the members instead. An intent at or past them is fine."""
+    from streamapp.controller.recovery import outdated
+
+    members = [
+        member(0, 7, active=[{"task": 0, "epoch": 2}, {"task": 2, "epoch": 1}]),
+        member(1, 5, active=[{"task": 1, "epoch": 1}, {"task": 3, "epoch": 1}]),
+    ]
+    older = intent_from_members(
+        [member(0, 5, active=[{"task": 2, "epoch": 1}]), member(1, 5, active=[{"task": 0, "epoch": 1}])], 4
+    )
+    assert older.generation == 5
+    assert outdated(older, members) == (
+        "status.intent is at generation 5, behind the members' targets at generation 7"
+    )
+    current = intent_from_members(members, 4)
+    assert outdated(current, members) is None

@@ -268,7 +268,7 @@ def _previous_intent(
     members = list(members)
     try:
         found = memo.read_intent(app, partitions)
-        damage = recovery.missing(found, members)
+        damage = recovery.outdated(found, members)
         if damage is not None:
             raise ValueError(damage)
     except ValueError as error:

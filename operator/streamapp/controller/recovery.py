@@ -14,6 +14,7 @@ whose generation is not above the one they applied, and an acknowledgement is th
 so every revocation counted as acknowledged at once while the old owners kept processing. Whatever the
 intent says, the generation the engine plans from is floored at the highest one any member's spec or
 acknowledgement carries (`floor_generation`), so the next target is always news to every executor.
+An intent *older* than a target a member holds is damage for the same reason (`outdated`).
 """
 
 from __future__ import annotations
@@ -86,14 +87,26 @@ def highest_generation(members: Iterable[Body]) -> int:
     )
 
 
-def missing(intent: Assignment, members: Iterable[Body]) -> str | None:
-    """Why an empty intent is damage rather than a new app: its members already hold targets."""
-    if intent.tasks:
-        return None
+def outdated(intent: Assignment, members: Iterable[Body]) -> str | None:
+    """Why a readable intent is damage all the same, or None: it is missing while the members already
+    hold targets, or older than a target a member holds. The operator writes the intent before any
+    member target of its generation, so neither happens but by a status wiped or restored from an
+    older backup. Planned from an older intent with its generation floored, the next targets would be
+    news to the executors and hand owners back tasks at epochs the members have gone past (the store
+    fences them, but they would try); rebuilt from the members, the plan resumes from what they hold."""
+    members = list(members)
     highest = highest_generation(members)
-    if highest == 0:
-        return None
-    return f"status.intent is missing while the members hold targets up to generation {highest}"
+    if not intent.tasks:
+        if highest == 0:
+            return None
+        return f"status.intent is missing while the members hold targets up to generation {highest}"
+    targets = max((int((b.get("spec") or {}).get("generation") or 0) for b in members), default=0)
+    if intent.generation < targets:
+        return (
+            f"status.intent is at generation {intent.generation}, behind the members' targets at "
+            f"generation {targets}"
+        )
+    return None
 
 
 def floor_generation(intent: Assignment, members: Iterable[Body]) -> Assignment:
