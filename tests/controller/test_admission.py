@@ -26,6 +26,10 @@ T = "spec.executor.podTemplate.spec"
 
 
 def app_with(spec: dict[str, Any]) -> StreamApp:
+    return app_with_template({"spec": spec})
+
+
+def app_with_template(template: dict[str, Any]) -> StreamApp:
     return StreamApp.from_resource(
         {
             "metadata": {"name": "counts", "namespace": "ns"},
@@ -36,7 +40,7 @@ def app_with(spec: dict[str, Any]) -> StreamApp:
                     "source": {"type": "file", "path": "/in"},
                     "stateStore": {"uri": "file:///state"},
                 },
-                "executor": {"image": "img", "podTemplate": {"spec": spec}},
+                "executor": {"image": "img", "podTemplate": template},
             },
         }
     )
@@ -176,20 +180,7 @@ def test_unprivileged_templates_pass(spec: dict[str, Any]) -> None:
 def test_apparmor_by_annotation_is_held_to_the_same_rule() -> None:
     def annotated(value: str) -> StreamApp:
         key = "container.apparmor.security.beta.kubernetes.io/executor"
-        return StreamApp.from_resource(
-            {
-                "metadata": {"name": "counts", "namespace": "ns"},
-                "spec": {
-                    "partitions": 4,
-                    "pipeline": {
-                        "transform": "m:f",
-                        "source": {"type": "file", "path": "/in"},
-                        "stateStore": {"uri": "file:///state"},
-                    },
-                    "executor": {"image": "img", "podTemplate": {"metadata": {"annotations": {key: value}}}},
-                },
-            }
-        )
+        return app_with_template({"metadata": {"annotations": {key: value}}})
 
     with pytest.raises(ValidationError) as raised:
         admit(annotated("unconfined"), STRICT)

@@ -40,6 +40,27 @@ def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int,
     )
 
 
+def lose_member_2_for_good(api: client.ApiClient, namespace: str, fleet: Fleet) -> set[int]:
+    """Member 2's pod deleted, its replacement never schedulable (so never Ready): the tasks it owned."""
+    lost = {t for t, m in owners(fleet).items() if m == 2}
+    client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        APPS,
+        APP,
+        {"spec": {"executor": {"podTemplate": {"spec": {"nodeSelector": {"streamapp.dev/none": "x"}}}}}},
+    )
+    client.CoreV1Api(api).delete_namespaced_pod(f"{APP}-2", namespace, grace_period_seconds=0)
+    return lost
+
+
+def moved_off(fleet: Fleet, lost: set[int]) -> bool:
+    """Whether every one of `lost` is active on a member other than 2."""
+    current = owners(fleet)
+    return all(current.get(t) not in (None, 2) for t in lost)
+
+
 def assert_clean(fleet: Fleet) -> None:
     assert fleet.violations.double_owned == [], fleet.violations.double_owned
     assert fleet.violations.cold_handoffs == [], fleet.violations.cold_handoffs
@@ -139,26 +160,10 @@ def test_member_that_never_returns_loses_its_tasks_after_the_delay(
         failoverToStandby=False,
         lostTaskRecovery="delay",
     )
-    core = client.CoreV1Api(api_client)
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
-        lost = {t for t, m in owners(fleet).items() if m == 2}
-        # The member is gone for good: its replacement pod can never be scheduled, so never Ready.
-        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            namespace,
-            APPS,
-            APP,
-            {"spec": {"executor": {"podTemplate": {"spec": {"nodeSelector": {"streamapp.dev/none": "x"}}}}}},
-        )
-        core.delete_namespaced_pod(f"{APP}-2", namespace, grace_period_seconds=0)
-
-        def moved_after_delay() -> bool:
-            current = owners(fleet)
-            return all(current.get(t) not in (None, 2) for t in lost)
-
-        wait_for(moved_after_delay, 60, "member 2's tasks taken over after the delay")
+        lost = lose_member_2_for_good(api_client, namespace, fleet)
+        wait_for(lambda: moved_off(fleet, lost), 60, "member 2's tasks taken over after the delay")
         takeovers = {t: lag for t, _member, lag in fleet.takeovers if t in lost}
         assert set(takeovers) == lost
         assert all(lag is not None and lag <= 10_000 for lag in takeovers.values()), (
@@ -176,25 +181,12 @@ def test_a_member_that_cannot_come_back_has_its_tasks_restored_at_once(
     and Events say why."""
     operators.start()
     create_app(api_client, namespace, replicas=3, partitions=9)
-    core = client.CoreV1Api(api_client)
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 9), 90, "a balanced app")
-        lost = {t for t, m in owners(fleet).items() if m == 2}
-        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            namespace,
-            APPS,
-            APP,
-            {"spec": {"executor": {"podTemplate": {"spec": {"nodeSelector": {"streamapp.dev/none": "x"}}}}}},
+        lost = lose_member_2_for_good(api_client, namespace, fleet)
+        wait_for(
+            lambda: moved_off(fleet, lost), 60, "member 2's tasks restored elsewhere (the delay is 5 min)"
         )
-        core.delete_namespaced_pod(f"{APP}-2", namespace, grace_period_seconds=0)
-
-        def restored_elsewhere() -> bool:
-            current = owners(fleet)
-            return all(current.get(t) not in (None, 2) for t in lost)
-
-        wait_for(restored_elsewhere, 60, "member 2's tasks restored elsewhere (the delay is 5 min)")
         events = client.CoreV1Api(api_client).list_namespaced_event(
             namespace, field_selector=f"involvedObject.name={APP}"
         )
