@@ -33,18 +33,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter
 
 import benchreport
-from streamapp.executor import changelog
-from streamapp.executor import manifest as manifests
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head, Kind, Manifest
-from streamapp.executor.replica import rebuild
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.io.source import SPARK_SCHEMA, FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import SPARK_SCHEMA, FileLog
 from streamapp.executor.spark import session
-from streamapp.executor.state import rows_table
+from streamapp.executor.state import changelog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head, Kind, Manifest
+from streamapp.executor.state.replica import rebuild
+from streamapp.executor.state.stores import rows_table
 from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import benchreport
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.source import IN_PROCESS_READ_RECORDS, SPARK_SCHEMA, FileLog
+from streamapp.executor.io.source import IN_PROCESS_READ_RECORDS, SPARK_SCHEMA, FileLog
 from streamapp.executor.spark import session
 
 PARTITIONS = 3

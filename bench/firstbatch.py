@@ -31,7 +31,7 @@ ALONE, SHARED, RECORDS = 4, 2, 40
 def child(variant: str) -> dict[str, object]:
     """One fresh session: its warm-up, then the batches' seconds."""
     from streamapp.executor import pipeline as pipelines
-    from streamapp.executor.source import FileLog
+    from streamapp.executor.io.source import FileLog
     from streamapp.executor.spark import session
 
     log = FileLog(Path(tempfile.mkdtemp(prefix="firstbatch-")))

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from realapps import feeding
-from streamapp.executor.generate import GenerateSpec
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind
-from streamapp.executor.manifest import read as read_manifest
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind
+from streamapp.executor.state.manifest import read as read_manifest
 
 COUNTS = "streamapp.executor.samples.counts:counts"
 
@@ -56,8 +56,8 @@ def member(name: str, root: str, conn: Connection, shared_batches: bool) -> None
     import threading
 
     from streamapp.executor import pipeline as pipelines
+    from streamapp.executor.io.sink import FileSink
     from streamapp.executor.runtime import Executor, Target
-    from streamapp.executor.sink import FileSink
     from streamapp.executor.spark import SparkSettings, session
     from streamapp.executor.task import TaskConfig
 

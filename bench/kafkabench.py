@@ -29,14 +29,14 @@ from kafkabroker import records
 from kafkabroker.broker import KafkaBroker
 from localcluster.gotool import cache_base
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.kafkaclient import KafkaEndpoint, ensure_topic
-from streamapp.executor.kafkasink import KafkaSink
-from streamapp.executor.kafkasource import KafkaSource
-from streamapp.executor.layout import StateLayout
+from streamapp.executor.io.kafkaclient import KafkaEndpoint, ensure_topic
+from streamapp.executor.io.kafkasink import KafkaSink
+from streamapp.executor.io.kafkasource import KafkaSource
+from streamapp.executor.io.sink import FileSink, Sink
 from streamapp.executor.pipeline import keyed_updates
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink, Sink
 from streamapp.executor.spark import SparkSettings, session
+from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"

@@ -35,9 +35,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from rocksdict import Options, Rdict, WriteBatch, WriteOptions
 
-from streamapp.executor.lmdbstore import LmdbStore
 from streamapp.executor.merge import fold, resolve
-from streamapp.executor.state import MemoryStore, rows_table
+from streamapp.executor.state.lmdbstore import LmdbStore
+from streamapp.executor.state.stores import MemoryStore, rows_table
 
 BATCH = 10_000
 BATCHES = 20
@@ -151,7 +151,7 @@ def child(kind: str, keys: int, workdir: Path) -> dict[str, float]:
 def baseline_rss() -> float:
     """Peak memory of an interpreter that only imports what every candidate does (MiB)."""
     code = (
-        "import resource, pyarrow, pyarrow.parquet, rocksdict, lmdb, numpy; import streamapp.executor.state;"
+        "import resource, pyarrow, pyarrow.parquet, rocksdict, lmdb, numpy; import streamapp.executor.state.stores;"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     )
     return float(

@@ -25,15 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
 from dataplane import COUNTS, machine, timed, write_history
 from s3server import server
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor import s3store
-from streamapp.executor.blobstore import BlobStore, FileStore
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.replica import rebuild
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import FileLog
 from streamapp.executor.spark import session
+from streamapp.executor.state import s3store
+from streamapp.executor.state.blobstore import BlobStore, FileStore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.replica import rebuild
 from streamapp.executor.task import TaskConfig
 
 NOTE = """\

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from streamapp.executor import manifest as manifests
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head, Manifest, Step
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head, Manifest, Step
 
 
 def published_after(state: StateLayout, partition: int, head: Head) -> Iterator[tuple[Manifest, Step]]:

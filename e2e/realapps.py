@@ -11,10 +11,10 @@ from typing import Any
 
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from streamapp.api.names import GROUP, VERSION
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 COUNTS = "streamapp.executor.samples.counts:counts"
 

@@ -42,7 +42,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @pytest.fixture
 def s3_uri(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     """`s3://<fresh bucket>/app` on the test server, with the AWS variables set for in-process clients."""
-    from streamapp.executor import s3store
+    from streamapp.executor.state import s3store
 
     for name, value in s3_server.env().items():
         monkeypatch.setenv(name, value)

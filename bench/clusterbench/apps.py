@@ -20,8 +20,8 @@ from demo.driver import kill_member, restarts
 from localcluster.controlplane import LocalCluster
 from realapps import app_on_process_node
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 APP = "counts"
 QUOTA = "no-room"

@@ -22,8 +22,8 @@ from clusterbench.phases import Context, Phase, story
 from demo.install import CHART, LOCAL_VALUES, RELEASE, Helm
 from localcluster.controlplane import LocalCluster
 from realapps import committed_everything
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
 
 PROTOCOLS = ("eager", "cooperative", "streamapp")
 RELEASE_NAMESPACE = "streamapp-system"

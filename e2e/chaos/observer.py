@@ -25,9 +25,9 @@ from kubernetes import client
 
 from manifestfeed import published_after
 from streamapp.api.names import GROUP, MEMBERS, VERSION, selector
-from streamapp.executor import manifest as manifests
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head
 
 REQUEST_TIMEOUT_S = 5.0
 

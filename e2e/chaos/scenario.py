@@ -28,9 +28,9 @@ from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 APP = "chaos"
 OPERATOR_IDENTITIES = ("op-a", "op-b")

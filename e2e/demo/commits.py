@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass, field
 
 from manifestfeed import published_after
-from streamapp.executor.blobstore import FileStore
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head, Kind
+from streamapp.executor.state.blobstore import FileStore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head, Kind
 
 
 @dataclass(frozen=True)

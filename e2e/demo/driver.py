@@ -30,9 +30,9 @@ from localcluster.controlplane import LocalCluster
 from processnode import procfs
 from realapps import app_on_process_node, committed_everything, feeding
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 APP = "counts"
 NAMESPACE = "streamapp-demo"

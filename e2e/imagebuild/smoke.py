@@ -61,8 +61,8 @@ def version_output() -> str:
 
 def generate_input(data: Path, count: int = 2000, keys: int = 20, seed: int = 1) -> None:
     """Write the input log on the host (with the host's streamapp), as the tests read it back."""
-    from streamapp.executor.generate import GenerateSpec, generate
-    from streamapp.executor.source import FileLog
+    from streamapp.executor.io.generate import GenerateSpec, generate
+    from streamapp.executor.io.source import FileLog
 
     generate(FileLog(data / "log"), GenerateSpec(partitions=PARTITIONS, count=count, keys=keys, seed=seed))
 
@@ -91,7 +91,7 @@ def run_dataplane(data: Path, max_batch_records: int = 300) -> list[dict[str, An
 
 def uncommitted(data: Path, status: list[dict[str, Any]]) -> dict[int, int]:
     """Partition → records of the input log the executor reported as not committed (empty: all done)."""
-    from streamapp.executor.source import FileLog
+    from streamapp.executor.io.source import FileLog
 
     log = FileLog(data / "log")
     committed = {int(row["partition"]): int(row["committed_offset"]) for row in status}

@@ -12,9 +12,9 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 from kafkabroker.records import Record
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind
-from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind
 
 
 def expected_outputs(layout: StateLayout, partition: int, keys: Sequence[str]) -> dict[int, dict[str, int]]:

@@ -1,7 +1,7 @@
 """Input produced to, and output read back from, the test broker.
 
 Input records are the same pure function of (seed, index) as the file log generator's
-(`streamapp.executor.generate.make_records`), each sent to partition crc32(key) mod partitions, so a
+(`streamapp.executor.io.generate.make_records`), each sent to partition crc32(key) mod partitions, so a
 key always lands in one task. Output is read with `read_committed`, as the exactly-once contract states.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from streamapp.executor.generate import make_records
+from streamapp.executor.io.generate import make_records
 
 READ_TIMEOUT_S = 60.0
 

@@ -19,7 +19,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "streamapp.sim.cli",
     "streamapp.executor.cli",
     "streamapp.executor.agent",
-    "streamapp.executor.read",
+    "streamapp.executor.io.read",
     "streamapp.api.cli",
 )
 

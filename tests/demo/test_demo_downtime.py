@@ -9,9 +9,9 @@ import pytest
 
 from demo import downtime
 from demo.commits import Commit, CommitLog
-from streamapp.executor import manifest as manifests
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind, Manifest
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind, Manifest
 
 
 def commit(partition: int, at: float, end: int = 0) -> Commit:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dataplane_checks import Stores
 
-from streamapp.executor import s3store
+from streamapp.executor.state import s3store
 
 
 @pytest.fixture(params=["file", "s3"])

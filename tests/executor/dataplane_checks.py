@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.blobstore import BlobStore, FileStore
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import LocalState
-from streamapp.executor.manifest import Kind
-from streamapp.executor.replica import rebuild
+from streamapp.executor.io.sink import FileSink, accepted_manifests, committed_outputs
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor
-from streamapp.executor.sink import FileSink, accepted_manifests, committed_outputs
-from streamapp.executor.source import FileLog
+from streamapp.executor.state.blobstore import BlobStore, FileStore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import LocalState
+from streamapp.executor.state.manifest import Kind
+from streamapp.executor.state.replica import rebuild
 from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"

@@ -10,16 +10,17 @@ from dataplane_checks import check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streamapp.executor import changelog, source
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
+from streamapp.executor.io import source
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.merge import resolve
 from streamapp.executor.pipeline import Pipeline
-from streamapp.executor.replica import Replica, rebuild
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import FileLog
+from streamapp.executor.state import changelog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.replica import Replica, rebuild
 from streamapp.executor.task import TaskConfig
 
 pytestmark = pytest.mark.spark

@@ -1,5 +1,5 @@
 """The state path's writes are whole and durable even when the OS writes less than asked, and every
-directory they create is fsynced into its parent (executor/storage.py)."""
+directory they create is fsynced into its parent (executor/state/storage.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from streamapp.executor import storage
+from streamapp.executor.state import storage
 
 
 def short_writes(monkeypatch: pytest.MonkeyPatch, most: int) -> list[int]:

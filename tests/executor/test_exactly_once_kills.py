@@ -21,12 +21,12 @@ import pytest
 from dataplane_checks import COUNTS, Stores, check_partition
 
 from streamapp.executor import faults
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import LocalState
-from streamapp.executor.replica import rebuild
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import LocalState
+from streamapp.executor.state.replica import rebuild
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

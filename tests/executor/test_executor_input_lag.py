@@ -13,14 +13,14 @@ from kubernetes import client
 from pyspark.sql import SparkSession
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport
-from streamapp.executor import manifest as manifests
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind, Manifest
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.membership import MembershipClient
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import FileLog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind, Manifest
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext
 
 

@@ -12,14 +12,14 @@ import pytest
 from dataplane_checks import COUNTS, Stores, check_partition, executor_for, files_in
 from pyspark.sql import SparkSession
 
-from streamapp.executor import manifest as manifests
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind, Manifest
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink, accepted_manifests
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink, accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind, Manifest
 from streamapp.executor.task import TaskConfig
 
 pytestmark = pytest.mark.spark

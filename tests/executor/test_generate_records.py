@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamapp.executor.generate import GenerateSpec, due, generate, make_records, partition_of
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, due, generate, make_records, partition_of
+from streamapp.executor.io.source import FileLog
 
 
 def test_records_do_not_depend_on_how_appends_were_chunked() -> None:

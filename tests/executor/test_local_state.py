@@ -13,15 +13,15 @@ from dataplane_checks import check_partition, executor_for
 from pyspark.sql import SparkSession
 
 from streamapp.api.streamapp import LocalStoreKind
-from streamapp.executor import changelog
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
-from streamapp.executor.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
-from streamapp.executor.manifest import Head
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.state import changelog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
+from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
+from streamapp.executor.state.manifest import Head
 
 BATCH = 1_000
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from streamapp.executor import manifest as manifests
-from streamapp.executor import storage
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Conflict, Fenced, Head, Kind, Manifest, advance, judge_conflict
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state import storage
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest, advance, judge_conflict
 
 
 def batch(seq: int, epoch: int, start: int, end: int) -> Manifest:

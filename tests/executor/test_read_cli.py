@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from streamapp.cli import main
-from streamapp.executor import changelog
-from streamapp.executor import manifest as manifests
-from streamapp.executor.generate import partition_of
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind, Manifest
-from streamapp.executor.read import search_order
-from streamapp.executor.sink import FileSink
-from streamapp.executor.state import rows_table
+from streamapp.executor.io.generate import partition_of
+from streamapp.executor.io.read import search_order
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.state import changelog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind, Manifest
+from streamapp.executor.state.stores import rows_table
 
 PARTITIONS = 4
 

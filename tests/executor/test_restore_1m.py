@@ -11,10 +11,10 @@ import pytest
 from dataplane_checks import executor_for
 from pyspark.sql import SparkSession
 
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.replica import Replica
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
-from streamapp.executor.source import FileLog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.replica import Replica
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

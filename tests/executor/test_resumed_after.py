@@ -12,10 +12,10 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from streamapp.executor.agent import RuntimeDataPlane
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.manifest import Kind, Manifest
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
-from streamapp.executor.source import FileLog
+from streamapp.executor.state.manifest import Kind, Manifest
 from streamapp.executor.task import Resumption, resumption
 
 STARTED = 1_000.0

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from streamapp.executor import blobstore, s3store
+from streamapp.executor.state import blobstore, s3store
 
 WRITERS = 16
 ROUNDS = 20

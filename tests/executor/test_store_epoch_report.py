@@ -15,10 +15,10 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from streamapp.executor.agent import RuntimeDataPlane
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
-from streamapp.executor.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 pytestmark = pytest.mark.spark
 

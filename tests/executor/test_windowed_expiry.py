@@ -12,12 +12,12 @@ import pytest
 from dataplane_checks import executor_for
 from pyspark.sql import SparkSession
 
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.replica import rebuild
+from streamapp.executor.io.sink import committed_outputs
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.samples.windowed import LATENESS_SECONDS, WINDOW_SECONDS, window_end
-from streamapp.executor.sink import committed_outputs
-from streamapp.executor.source import FileLog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.replica import rebuild
 
 pytestmark = pytest.mark.spark
 WINDOWED = "streamapp.executor.samples.windowed:windowed"

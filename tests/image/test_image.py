@@ -14,9 +14,9 @@ import pytest
 from dataplane_checks import check_partition
 
 from imagebuild import build, podman, settings, smoke
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 pytestmark = pytest.mark.image
 

@@ -21,9 +21,9 @@ from chaos.observer import current_reports
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 12
 EXPECTED = {f"{APP}-0": 3, f"{APP}-1": 3, f"{APP}-2": 6}

@@ -20,13 +20,13 @@ from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.controller import intent
-from streamapp.executor import manifest as manifests
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Kind, Manifest
-from streamapp.executor.replica import rebuild
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Kind, Manifest
+from streamapp.executor.state.replica import rebuild
 
 PARTITIONS = 4
 # Epochs a longer-lived app would have reached by moving its tasks around.

@@ -17,9 +17,9 @@ from operator_support import APP, Operators, app, reasons, scale
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, VERSION
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 4
 

@@ -27,11 +27,11 @@ from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node
 from streamapp.api.names import APPS, GROUP, VERSION
-from streamapp.executor.generate import make_records
-from streamapp.executor.kafkaclient import KafkaEndpoint, ensure_topic
-from streamapp.executor.kafkasource import KafkaSource
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
+from streamapp.executor.io.generate import make_records
+from streamapp.executor.io.kafkaclient import KafkaEndpoint, ensure_topic
+from streamapp.executor.io.kafkasource import KafkaSource
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 4
 KEYS = 60

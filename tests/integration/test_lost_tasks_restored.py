@@ -27,10 +27,10 @@ from localcluster.waiting import wait_for
 from processnode import procfs
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, VERSION, member_name
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 
 def last_batch(state: StateLayout, partition: int) -> tuple[str, float]:

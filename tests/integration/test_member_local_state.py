@@ -32,12 +32,12 @@ from streamapp.api.names import (
     member_name,
     state_claim_name,
 )
-from streamapp.executor import changelog
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import CHECKPOINT, Checkpoint
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state import changelog
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint
 
 PARTITIONS = 4
 KEYS = 20_000

@@ -35,9 +35,9 @@ from demo.commits import CommitLog
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything, feeding
 from streamapp.api.names import APPS, GROUP, MEMBERS, REVISION_LABEL, VERSION, selector
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 6
 REPLICAS = 3

@@ -25,11 +25,11 @@ from localcluster.waiting import wait_for
 from realapps import app_on_process_node, committed_everything
 from s3server.server import REGION
 from streamapp.api.names import APPS, GROUP, VERSION
-from streamapp.executor import s3store
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state import s3store
+from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 2
 KILLS = 3

@@ -19,9 +19,9 @@ from operator_support import Operators
 
 from localcluster.waiting import wait_for
 from realapps import committed_everything
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.sink import accepted_manifests
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.layout import StateLayout
 
 LOCAL_SAMPLE = Path(__file__).resolve().parents[2] / "e2e" / "local-install" / "sample"
 

@@ -12,14 +12,14 @@ from pyspark.sql import SparkSession
 
 from kafkabroker import checks, records
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.generate import make_records
-from streamapp.executor.kafkaclient import KafkaEndpoint, PartitionMismatch, check_partitions, ensure_topic
-from streamapp.executor.kafkasink import KafkaSink
-from streamapp.executor.kafkasource import KafkaSource
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Conflict
+from streamapp.executor.io.generate import make_records
+from streamapp.executor.io.kafkaclient import KafkaEndpoint, PartitionMismatch, check_partitions, ensure_topic
+from streamapp.executor.io.kafkasink import KafkaSink
+from streamapp.executor.io.kafkasource import KafkaSource
+from streamapp.executor.io.sink import FileSink, Sink
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink, Sink
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Conflict
 from streamapp.executor.task import TaskConfig
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]

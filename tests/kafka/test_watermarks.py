@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from streamapp.executor import kafkaclient
-from streamapp.executor.kafkaclient import watermarks
+from streamapp.executor.io import kafkaclient
+from streamapp.executor.io.kafkaclient import watermarks
 
 WHERE = TopicPartition("markers", 0)
 

@@ -33,24 +33,25 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_late
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.api.streamapp import LocalStoreKind
-from streamapp.executor import blobstore, drain
+from streamapp.executor import drain
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.blobstore import BlobStore
-from streamapp.executor.kafkaclient import (
+from streamapp.executor.io.kafkaclient import (
     KafkaEndpoint,
     PartitionMismatch,
     check_partitions,
     endpoint_from_spec,
 )
-from streamapp.executor.kafkasink import KafkaSink
-from streamapp.executor.kafkasource import KafkaSource
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import STORE_KINDS, LocalState, LocalStateError
+from streamapp.executor.io.kafkasink import KafkaSink
+from streamapp.executor.io.kafkasource import KafkaSource
+from streamapp.executor.io.sink import FileSink, Sink
+from streamapp.executor.io.source import FileLog, Source
 from streamapp.executor.membership import ClientSettings, MembershipClient, report_setup_error
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink, Sink
-from streamapp.executor.source import FileLog, Source
 from streamapp.executor.spark import SparkSettings, session
+from streamapp.executor.state import blobstore
+from streamapp.executor.state.blobstore import BlobStore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import STORE_KINDS, LocalState, LocalStateError
 from streamapp.executor.task import Role, TaskConfig
 from streamapp.rebalance.config import parse_duration
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
-from streamapp.executor.manifest import Fenced
 from streamapp.executor.pipeline import keyed_updates, keyed_updates_by_partition
+from streamapp.executor.state.manifest import Fenced
 from streamapp.executor.task import Task, TaskContext
 
 READERS = 8

@@ -19,16 +19,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from streamapp.executor import blobstore
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.generate import GenerateSpec, generate
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import STORE_KINDS, LocalState
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.sink import FileSink
-from streamapp.executor.source import FileLog
 from streamapp.executor.spark import SparkSettings, session
-from streamapp.executor.storage import write_atomic
+from streamapp.executor.state import blobstore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import STORE_KINDS, LocalState
+from streamapp.executor.state.storage import write_atomic
 from streamapp.executor.task import TaskConfig
 
 

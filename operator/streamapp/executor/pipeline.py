@@ -34,10 +34,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sql
 
 from streamapp.executor import merge as merges
-from streamapp.executor.expiry import Expiry, WindowEnd
+from streamapp.executor.io.source import FileLog
 from streamapp.executor.merge import Merge, UserMerge
-from streamapp.executor.source import FileLog
-from streamapp.executor.state import arrow_type
+from streamapp.executor.state.expiry import Expiry, WindowEnd
+from streamapp.executor.state.stores import arrow_type
 
 Transform = Callable[[DataFrame], DataFrame]
 F = TypeVar("F", bound=Callable[..., Any])

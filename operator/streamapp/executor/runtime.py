@@ -29,13 +29,13 @@ from pyspark.sql import SparkSession
 
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.executor.batches import run_round
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import LocalState
+from streamapp.executor.io.sink import Sink
+from streamapp.executor.io.source import Source
 from streamapp.executor.pipeline import Pipeline
-from streamapp.executor.sink import Sink
 from streamapp.executor.slot import Slot
-from streamapp.executor.source import Source
 from streamapp.executor.spark import session
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskStatus
 
 TAKEOVER_GRACE_SECONDS = 0.3

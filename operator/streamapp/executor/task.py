@@ -29,20 +29,21 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from streamapp.api.member import ResumedBy
-from streamapp.executor import changelog, faults
-from streamapp.executor import manifest as manifests
-from streamapp.executor.expiry import Expiry
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import LocalState
-from streamapp.executor.manifest import Conflict, Fenced, Head, Kind, Manifest
+from streamapp.executor import faults
+from streamapp.executor.io.publisher import Publisher
+from streamapp.executor.io.sink import Sink
+from streamapp.executor.io.source import Source
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
-from streamapp.executor.publisher import Publisher
-from streamapp.executor.replica import Replica
-from streamapp.executor.restores import RestoreMeter
-from streamapp.executor.sink import Sink
-from streamapp.executor.source import Source
-from streamapp.executor.state import rows_table
+from streamapp.executor.state import changelog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.expiry import Expiry
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import LocalState
+from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest
+from streamapp.executor.state.replica import Replica
+from streamapp.executor.state.restores import RestoreMeter
+from streamapp.executor.state.stores import rows_table
 
 log = logging.getLogger(__name__)
 

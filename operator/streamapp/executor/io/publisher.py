@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from streamapp.executor.manifest import Head
+from streamapp.executor.state.manifest import Head
 
 
 @runtime_checkable

@@ -22,9 +22,9 @@ from pathlib import PurePosixPath
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamapp.executor import blobstore
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head
+from streamapp.executor.state import blobstore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head
 
 _HEAD_KEYS = (b"streamapp.seq", b"streamapp.offset", b"streamapp.epoch")
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
-from streamapp.executor import storage
+from streamapp.executor.state import storage
 
 RECORD_SCHEMA = pa.schema(
     [

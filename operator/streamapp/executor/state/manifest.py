@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from streamapp.executor.layout import StateLayout
+from streamapp.executor.state.layout import StateLayout
 
 
 class Kind(StrEnum):

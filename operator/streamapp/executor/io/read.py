@@ -16,12 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from streamapp.executor import blobstore
-from streamapp.executor.blobstore import BlobStore
-from streamapp.executor.generate import partition_of
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.replica import rebuild
-from streamapp.executor.sink import committed_outputs
+from streamapp.executor.io.generate import partition_of
+from streamapp.executor.io.sink import committed_outputs
+from streamapp.executor.state import blobstore
+from streamapp.executor.state.blobstore import BlobStore
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.replica import rebuild
 
 FORMATS = ("table", "jsonl")
 DEFAULT_SINK = "outputs"  # the executor's sink when the pipeline names none: <state>/outputs

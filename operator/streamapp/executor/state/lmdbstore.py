@@ -35,8 +35,8 @@ from typing import Any
 import lmdb
 import pyarrow as pa
 
-from streamapp.executor import storage
-from streamapp.executor.state import items_table, slices
+from streamapp.executor.state import storage
+from streamapp.executor.state.stores import items_table, slices
 
 DIRECTORY = "lmdb"
 OPEN_MARKER = "open-since-boot"

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.executor import changelog, faults
-from streamapp.executor import manifest as manifests
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.localstate import Checkpoint, LocalState, digest
-from streamapp.executor.manifest import Head, Kind, Manifest
-from streamapp.executor.restores import RestoreMeter
-from streamapp.executor.state import KeyedStore, MemoryStore
+from streamapp.executor import faults
+from streamapp.executor.state import changelog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import Checkpoint, LocalState, digest
+from streamapp.executor.state.manifest import Head, Kind, Manifest
+from streamapp.executor.state.restores import RestoreMeter
+from streamapp.executor.state.stores import KeyedStore, MemoryStore
 
 
 class Replica:

@@ -16,12 +16,12 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamapp.executor import blobstore
-from streamapp.executor import manifest as manifests
-from streamapp.executor.blobstore import BlobStore, as_store
-from streamapp.executor.changelog import attempt_prefix, base, unique_name
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Head, Manifest
+from streamapp.executor.state import blobstore
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.blobstore import BlobStore, as_store
+from streamapp.executor.state.changelog import attempt_prefix, base, unique_name
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head, Manifest
 
 
 class Sink(Protocol):

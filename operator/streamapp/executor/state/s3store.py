@@ -26,7 +26,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from streamapp.executor.blobstore import join
+from streamapp.executor.state.keys import join
 
 _ENDPOINT_VARS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 _MISSING = ("404", "NoSuchKey", "NotFound")

@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import IO
 
 from streamapp.api.streamapp import LocalStoreKind
-from streamapp.executor import faults, storage
-from streamapp.executor.lmdbstore import LmdbStore
-from streamapp.executor.manifest import Head, Manifest
-from streamapp.executor.state import KeyedStore, MemoryStore
+from streamapp.executor import faults
+from streamapp.executor.state import storage
+from streamapp.executor.state.lmdbstore import LmdbStore
+from streamapp.executor.state.manifest import Head, Manifest
+from streamapp.executor.state.stores import KeyedStore, MemoryStore
 
 STORE_KINDS: tuple[LocalStoreKind, ...] = typing.get_args(LocalStoreKind)
 CHECKPOINT = "checkpoint.json"

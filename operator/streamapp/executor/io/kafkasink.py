@@ -38,11 +38,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from streamapp.executor import manifest as manifests
-from streamapp.executor.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic, watermarks
-from streamapp.executor.layout import StateLayout
-from streamapp.executor.manifest import Conflict, Head, Kind, Manifest
-from streamapp.executor.sink import FileSink
+from streamapp.executor.io.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic, watermarks
+from streamapp.executor.io.sink import FileSink
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Conflict, Head, Kind, Manifest
 
 MAX_BATCHES_PER_TRANSACTION = 50
 MARKER_WINDOW = 64

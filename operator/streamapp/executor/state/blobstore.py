@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlparse
 
-from streamapp.executor import storage
+from streamapp.executor.state import storage
+from streamapp.executor.state.keys import join
 
 
 class BlobStore(Protocol):
@@ -116,11 +117,6 @@ def as_store(root: Path | BlobStore) -> BlobStore:
     return FileStore(root) if isinstance(root, Path) else root
 
 
-def join(folder: str, name: str) -> str:
-    """`folder/name`, where either may be empty (the root)."""
-    return f"{folder}/{name}" if folder and name else folder or name
-
-
 def remove_unnamed(store: BlobStore, folder: str, decided: Mapping[str, Collection[str]]) -> int:
     """Delete the blobs of `folder` that belong to a decided batch but that its manifest does not name:
     `decided` maps a batch's file-name prefix to the names its manifest keeps.
@@ -151,7 +147,7 @@ def open_uri(uri: str) -> BlobStore:
     """
     parsed = urlparse(uri)
     if parsed.scheme == "s3":
-        from streamapp.executor import s3store  # only S3 users need boto3 loaded
+        from streamapp.executor.state import s3store  # only S3 users need boto3 loaded
 
         return s3store.S3Store.from_uri(uri)
     if parsed.scheme not in ("", "file") or not parsed.path:

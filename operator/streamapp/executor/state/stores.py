@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from streamapp.executor import storage
+from streamapp.executor.state import storage
 
 VALUE_TYPES: Mapping[str, pa.DataType] = {"long": pa.int64(), "double": pa.float64(), "string": pa.string()}
 MEMORY_FILE = "memory.parquet"

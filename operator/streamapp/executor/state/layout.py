@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamapp.executor.blobstore import BlobStore, as_store
+from streamapp.executor.state.blobstore import BlobStore, as_store
 
 
 def partition_dir(kind: str, partition: int) -> str:

@@ -20,8 +20,8 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 
-from streamapp.executor.kafkaclient import KafkaEndpoint, watermarks
-from streamapp.executor.source import RECORD_SCHEMA, arrow_frame
+from streamapp.executor.io.kafkaclient import KafkaEndpoint, watermarks
+from streamapp.executor.io.source import RECORD_SCHEMA, arrow_frame
 
 FETCH_BATCH = 10_000
 POLL_TIMEOUT_S = 1.0

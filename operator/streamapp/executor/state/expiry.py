@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from streamapp.executor.state import KeyedStore
+from streamapp.executor.state.stores import KeyedStore
 
 WindowEnd = Callable[[str], float]
 

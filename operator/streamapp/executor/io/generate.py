@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 
-from streamapp.executor.source import FileLog
+from streamapp.executor.io.source import FileLog
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
