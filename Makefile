@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,10 +34,10 @@ demo-sim: $(STAMP)
 	  --protocol eager --protocol cooperative --protocol streamapp \
 	  --plot $(OUT)/demo-timeline.png
 
-## test: lint, type-check, build what the tests run (control plane, helm, image), then every tier but long and demo (their own targets).
+## test: lint, type-check, build what the tests run (control plane, helm, the S3 server, image), then every tier but long and demo (their own targets).
 ## The builds run side by side: the image build mostly downloads while the Go builds compile.
 test: $(STAMP)
-	$(MAKE) -j4 lint k8s-binaries helm image
+	$(MAKE) -j4 lint k8s-binaries helm s3server image
 	$(PY) -m pytest -m "not demo and not long"
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
@@ -113,6 +113,10 @@ k8s-binaries: $(STAMP)
 ## helm: build (once, cached in ~/.cache/streamapp/helm/<version>) the helm binary the chart tests use
 helm: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m helmtool build
+
+## s3server: build (once, cached in ~/.cache/streamapp/seaweedfs/<version>) the SeaweedFS S3 server the S3 tests run on
+s3server: $(STAMP)
+	PYTHONPATH=e2e $(PY) -m s3server install
 
 ## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
 image: $(STAMP) system-packages

@@ -39,9 +39,9 @@ from streamapp.executor.task import TaskConfig
 NOTE = """\
 Per store: micro-batch latency of the keyed running count (a batch = read the input, Spark fold,
 changelog segment, output file, commit manifest; one executor, both partitions active) and the restore
-rate of one partition (newest snapshot + 10 changelog segments). The S3 server is moto's
-(`e2e/s3server`), in memory on 127.0.0.1: its figures show the cost of the S3 API path (HTTP, request
-signing, no fsync), not of AWS S3 over a network, where each request adds a round trip."""
+rate of one partition (newest snapshot + 10 changelog segments). The S3 server is SeaweedFS
+(`e2e/s3server`, `weed mini`) on 127.0.0.1: its figures show the cost of the S3 API path (HTTP, request
+signing, the server's own storage), not of AWS S3 over a network, where each request adds a round trip."""
 
 
 def batch_row(store: BlobStore, label: str, log: FileLog, per_batch: int) -> str:

@@ -1,23 +1,16 @@
 """Build a pinned helm from Go modules, once, into ``<cache>/helm/<version>/helm``.
 
-helm's go.mod has no local replaces, but it is still built inside a wrapper module (the control plane's
-:mod:`localcluster.build` machinery, reused as is): one code path for every Go product, the same pinned
-environment (``GOTOOLCHAIN=local``, ``CGO_ENABLED=0``, ``-trimpath``) and the same progress lines. The
-binary is built into a temporary sibling of the cache entry and renamed into place, under a lock, so an
-interrupted or concurrent build never leaves a half cache.
+helm's go.mod has no local replaces, but it is still built inside a wrapper module
+(:mod:`localcluster.toolbuild`): one code path for every Go product, the same pinned environment
+(``GOTOOLCHAIN=local``, ``CGO_ENABLED=0``, ``-trimpath``) and the same progress lines.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import tempfile
-import time
 from pathlib import Path
 
-from localcluster import build
-from localcluster.gotool import cache_base, cache_lock, module_info, swap_in
+from localcluster import toolbuild
 from localcluster.products import Product
 
 # The newest helm 3 on the module proxy; its go.mod says `go 1.26.0`, so it needs Go >= 1.26.0.
@@ -26,14 +19,10 @@ HELM_MODULE = "helm.sh/helm/v3"
 _CLIENT_GO = re.compile(r"^\s*k8s\.io/client-go\s+v0\.(\d+)\.", re.MULTILINE)
 
 
-def cache_root() -> Path:
-    """Next to the Kubernetes binaries' cache, so ``STREAMAPP_CACHE`` moves both."""
-    return cache_base() / "helm"
-
-
 def helm_path(version: str = HELM_VERSION) -> Path:
-    """Where the pinned helm lives once built."""
-    return cache_root() / version / "helm"
+    """Where the pinned helm lives once built (next to the Kubernetes binaries' cache, so
+    ``STREAMAPP_CACHE`` moves both)."""
+    return tool(version).path()
 
 
 def version_ldflags(upstream_go_mod: str, version: str = HELM_VERSION) -> tuple[str, ...]:
@@ -63,35 +52,11 @@ def product(upstream_go_mod: str, version: str = HELM_VERSION) -> Product:
     )
 
 
+def tool(version: str = HELM_VERSION) -> toolbuild.Tool:
+    """helm as a cached single-command build."""
+    return toolbuild.Tool("helm", HELM_MODULE, version, "helm", lambda go_mod: product(go_mod, version))
+
+
 def ensure_built(force: bool = False, version: str = HELM_VERSION) -> float | None:
     """Build helm unless cached; returns the build's wall seconds, None on a cache hit."""
-    with cache_lock(cache_root()):  # two test sessions fixture-building helm at once
-        if helm_path(version).is_file() and not force:
-            return None
-        for leftover in cache_root().glob(".v*-*"):  # killed builds; safe under the lock
-            shutil.rmtree(leftover, ignore_errors=True)
-        return _build_atomically(version)
-
-
-def _build_atomically(version: str) -> float:
-    """Build into a temporary sibling of the cache entry, then rename it into place."""
-    started = time.monotonic()
-    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=cache_root()))
-    staging.chmod(0o755)  # mkdtemp's 0700 would become the cache entry's mode
-    try:
-        log = staging / "build.log"
-        work = staging / "work"  # wrapper modules; the binary goes to staging/helm
-        probe = work / "probe"
-        probe.mkdir(parents=True)
-        print(f"building helm {version} (log: {log})", flush=True)
-        info = module_info(HELM_MODULE, version, probe, log)
-        helm = product(Path(info["GoMod"]).read_text(), version)
-        build.build_product(helm, work, staging, log)
-        seconds = round(time.monotonic() - started, 1)
-        report = {"version": version, "seconds": seconds}
-        (staging / "build-report.json").write_text(json.dumps(report, indent=2) + "\n")
-        shutil.rmtree(work)
-        swap_in(staging, helm_path(version).parent)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return seconds
+    return toolbuild.ensure_built(tool(version), force)

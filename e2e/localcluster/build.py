@@ -69,11 +69,9 @@ def is_built() -> bool:
 
 def write_wrapper(product: Product, workdir: Path, upstream_go_mod: str) -> None:
     """Write the wrapper go.mod that makes ``product``'s commands buildable (see :mod:`gowrapper`)."""
-    replaces = (
-        gowrapper.kubernetes_replaces(upstream_go_mod, versions.staging_version())
-        if product.replace_staging
-        else {}
-    )
+    replaces = gowrapper.module_replaces(upstream_go_mod)
+    if product.replace_staging:
+        replaces |= gowrapper.kubernetes_replaces(upstream_go_mod, versions.staging_version())
     text = gowrapper.render(
         module=f"streamapp.dev/e2e/build/{product.name}",
         go=gowrapper.go_directive(upstream_go_mod),

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[\w.\-/]+)\s+=>\s+\./staging/", re.MULTILINE)
 _GO_DIRECTIVE = re.compile(r"^go\s+(\S+)\s*$", re.MULTILINE)
 _GODEBUG_DIRECTIVE = re.compile(r"^godebug\s+(.+)$", re.MULTILINE)
+# `replace a => b vX` (a module, not a ./path), alone or inside a `replace (...)` block; `//` comments skipped
+_MODULE_REPLACE = re.compile(r"^(?:replace\s+)?\s*([\w.\-/]+(?:\s+v\S+)?)\s+=>\s+([\w.\-/]+)\s+(v\S+)\s*$")
 
 
 def staging_modules(upstream_go_mod: str) -> list[str]:
@@ -32,6 +34,28 @@ def go_directive(upstream_go_mod: str) -> str:
 def godebug_directives(upstream_go_mod: str) -> list[str]:
     """Upstream ``godebug`` settings: only the main module's apply, so the wrapper must repeat them."""
     return [m.strip() for m in _GODEBUG_DIRECTIVE.findall(upstream_go_mod)]
+
+
+def module_replaces(upstream_go_mod: str) -> dict[str, str]:
+    """Upstream replaces of a module by another published module (``a => b vX``), which the wrapper must
+    repeat: SeaweedFS replaces a module deleted from GitHub with a maintained fork. Local-path replaces
+    are left out (nothing to point them at but a published version: see :func:`kubernetes_replaces`)."""
+    found: dict[str, str] = {}
+    in_block = False
+    for raw in upstream_go_mod.splitlines():
+        line = raw.split("//", 1)[0].strip()
+        if line.startswith("replace ("):
+            in_block = True
+            continue
+        if in_block and line == ")":
+            in_block = False
+            continue
+        if not (in_block or line.startswith("replace ")):
+            continue
+        match = _MODULE_REPLACE.match(line)
+        if match is not None and not match.group(2).startswith("."):
+            found[match.group(1)] = f"{match.group(2)} {match.group(3)}"
+    return found
 
 
 def render(

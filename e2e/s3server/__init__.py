@@ -1,12 +1,15 @@
-"""A real S3-API server for the tests: moto's standalone server, pinned and cached, run as a process.
+"""A real S3-API server for the tests: SeaweedFS (`weed mini`), built once from its Go module and run as a
+process.
 
-Why moto (`moto[server]` from PyPI): it implements `PutObject` with `If-None-Match: *` (412 when the key
-exists) and ListObjectsV2, and it installs with pip in about a minute, where MinIO or SeaweedFS would add
-a multi-minute Go build to a cold `make test` that already spends ~20 min building Kubernetes on 2 cores.
-Its conditional writes are checked under concurrency by tests/executor/test_s3_race.py. It keeps objects
-in memory, so a restarted server is empty: tests create their bucket after starting it.
+Why SeaweedFS: the S3 store's fencing rests on `PutObject` with `If-None-Match: *` answering 412 to every
+writer but one, and that is exactly where servers differ (SeaweedFS ignored the header under concurrent
+PUTs until its 2026 fix; an in-memory emulator such as moto checks it without a lock). So the tests run on
+a server users run, at a pinned version that has the fix, and `tests/executor/test_s3_race.py` races 16
+writers per key on it. It is Apache-2.0 and on the Go module proxy (a pseudo-version only); its go.mod
+replaces one module with a fork, which the wrapper module repeats (`localcluster.gowrapper`). `weed mini`
+runs master, volume server, filer and S3 gateway in one process; data lives in the state directory.
 
-`install.ensure_installed()` makes `~/.cache/streamapp/s3server/<version>/` (a virtualenv);
-`server.S3Server` starts and stops it; `python -m s3server down` stops the one a cluster directory holds
-(`make cluster-down` calls it).
+`install.ensure_installed()` builds `~/.cache/streamapp/seaweedfs/<version>/weed` (about 5 min on 2
+cores, with progress lines); `server.start` / `server.stop` run it; `python -m s3server install|down`
+builds it or stops the one a cluster directory holds (`make cluster-down` calls it).
 """

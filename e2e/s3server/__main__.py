@@ -16,8 +16,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "install":
         took = install.ensure_installed()
-        where = install.install_dir()
-        print(f"S3 server cached in {where}" if took is None else f"installed into {where} in {took:.0f}s")
+        where = install.server_binary()
+        print(f"S3 server cached: {where}" if took is None else f"built {where} in {took:.0f}s")
         return 0
     state_dir = default_root() if args.dir is None else Path(args.dir)
     print("S3 server stopped" if server.stop(state_dir) else "no S3 server running")

@@ -1,45 +1,29 @@
-"""Install the pinned S3 server once into the shared cache, by name from PyPI."""
+"""Build the pinned S3 server (SeaweedFS's `weed`) once into the shared cache, from the Go module proxy."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from localcluster.gotool import cache_base, cache_lock
+from localcluster import toolbuild
+from localcluster.products import Product
 
-PACKAGE = "moto[server]"
-VERSION = "5.2.5"
-_DONE = ".installed"
-
-
-def install_dir() -> Path:
-    return cache_base() / "s3server" / VERSION
+MODULE = "github.com/seaweedfs/seaweedfs"
+# A pseudo-version (SeaweedFS publishes no module tags) from after the fix of its concurrent
+# `If-None-Match: *` check; `weed version` reports 4.53.
+VERSION = "v0.0.0-20261109003541-7506e5f91cd6"
+TOOL = toolbuild.Tool(
+    "seaweedfs",
+    MODULE,
+    VERSION,
+    "weed",
+    lambda go_mod: Product("seaweedfs", MODULE, VERSION, {"weed": f"{MODULE}/weed"}),
+)
 
 
 def server_binary() -> Path:
-    return install_dir() / "bin" / "moto_server"
+    return TOOL.path()
 
 
 def ensure_installed() -> float | None:
-    """Create the cached virtualenv unless it is complete already; returns seconds spent (None if cached).
-
-    A virtualenv cannot be moved after creation (its scripts name their interpreter by absolute path), so
-    it is built in place under a lock and marked complete last; an unmarked directory is a crashed
-    install and is rebuilt.
-    """
-    target = install_dir()
-    if (target / _DONE).exists():
-        return None
-    with cache_lock(target.parent):
-        if (target / _DONE).exists():
-            return None
-        started = time.monotonic()
-        shutil.rmtree(target, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", str(target)], check=True)
-        pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        subprocess.run([*pip, f"{PACKAGE}=={VERSION}"], check=True)
-        (target / _DONE).write_text(f"{PACKAGE}=={VERSION}\n")
-        return time.monotonic() - started
+    """Build the server unless cached; returns seconds spent (None if cached)."""
+    return toolbuild.ensure_built(TOOL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +14,10 @@ from s3server import install
 
 READY_TIMEOUT_S = 120.0
 REGION = "us-east-1"
-# moto accepts any signed request; these are what the tests put in the Secret like real credentials.
+# The one identity the server knows (an admin); requests signed with anything else are refused.
 ACCESS_KEY = "streamapp-test"
 SECRET_KEY = "streamapp-test-secret"
+_PORTS = ("master", "volume", "filer", "s3")
 
 
 @dataclass(frozen=True)
@@ -44,25 +46,83 @@ def _record_file(state_dir: Path) -> Path:
 
 
 def _answers(port: int) -> bool:
+    """The S3 gateway answers HTTP (403 to an unsigned request is an answer)."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
-            return bool(reply.status == 200)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+            return True
+    except urllib.error.HTTPError:
+        return True
     except OSError:
         return False
 
 
+def _writes(server: S3Server) -> bool:
+    """A signed write goes through: the volume server has registered with the master and the filer
+    reaches both (the gateway answers a moment before that)."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = boto3.session.Session().client(
+        "s3",
+        endpoint_url=server.endpoint,
+        region_name=REGION,
+        aws_access_key_id=ACCESS_KEY,
+        aws_secret_access_key=SECRET_KEY,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+    try:
+        client.create_bucket(Bucket="streamapp-ready")
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") not in (
+            "BucketAlreadyOwnedByYou",
+            "BucketAlreadyExists",
+        ):
+            return False
+    except BotoCoreError:
+        return False
+    try:
+        client.put_object(Bucket="streamapp-ready", Key="probe", Body=b"ready")
+    except (BotoCoreError, ClientError):
+        return False
+    return True
+
+
+def argv(state_dir: Path, ports: dict[str, int]) -> list[str]:
+    """`weed mini` on loopback with every listener on a port of ours (gRPC ports too: the default,
+    port + 10000, may be taken), the extras off (WebDAV, admin UI, Iceberg and Lance catalogs,
+    telemetry) and the identity file that makes it check signatures."""
+    config = state_dir / "s3-identities.json"
+    identity = {
+        "name": "streamapp-test",
+        "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+        "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+    }
+    config.write_text(json.dumps({"identities": [identity]}))
+    data = state_dir / "data"
+    data.mkdir(exist_ok=True)
+    command = [str(install.server_binary()), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
+    for name in _PORTS:
+        command += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={ports[name + '.grpc']}"]
+    command += ["-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false"]
+    command += ["-master.telemetry=false", f"-s3.config={config}"]
+    return command
+
+
 def start(state_dir: Path) -> S3Server:
-    """Start a server on a free loopback port (installing it first if needed) and wait until it answers."""
+    """Start a server on free loopback ports (building it first if needed) and wait until it takes writes."""
     install.ensure_installed()
     stop(state_dir)  # one left by a session that died
     state_dir.mkdir(parents=True, exist_ok=True)
-    port = processes.free_port()
-    argv = [str(install.server_binary()), "-H", "127.0.0.1", "-p", str(port)]
-    record = processes.spawn("s3server", argv, state_dir / "s3server.log")
+    names = [f"{name}{grpc}" for name in _PORTS for grpc in ("", ".grpc")]
+    ports = dict(zip(names, processes.free_ports(len(names)), strict=True))
+    record = processes.spawn("s3server", argv(state_dir, ports), state_dir / "s3server.log")
+    port = ports["s3"]
     _record_file(state_dir).write_text(json.dumps({"record": record.to_json(), "port": port}))
     server = S3Server(record, port)
     try:
         processes.wait_until(lambda: _answers(port), READY_TIMEOUT_S, "the S3 server to answer", record)
+        processes.wait_until(lambda: _writes(server), READY_TIMEOUT_S, "the S3 server to take writes", record)
     except BaseException:
         stop(state_dir)
         raise

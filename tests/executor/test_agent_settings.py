@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,60 @@ def test_a_spark_conf_spark_refuses_is_a_setup_error_not_a_crash(tmp_path: Path)
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "cannot start: Spark did not start with spec.executor.sparkConf" in done.stderr
+
+
+class _StoresEveryPut(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint that stores every PUT, `If-None-Match: *` or not: what a server ignoring
+    conditional writes answers. The puts it saw are counted on the server."""
+
+    def do_PUT(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.conditional_puts += "If-None-Match" in self.headers  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("ETag", '"0"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self) -> None:
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_executor_refuses_an_s3_server_that_ignores_conditional_writes(tmp_path: Path) -> None:
+    """It exits 2 before starting Spark, saying why (and reports it as the member's setup error), instead
+    of running where two owners of a task could both commit the same batch."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StoresEveryPut)
+    server.conditional_puts = 0  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {
+            **os.environ,
+            **ENV,
+            "STREAMAPP_PIPELINE": json.dumps(
+                {
+                    "transform": "streamapp.executor.samples.counts:counts",
+                    "source": {"type": "file", "path": str(tmp_path / "in")},
+                    "stateStore": {"uri": "s3://bucket/app"},
+                }
+            ),
+            "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.server_address[1]}",
+            "AWS_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "a",
+            "AWS_SECRET_ACCESS_KEY": "b",
+            "KUBECONFIG": str(tmp_path / "none"),
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "streamapp.cli", "executor", "--from-cluster", "--http-port", "0"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "cannot start: s3://bucket/app: the S3 server ignores conditional writes" in done.stderr
+    assert server.conditional_puts == 2  # type: ignore[attr-defined]

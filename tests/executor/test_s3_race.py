@@ -5,6 +5,7 @@ commit protocol assumes."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import boto3
 import pytest
@@ -13,7 +14,9 @@ from botocore.config import Config
 from streamapp.executor.state import blobstore, s3store
 
 WRITERS = 16
-ROUNDS = 20
+# SeaweedFS serializes conditional PUTs of one key: each loser is answered 412 after up to a second per
+# writer ahead of it, so a round of 16 takes 3-10 s; six rounds still race every writer every time.
+ROUNDS = 6
 
 
 def test_exactly_one_of_many_racing_writers_creates_each_key(s3_uri: str) -> None:
@@ -62,3 +65,30 @@ def test_reads_listings_deletes_and_sweeps_follow_the_protocol(s3_uri: str) -> N
     store.delete("changelog/p=0/000000000002-e1-open.parquet")
     store.delete("changelog/p=0/000000000002-e1-open.parquet")
     assert store.child("changelog").names("p=0") == ["000000000001-e1-kept.parquet"]
+
+
+def _ignoring_conditional_writes(client: Any) -> Any:
+    """The same server seen through a client that drops `If-None-Match`: to the store, exactly a server
+    that ignores the header (it stores every PUT)."""
+
+    def drop(params: dict[str, Any], **_: Any) -> None:
+        params.pop("IfNoneMatch", None)
+
+    client.meta.events.register("before-parameter-build.s3.PutObject", drop)
+    return client
+
+
+def test_an_executor_opening_the_store_checks_the_server_honours_conditional_writes(s3_uri: str) -> None:
+    store = blobstore.open_uri(s3_uri, check=True)
+    assert isinstance(store, s3store.S3Store)
+    assert store.names(s3store.PROBE_FOLDER) == [], "the probe is deleted"
+
+
+def test_a_server_that_ignores_conditional_writes_is_refused_with_a_clear_error(s3_uri: str) -> None:
+    store = s3store.S3Store.from_uri(s3_uri, client=_ignoring_conditional_writes(s3store.client_from_env()))
+    with pytest.raises(s3store.ConditionalWritesIgnored, match="ignores conditional writes"):
+        store.check_conditional_writes()
+    assert store.names(s3store.PROBE_FOLDER) == [], "the probe is deleted"
+    # What the check protects against: on such a server both racing owners "win" the same manifest.
+    assert store.create("commits/p=0/000000000000.json", b"owner a")
+    assert store.create("commits/p=0/000000000000.json", b"owner b")

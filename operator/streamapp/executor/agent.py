@@ -150,9 +150,10 @@ class PodSettings:
             raise SetupError(str(error)) from error
         return KafkaSource(self.kafka_source)
 
-    def state(self) -> BlobStore:
-        """The shared state store the pipeline names."""
-        return blobstore.open_uri(self.state_uri)
+    def state(self, *, check: bool = False) -> BlobStore:
+        """The shared state store the pipeline names; `check` refuses an S3 server that ignores
+        conditional writes (once, as the executor starts)."""
+        return blobstore.open_uri(self.state_uri, check=check)
 
     def sink(self) -> Sink:
         """Where outputs go: a Kafka topic (published after each commit), or Parquet files."""
@@ -284,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
             if settings.local_path
             else None
         )
+        state = settings.state(check=True)
         source, sink = settings.source(), settings.sink()
     except (SetupError, ValueError, ImportError, AttributeError, LocalStateError) as error:
         log.error("cannot start: %s", error)
@@ -292,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     executor = Executor(
-        StateLayout(settings.state()),
+        StateLayout(state),
         source,
         sink,
         pipeline,

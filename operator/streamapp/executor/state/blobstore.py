@@ -139,8 +139,11 @@ def remove_unnamed(store: BlobStore, folder: str, decided: Mapping[str, Collecti
     return removed
 
 
-def open_uri(uri: str) -> BlobStore:
+def open_uri(uri: str, *, check: bool = False) -> BlobStore:
     """The store a `stateStore.uri` names: `s3://bucket/prefix`, `file:///path` or a plain path.
+
+    `check` (an executor starting) first makes sure an S3 server honours conditional writes
+    (`S3Store.check_conditional_writes`), which the commit protocol's fencing rests on.
 
     S3 connection settings (endpoint, region, credentials) come from the environment; see
     `s3store.S3Settings.from_env`.
@@ -149,7 +152,10 @@ def open_uri(uri: str) -> BlobStore:
     if parsed.scheme == "s3":
         from streamapp.executor.state import s3store  # only S3 users need boto3 loaded
 
-        return s3store.S3Store.from_uri(uri)
+        store = s3store.S3Store.from_uri(uri)
+        if check:
+            store.check_conditional_writes()
+        return store
     if parsed.scheme not in ("", "file") or not parsed.path:
         raise ValueError(f"state store {uri!r}: expected s3://bucket/prefix, file:///path or a path")
     return FileStore(Path(parsed.path))

@@ -19,6 +19,7 @@ default AWS chain (web identity / pod identity / instance profile).
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any
 from urllib.parse import urlparse
 
@@ -31,6 +32,11 @@ from streamapp.executor.state.keys import join
 _ENDPOINT_VARS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 _MISSING = ("404", "NoSuchKey", "NotFound")
 _CONFLICT_RETRIES = 5
+PROBE_FOLDER = "_streamapp/conditional-write-probes"
+
+
+class ConditionalWritesIgnored(ValueError):
+    """The server stored a second `If-None-Match: *` PUT of an existing key: fencing cannot work on it."""
 
 
 def parse_uri(uri: str) -> tuple[str, str]:
@@ -109,6 +115,32 @@ class S3Store:
             except FileNotFoundError:
                 continue  # the winner was deleted in between: race again
         raise RuntimeError(f"{self.uri(name)}: conditional create kept conflicting")
+
+    def check_conditional_writes(self) -> None:
+        """Refuse a server that ignores `If-None-Match: *`: put a fresh probe key twice, the second must be
+        refused (412). On a server that stores both, two owners of a task could both commit the same
+        batch and nothing would notice, so the executor stops with this error instead of running unsafely.
+
+        Only a sequential check: a server that honours the header but checks it without a lock passes
+        here and loses `tests/executor/test_s3_race.py`'s race.
+        """
+        probe = join(PROBE_FOLDER, uuid.uuid4().hex)
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self.key(probe), Body=b"1", IfNoneMatch="*")
+            try:
+                self.client.put_object(Bucket=self.bucket, Key=self.key(probe), Body=b"2", IfNoneMatch="*")
+            except ClientError as error:
+                if _code(error) == "PreconditionFailed":
+                    return
+                raise
+        finally:
+            self.client.delete_object(Bucket=self.bucket, Key=self.key(probe))
+        raise ConditionalWritesIgnored(
+            f"{self.uri()}: the S3 server ignores conditional writes (a second PutObject with "
+            "If-None-Match: * of an existing key succeeded instead of answering 412 Precondition Failed); "
+            "StreamApp fences its commits with them, so it refuses to run on this server. Use AWS S3 or a "
+            "server that implements conditional writes."
+        )
 
     def exists(self, name: str) -> bool:
         try:

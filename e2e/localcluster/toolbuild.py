@@ -1,0 +1,74 @@
+"""Build one pinned Go command, once, into ``<cache>/<tool>/<version>/<binary>``.
+
+Used for the tools that are not part of the control plane (helm, the SeaweedFS S3 server): the same
+machinery as the control-plane build (:func:`localcluster.build.build_product`: a wrapper module, the
+pinned environment, progress lines), one cache entry per tool and version. The binary is built into a
+temporary sibling of the cache entry and renamed into place under a lock, so an interrupted or
+concurrent build never leaves a half cache.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from localcluster import build
+from localcluster.gotool import cache_base, cache_lock, module_info, swap_in
+from localcluster.products import Product
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A pinned Go module whose one command is cached as ``binary``; ``product`` builds its
+    :class:`Product` from the upstream go.mod (ldflags can depend on it)."""
+
+    name: str
+    module: str
+    version: str
+    binary: str
+    product: Callable[[str], Product]
+
+    def cache_root(self) -> Path:
+        return cache_base() / self.name
+
+    def path(self) -> Path:
+        """Where the binary lives once built."""
+        return self.cache_root() / self.version / self.binary
+
+
+def ensure_built(tool: Tool, force: bool = False) -> float | None:
+    """Build ``tool`` unless cached; returns the build's wall seconds, None on a cache hit."""
+    with cache_lock(tool.cache_root()):  # two test sessions fixture-building it at once
+        if tool.path().is_file() and not force:
+            return None
+        for leftover in tool.cache_root().glob(".v*-*"):  # killed builds; safe under the lock
+            shutil.rmtree(leftover, ignore_errors=True)
+        return _build_atomically(tool)
+
+
+def _build_atomically(tool: Tool) -> float:
+    """Build into a temporary sibling of the cache entry, then rename it into place."""
+    started = time.monotonic()
+    staging = Path(tempfile.mkdtemp(prefix=f".{tool.version}-", dir=tool.cache_root()))
+    staging.chmod(0o755)  # mkdtemp's 0700 would become the cache entry's mode
+    try:
+        log = staging / "build.log"
+        work = staging / "work"  # wrapper modules; the binary goes to staging/<binary>
+        probe = work / "probe"
+        probe.mkdir(parents=True)
+        print(f"building {tool.name} {tool.version} (log: {log})", flush=True)
+        info = module_info(tool.module, tool.version, probe, log)
+        build.build_product(tool.product(Path(info["GoMod"]).read_text()), work, staging, log)
+        seconds = round(time.monotonic() - started, 1)
+        report = {"version": tool.version, "seconds": seconds}
+        (staging / "build-report.json").write_text(json.dumps(report, indent=2) + "\n")
+        shutil.rmtree(work)
+        swap_in(staging, tool.path().parent)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return seconds
