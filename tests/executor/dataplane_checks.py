@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.sink import FileSink, accepted_manifests, committed_outputs
@@ -84,7 +85,7 @@ def executor_for(
     member: str,
     pipeline: str = COUNTS,
     local: LocalState | None = None,
-    **config: int,
+    **config: Any,
 ) -> Executor:
     """An executor on the shared state store `root/state` writing outputs to `root/outputs`."""
     stores = root if isinstance(root, Stores) else Stores.under(root)

@@ -149,7 +149,7 @@ def test_sigkill_at_every_point_loses_and_duplicates_nothing(
     # The member's local stores, checkpointed through every kill, hold exactly the committed state.
     local = LocalState(tmp_path / "local")
     for partition in (0, 1):
-        store, checkpoint = local.open(partition)
+        store, checkpoint, _ = local.open(partition)
         assert checkpoint is not None and checkpoint.head.offset == log.end_offset(partition)
         assert dict(store.items()) == rebuild(layout, partition).state.values
     # Files of attempts that died or lost are removed once their sequence number is decided: what is

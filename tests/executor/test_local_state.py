@@ -22,6 +22,8 @@ from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
 from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
 from streamapp.executor.state.manifest import Head
+from streamapp.executor.state.retention import Retention
+from streamapp.executor.task import TaskStatus
 
 BATCH = 1_000
 
@@ -31,11 +33,24 @@ def spec(count: int, seed: int) -> GenerateSpec:
 
 
 def run_member(
-    root: Path, log: FileLog, member: str, local: Path, kind: LocalStoreKind, epoch: int
+    root: Path,
+    log: FileLog,
+    member: str,
+    local: Path,
+    kind: LocalStoreKind,
+    epoch: int,
+    batch: int = BATCH,
+    retention: Retention | None = None,
 ) -> Executor:
     """Own partition 0 at `epoch` until the log is consumed, then release it (the task checkpoints)."""
     executor = executor_for(
-        root, log, member, local=LocalState(local, kind), max_batch_records=BATCH, snapshot_every=4
+        root,
+        log,
+        member,
+        local=LocalState(local, kind),
+        max_batch_records=batch,
+        snapshot_every=4,
+        retention=retention or Retention(),
     )
     executor.apply(Target(active={0: epoch}))
     executor.run_until_idle()
@@ -70,14 +85,14 @@ def history(tmp_path: Path, kind: LocalStoreKind) -> tuple[FileLog, Checkpoint]:
     return log, checkpoint
 
 
-def come_back(tmp_path: Path, log: FileLog, local: Path, kind: LocalStoreKind) -> tuple[int, int]:
-    """Member a owns partition 0 again; returns (rows restored while blocking, keys in the state)."""
+def come_back(tmp_path: Path, log: FileLog, local: Path, kind: LocalStoreKind, epoch: int = 3) -> TaskStatus:
+    """Member a owns partition 0 again; its task's status once it processed everything."""
     generate(log, spec(500, 3))
-    a = run_member(tmp_path, log, "a", local, kind, epoch=3)
+    a = run_member(tmp_path, log, "a", local, kind, epoch=epoch)
     task = a.status()[0]
     stop(a)
     assert task.applied_offset == log.end_offset(0)
-    return task.restored_blocking, task.keys
+    return task
 
 
 @pytest.mark.spark
@@ -89,19 +104,31 @@ def test_a_returning_member_replays_only_the_delta(
     log, checkpoint = history(tmp_path, kind)
     layout = StateLayout(tmp_path / "state")
     delta = rows_after(layout, checkpoint.head.seq)
-    restored, keys = come_back(tmp_path, log, tmp_path / "local-a", kind)
-    assert restored == delta > 0, "exactly the rows member b committed while a was away"
-    assert delta < keys
+    task = come_back(tmp_path, log, tmp_path / "local-a", kind)
+    assert task.restored_blocking == delta > 0, "exactly the rows member b committed while a was away"
+    assert delta < task.keys
+    assert task.full_restores == 0
     check_partition(layout, tmp_path / "outputs", log, 0)
-    store, _ = LocalState(tmp_path / "local-a", kind).open(0)
+    store, _, _ = LocalState(tmp_path / "local-a", kind).open(0)
     assert dict(store.items()) == dict(Counter(log.read_arrow(0).column("key").to_pylist()))
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("damage", ["none", "torn", "foreign", "other-kind"])
-def test_state_it_cannot_trust_is_restored_in_full(spark: SparkSession, tmp_path: Path, damage: str) -> None:
-    """`none`: a new volume (a pod without its claim); `torn`: a half-written checkpoint; `foreign`:
-    a volume that saw another app's history; `other-kind`: the app switched local stores."""
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("none", None),
+        ("torn", "checkpoint-unusable"),
+        ("foreign", "history-changed"),
+        ("other-kind", "checkpoint-unusable"),
+    ],
+)
+def test_state_it_cannot_trust_is_restored_in_full(
+    spark: SparkSession, tmp_path: Path, damage: str, reason: str | None
+) -> None:
+    """`none`: a new volume (a pod without its claim: no local state, so no fallback to count); `torn`:
+    a half-written checkpoint; `foreign`: a volume that saw another app's history; `other-kind`: the
+    app switched local stores. Each fallback is counted with its reason."""
     del spark
     log, _ = history(tmp_path, "memory")
     local = tmp_path / "local-a"
@@ -118,9 +145,64 @@ def test_state_it_cannot_trust_is_restored_in_full(spark: SparkSession, tmp_path
         local = tmp_path / "local-foreign"
     else:
         kind = "lmdb"
-    restored, keys = come_back(tmp_path, log, local, kind)
-    assert restored >= keys == len(set(log.read_arrow(0).column("key").to_pylist())), "a full restore"
+    task = come_back(tmp_path, log, local, kind)
+    assert task.restored_blocking >= task.keys == len(set(log.read_arrow(0).column("key").to_pylist()))
+    assert (task.full_restores, task.full_restore_reason) == ((0, None) if reason is None else (1, reason))
     check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, 0)
+
+
+def away(tmp_path: Path, batches: int, retention: Retention) -> tuple[FileLog, Checkpoint]:
+    """Member a processes 2,000 records and leaves; member b then commits `batches` batches of 50
+    records, snapshotting every 4 and compacting with `retention` (as if that much time passed while
+    a was down: a process that stays up deletes its local state of a task gone that long); a's
+    checkpoint."""
+    log = FileLog(tmp_path / "log")
+    generate(log, spec(2_000, 1))
+    stop(run_member(tmp_path, log, "a", tmp_path / "local-a", "memory", epoch=1))
+    checkpoint = Checkpoint.parse((tmp_path / "local-a" / "p=0" / CHECKPOINT).read_bytes())
+    generate(log, spec(50 * batches, 2))
+    b = run_member(tmp_path, log, "b", tmp_path / "local-b", "memory", epoch=2, batch=50, retention=retention)
+    assert b.status()[0].applied_seq >= checkpoint.head.seq + batches
+    stop(b)
+    return log, checkpoint
+
+
+@pytest.mark.spark
+def test_a_member_returning_after_200_batches_within_its_retention_replays_only_the_delta(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Fifty snapshots and compactions ran while it was away: they kept the changelog after its
+    checkpoint, which its mark in the shared store names, instead of compacting it into the snapshots."""
+    del spark
+    log, checkpoint = away(tmp_path, 200, Retention())
+    layout = StateLayout(tmp_path / "state")
+    assert [(m.member, m.seq) for m in changelog.read_marks(layout, 0) if m.member == "a"] == [
+        ("a", checkpoint.head.seq)
+    ]
+    assert len(changelog.snapshots_newest_first(layout, 0)) == 2, "snapshots were taken and pruned"
+    delta = rows_after(layout, checkpoint.head.seq)
+    task = come_back(tmp_path, log, tmp_path / "local-a", "memory")
+    assert task.restored_blocking == delta > 0 and task.full_restores == 0
+    check_partition(layout, tmp_path / "outputs", log, 0)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("bound", ["time", "size"])
+def test_past_its_retention_a_returning_member_restores_in_full_and_says_why(
+    spark: SparkSession, tmp_path: Path, bound: str
+) -> None:
+    """Out of `deltaRetention` (its mark expired) or over `deltaRetentionSize` (the oldest mark goes
+    first), the changelog after its checkpoint is compacted and the mark deleted."""
+    del spark
+    retention = Retention(seconds=0.0) if bound == "time" else Retention(max_bytes=1)
+    log, _ = away(tmp_path, 12, retention)
+    layout = StateLayout(tmp_path / "state")
+    assert "a" not in {m.member for m in changelog.read_marks(layout, 0)}
+    committed_keys = len(set(log.read_arrow(0).column("key").to_pylist()))
+    task = come_back(tmp_path, log, tmp_path / "local-a", "memory", epoch=3)
+    assert (task.full_restores, task.full_restore_reason) == (1, "delta-expired")
+    assert task.restored_blocking >= committed_keys, "every key, not a delta"
+    check_partition(layout, tmp_path / "outputs", log, 0)
 
 
 def test_a_checkpoint_round_trips_and_damage_is_detected() -> None:
@@ -154,18 +236,18 @@ def test_local_state_of_tasks_long_gone_is_pruned(tmp_path: Path) -> None:
 def test_an_lmdb_store_left_open_by_another_boot_is_not_trusted(tmp_path: Path) -> None:
     """Unsynced LMDB pages survive a process crash, not a machine crash or a move to another node."""
     local = LocalState(tmp_path, "lmdb")
-    store, _ = local.open(0)
+    store, _, _ = local.open(0)
     store.upsert(["a", "b"], [1, 2])
     local.save(store, Checkpoint("lmdb", 0, Head(seq=3, offset=30, epoch=1), "h", 3, "h"))
     assert isinstance(store, LmdbStore)
     store.env.close()  # the process dies: no clean close, the open marker stays
     local.release(0)
-    reopened, checkpoint = local.open(0)
+    reopened, checkpoint, _ = local.open(0)
     assert checkpoint is not None and dict(reopened.items()) == {"a": 1, "b": 2}, "same boot: trusted"
     reopened.env.close()
     local.release(0)
     (local.directory(0) / DIRECTORY / OPEN_MARKER).write_text("another-boot")
-    fresh, checkpoint = local.open(0)
-    assert checkpoint is None and len(fresh) == 0
+    fresh, checkpoint, discarded = local.open(0)
+    assert checkpoint is None and len(fresh) == 0 and discarded, "a fallback, counted as such"
     fresh.close()
     local.close()

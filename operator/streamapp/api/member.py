@@ -8,6 +8,7 @@ own assignment.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
@@ -20,6 +21,11 @@ TaskRole = Literal["active", "revoking", "standby", "warmup"]
 # How a task's ownership on a member began: its pod (or process) restarted, a caught-up copy took it
 # over, or it took over restoring while active.
 ResumedBy = Literal["restart", "handoff", "cold"]
+# Why a copy that had local state of its task restored it in full anyway (executor.state.replica):
+# its checkpoint could not be read, the shared history no longer holds what it names, or the changelog
+# after it was compacted away (older than stateStore.deltaRetention, or over deltaRetentionSize).
+FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-expired"]
+FULL_RESTORE_REASONS: tuple[FullRestoreReason, ...] = typing.get_args(FullRestoreReason)
 
 MAX_EPOCH = 2**53
 """The highest epoch a report may name (a double holds every integer up to it exactly). The operator
@@ -243,6 +249,23 @@ class TaskReport(Model):
             "How that ownership began: restart (the previous batch was this member's, from an earlier "
             "process: the operator's measured restart time), handoff (another owner's, taken over by a "
             "warm copy kept here, a warmup or standby: the measured handoff time) or cold."
+        ),
+    )
+    full_restores: int | None = field(
+        default=None,
+        metadata=prop(
+            "Times this copy had local state of the task but restored it in full from the shared store "
+            "anyway, since the task came to this member; the reason of the last is fullRestoreReason."
+        ),
+    )
+    full_restore_reason: FullRestoreReason | None = field(
+        default=None,
+        metadata=prop(
+            "Why the last full restore happened: checkpoint-unusable (the local checkpoint was torn, of "
+            "another store kind, or its store would not open), history-changed (the shared store no "
+            "longer holds the commits it names: a wiped or different store) or delta-expired (the "
+            "changelog after it was compacted: older than stateStore.deltaRetention or over "
+            "deltaRetentionSize)."
         ),
     )
 

@@ -20,6 +20,17 @@ def cpu_cores(quantity: object) -> float | None:
     """CPU cores of a Kubernetes quantity (`2`, `1.5`, `500m`); None when it is not a quantity or not
     positive and finite (a capacity of zero would mean "give it nothing", which a request never asks
     for)."""
+    return _positive(quantity)
+
+
+def byte_count(quantity: object) -> int | None:
+    """Bytes of a Kubernetes quantity (`512Mi`, `1Gi`, `10G`), whole; None when it is not a positive
+    quantity."""
+    value = _positive(quantity)
+    return int(value) if value is not None and value >= 1 else None
+
+
+def _positive(quantity: object) -> float | None:
     match = _QUANTITY.match(str(quantity).strip()) if isinstance(quantity, (str, int, float)) else None
     if match is None:
         return None

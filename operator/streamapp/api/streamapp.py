@@ -18,8 +18,8 @@ from streamapp.api.kafka import KafkaTopic
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
-from streamapp.api.quantity import cpu_cores
-from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE
+from streamapp.api.quantity import byte_count, cpu_cores
+from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE, at_most
 from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
 
@@ -53,6 +53,13 @@ DNS_1123_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 S3_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 IMAGE_PATTERN = "^[!-~]+$"
 CPU_PATTERN = "^([0-9]+|[0-9]*[.][0-9]+)m?$"
+# How long, and up to how many bytes per task, the changelog after a member's local checkpoint is kept
+# (executor.state.retention). An hour covers a node drain or upgrade; Kafka Streams keeps a task's
+# local state 10 min after it left by default (state.cleanup.delay.ms), too short for those.
+DEFAULT_DELTA_RETENTION = "1h"
+DEFAULT_DELTA_RETENTION_SECONDS = 3600.0
+DEFAULT_DELTA_RETENTION_SIZE = "1Gi"
+DEFAULT_DELTA_RETENTION_BYTES = 1 << 30
 
 # Endpoint kinds the executor implements. Checked by a CEL rule rather than an OpenAPI enum: the API
 # server skips CEL rules once an enum fails.
@@ -166,6 +173,36 @@ class StateStore(Model):
             max_length=253,
             pattern=DNS_1123_SUBDOMAIN,
             pattern_message="stateStore.credentialsSecret must be a Secret name",
+        ),
+    )
+    delta_retention: str = field(
+        default=DEFAULT_DELTA_RETENTION,
+        metadata=prop(
+            "How long the changelog after a member's local checkpoint of a task is kept: a member that "
+            "gets the task back within it (a restarted pod, a rolling restart, a drained node) replays "
+            "only what changed since its checkpoint; later it restores in full. Members keep their local "
+            "state of a task this long after it left them.",
+            pattern=DURATION_PATTERN,
+            pattern_message="deltaRetention must be a duration such as 30m or 1h",
+            max_length=DURATION_MAX_LENGTH,
+            rules=(at_most("deltaRetention"),),
+        ),
+    )
+    delta_retention_size: str = field(
+        default=DEFAULT_DELTA_RETENTION_SIZE,
+        metadata=prop(
+            "At most this many bytes of changelog per task are kept for members' checkpoints beyond "
+            "what the snapshots need; over it, the oldest checkpoint loses its delta first.",
+            max_length=64,
+            pattern=QUANTITY_PATTERN,
+            pattern_message="deltaRetentionSize must be a quantity such as 512Mi or 1Gi",
+            rules=(
+                Rule(
+                    "self.matches('[1-9]')",
+                    "deltaRetentionSize must be more than zero",
+                    lambda size: byte_count(size) is not None,
+                ),
+            ),
         ),
     )
     options: dict[str, Any] | None = field(

@@ -21,7 +21,7 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
@@ -29,10 +29,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from kubernetes import client, config
-from prometheus_client import CollectorRegistry, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
-from streamapp.api.streamapp import LocalStoreKind
+from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE, LocalStoreKind
 from streamapp.executor import drain
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.kafkaclient import (
@@ -52,6 +52,7 @@ from streamapp.executor.state import blobstore
 from streamapp.executor.state.blobstore import BlobStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import STORE_KINDS, LocalState, LocalStateError
+from streamapp.executor.state.retention import Retention, retention_of
 from streamapp.executor.task import Role, TaskConfig
 from streamapp.rebalance.config import parse_duration
 
@@ -89,6 +90,7 @@ class PodSettings:
     kafka_sink: KafkaEndpoint | None = None
     exactly_once: bool = True
     drain_seconds: float = 0.0
+    retention: Retention = field(default_factory=Retention)
 
     @staticmethod
     def from_env(env: Mapping[str, str]) -> PodSettings:
@@ -112,6 +114,14 @@ class PodSettings:
         if local_store not in STORE_KINDS:
             raise SetupError(f"STREAMAPP_PIPELINE: localStore must be one of {', '.join(STORE_KINDS)}")
         local = env.get("STREAMAPP_STATE_DIR")
+        state_spec = pipeline.get("stateStore") or {}
+        try:
+            retention = retention_of(
+                str(state_spec.get("deltaRetention", DEFAULT_DELTA_RETENTION)),
+                str(state_spec.get("deltaRetentionSize", DEFAULT_DELTA_RETENTION_SIZE)),
+            )
+        except ValueError as error:
+            raise SetupError(f"STREAMAPP_PIPELINE: stateStore.{error}") from None
         return PodSettings(
             app=_required(env, "STREAMAPP_APP"),
             namespace=_required(env, "STREAMAPP_NAMESPACE"),
@@ -136,6 +146,7 @@ class PodSettings:
             kafka_sink=kafka_sink,
             exactly_once=bool((sink_spec.get("kafka") or {}).get("exactlyOnce", True)),
             drain_seconds=float(env.get("STREAMAPP_DRAIN_SECONDS") or 0),
+            retention=retention,
         )
 
     def source(self) -> Source:
@@ -187,6 +198,14 @@ class RuntimeDataPlane:
             ["task", "mode"],
             registry=registry,
         )
+        self.full_restores = Counter(
+            "streamapp_executor_full_restores",
+            "Restores in full by a copy that had local state of its task (never silent): "
+            "checkpoint-unusable, history-changed or delta-expired",
+            ["reason"],
+            registry=registry,
+        )
+        self._full_restores_seen: dict[str, int] = {}
         self.step_seconds = Histogram(
             "streamapp_executor_step_seconds",
             "One round of batches: one micro-batch per due active task, in one Spark job",
@@ -222,13 +241,22 @@ class RuntimeDataPlane:
                     resumed_after=round(s.resumed.seconds, 1) if s.resumed is not None else None,
                     resumed_by=s.resumed.by if s.resumed is not None else None,
                     restore_rows=s.restore_rows,
+                    full_restores=s.full_restores or None,
+                    full_restore_reason=s.full_restore_reason,
                 )
             )
             self.restored.labels(task=str(s.partition), mode="blocking").set(s.restored_blocking)
             self.restored.labels(task=str(s.partition), mode="background").set(s.restored_background)
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
             self.offset.labels(task=str(s.partition), role=s.role.value).set(s.applied_offset)
+        self._count_full_restores()
         return rows
+
+    def _count_full_restores(self) -> None:
+        """Add the full restores counted since the last report (`RestoreMeter.fell_back`)."""
+        for reason, count in self.executor.full_restore_counts().items():
+            self.full_restores.labels(reason=reason).inc(count - self._full_restores_seen.get(reason, 0))
+            self._full_restores_seen[reason] = count
 
 
 def register(subparsers: Any) -> None:
@@ -298,7 +326,9 @@ def run(args: argparse.Namespace) -> int:
         source,
         sink,
         pipeline,
-        TaskConfig(owner=settings.pod_name or f"{settings.app}-{settings.member}"),
+        TaskConfig(
+            owner=settings.pod_name or f"{settings.app}-{settings.member}", retention=settings.retention
+        ),
         spark=lambda: session(settings.spark),
         local=local,
     )

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.sink import FileSink
@@ -28,6 +29,7 @@ from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.state import blobstore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import STORE_KINDS, LocalState
+from streamapp.executor.state.retention import retention_of
 from streamapp.executor.state.storage import write_atomic
 from streamapp.executor.task import TaskConfig
 
@@ -95,6 +97,18 @@ def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--local-store", choices=STORE_KINDS, default="memory", help="memory (default) or lmdb"
     )
+    parser.add_argument(
+        "--delta-retention",
+        default=DEFAULT_DELTA_RETENTION,
+        help="how long the changelog after a member's local checkpoint is kept, and its local state of a "
+        f"task it left (stateStore.deltaRetention; default {DEFAULT_DELTA_RETENTION})",
+    )
+    parser.add_argument(
+        "--delta-retention-size",
+        default=DEFAULT_DELTA_RETENTION_SIZE,
+        help="at most this much changelog per task kept for checkpoints beyond the snapshots' needs "
+        f"(stateStore.deltaRetentionSize; default {DEFAULT_DELTA_RETENTION_SIZE})",
+    )
     parser.add_argument("--spark-master", default="local[*]")
     parser.add_argument("--conf", action="append", default=[], help="extra Spark conf key=value (repeatable)")
 
@@ -112,7 +126,10 @@ def build_executor(args: argparse.Namespace) -> Executor:
         FileSink(blobstore.open_uri(args.sink) if args.sink else state.child("outputs")),
         pipeline,
         TaskConfig(
-            max_batch_records=args.max_batch_records, snapshot_every=args.snapshot_every, owner=args.member
+            max_batch_records=args.max_batch_records,
+            snapshot_every=args.snapshot_every,
+            owner=args.member,
+            retention=retention_of(args.delta_retention, args.delta_retention_size),
         ),
         spark=lambda: session(settings),
         local=(

@@ -34,6 +34,7 @@ from streamapp.executor.io.source import Source
 from streamapp.executor.pipeline import Pipeline
 from streamapp.executor.slot import Slot
 from streamapp.executor.spark import session
+from streamapp.executor.state import changelog
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskStatus
@@ -151,7 +152,10 @@ class Executor:
         for slot in gone:
             slot.retire()
         if self.context.local is not None:
-            self.context.local.prune(set(wanted), self.context.config.local_retention_seconds)
+            config = self.context.config
+            for partition in self.context.local.prune(set(wanted), config.retention.seconds):
+                if config.owner:
+                    changelog.delete_mark(self.context.layout, partition, config.owner)
         for slot, role, epoch in assigned:
             slot.assign(role, epoch)
         self._copies_due.set()
@@ -222,6 +226,10 @@ class Executor:
     def restore_rate(self) -> float | None:
         """Rows a second this executor's copies restored at, once enough were (`restores`)."""
         return self.context.restores.rate()
+
+    def full_restore_counts(self) -> dict[str, int]:
+        """Full restores by copies that had local state, by reason, since this executor started."""
+        return self.context.restores.full_restore_counts()
 
     def run(self, stop: Callable[[], bool], idle_sleep: float = 0.2) -> None:
         """Run batches on this thread and the copy lane on another until `stop()` is true; a failure on

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from streamapp.api.member import ResumedBy
+from streamapp.api.member import FullRestoreReason, ResumedBy
 from streamapp.executor import faults
 from streamapp.executor.io.publisher import Publisher
 from streamapp.executor.io.sink import Sink
@@ -43,6 +43,7 @@ from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest
 from streamapp.executor.state.replica import Replica
 from streamapp.executor.state.restores import RestoreMeter
+from streamapp.executor.state.retention import Retention
 from streamapp.executor.state.stores import rows_table
 
 log = logging.getLogger(__name__)
@@ -61,11 +62,12 @@ class TaskConfig:
     `max_batch_records` bounds a micro-batch (and so how long a revocation waits for the batch in
     flight); `snapshot_every` is the number of batches between snapshots, which bounds restore time;
     `max_apply_per_step` bounds the manifests a copy applies per step so lag is reported during a long
-    catch-up; `keep_snapshots` older snapshots stay for copies that are reading one;
-    `local_retention_seconds` is how long a task's local state stays on this member after the task
-    left it (Kafka Streams' `state.cleanup.delay.ms`), in case it comes back. `shared_batches`
-    runs the due partitions' micro-batches as one Spark job (`batches.run_round`); `copy_workers`
-    threads restore and tail copies beside the batches (`Executor.run`), so a long restore holds one.
+    catch-up; `keep_snapshots` older snapshots stay for copies that are reading one; `retention` is
+    how long (and up to how many bytes) the changelog after a member's local checkpoint is kept, and so
+    also how long a task's local state stays on this member after the task left it (Kafka Streams'
+    `state.cleanup.delay.ms`), in case it comes back. `shared_batches` runs the due partitions'
+    micro-batches as one Spark job (`batches.run_round`); `copy_workers` threads restore and tail
+    copies beside the batches (`Executor.run`), so a long restore holds one.
     """
 
     max_batch_records: int = 100_000
@@ -73,7 +75,7 @@ class TaskConfig:
     max_apply_per_step: int = 50
     keep_snapshots: int = 2
     owner: str = ""
-    local_retention_seconds: float = 600.0
+    retention: Retention = field(default_factory=Retention)
     shared_batches: bool = True
     copy_workers: int = 2
 
@@ -146,6 +148,8 @@ class TaskStatus:
     ownership of the task on this executor began (see `resumption`), kept while the task stays here.
     `restore_rows`, for an owning active task, is how many rows a copy with no local state would
     restore now (`Replica.cold_rows`): what the operator estimates a restore elsewhere by.
+    `full_restores` / `full_restore_reason`: how often, and why last, a copy here that had local state
+    restored in full anyway (`Replica._fell_back`).
     """
 
     partition: int
@@ -164,6 +168,8 @@ class TaskStatus:
     restored_background: int = 0
     resumed: Resumption | None = None
     restore_rows: int | None = None
+    full_restores: int = 0
+    full_restore_reason: FullRestoreReason | None = None
 
 
 class Task:
@@ -172,7 +178,9 @@ class Task:
     def __init__(self, partition: int, context: TaskContext) -> None:
         self.partition = partition
         self.ctx = context
-        self.replica = Replica(context.layout, partition, context.local, context.restores)
+        self.replica = Replica(
+            context.layout, partition, context.local, context.restores, context.config.owner
+        )
         self.role = Role.STANDBY
         self.epoch = 0
         self.owning = False
@@ -451,7 +459,7 @@ class Task:
         self.replica.cold_rows = table.num_rows
         self.batches_since_snapshot = 0
         changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
-        changelog.compact(self.ctx.layout, self.partition)
+        changelog.compact(self.ctx.layout, self.partition, self.ctx.config.retention, time.time())
 
     def status(self) -> TaskStatus:
         """Current progress; a copy re-reads the owner's position so even a never-stepped one reports lag."""
@@ -479,6 +487,8 @@ class Task:
             restored_background=self.replica.restored_background,
             resumed=self.resumed,
             restore_rows=self.replica.cold_rows if self.owning else None,
+            full_restores=self.replica.full_restores,
+            full_restore_reason=self.replica.full_restore_reason,
         )
 
     def _store_epoch(self) -> int:

@@ -52,6 +52,10 @@ class BlobStore(Protocol):
         """Base names of the published blobs and of the sub-folders directly under `folder`, unordered."""
         ...
 
+    def sizes(self, folder: str) -> dict[str, int]:
+        """Bytes of each published blob directly under `folder`, by base name (one listing)."""
+        ...
+
     def leftovers(self, folder: str) -> list[tuple[str, str]]:
         """Every stored entry under `folder` as (entry name, the published name it stands for).
 
@@ -98,6 +102,14 @@ class FileStore:
 
     def names(self, folder: str) -> list[str]:
         return [path.name for path in storage.visible_files(self.path(folder), "")]
+
+    def sizes(self, folder: str) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for path in storage.visible_files(self.path(folder), ""):
+            with contextlib.suppress(FileNotFoundError):  # deleted by a sweep since the listing
+                if path.is_file():
+                    found[path.name] = path.stat().st_size
+        return found
 
     def leftovers(self, folder: str) -> list[tuple[str, str]]:
         directory = self.path(folder)

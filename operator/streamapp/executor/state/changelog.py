@@ -9,12 +9,15 @@ epoch) in its Parquet metadata. It is published whole (`BlobStore.put`), so a sn
 complete; it is derived only from accepted manifests, so it is trusted after checking that manifest
 `seq` still carries the same epoch. Restore = newest snapshot + the segments committed after it, which
 keeps restore time bounded by the snapshot interval rather than by the age of the partition, and
-`compact` deletes the segments older snapshots cover, which keeps the changelog's size bounded too.
+`compact` deletes the segments older snapshots cover, which keeps the changelog's size bounded too —
+except those after a member's local checkpoint still within its retention (`retention`), so that member
+replays only the delta when it gets the task back.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import uuid
 from collections.abc import Mapping
 from pathlib import PurePosixPath
@@ -23,8 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamapp.executor.state import blobstore
+from streamapp.executor.state import retention as retention_rules
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Head
+from streamapp.executor.state.retention import Mark, Retention
 
 _HEAD_KEYS = (b"streamapp.seq", b"streamapp.offset", b"streamapp.epoch")
 
@@ -116,20 +121,58 @@ def file_seq(name: str | PurePosixPath) -> int:
     return int(PurePosixPath(name).name.split("-", 1)[0].removesuffix(".parquet"))
 
 
-def compact(layout: StateLayout, partition: int) -> int:
-    """Delete the segments the oldest kept snapshot already contains; returns how many were deleted.
+def compact(layout: StateLayout, partition: int, retention: Retention, now: float) -> int:
+    """Delete the segments no restore needs any more; returns how many were deleted.
 
-    This is what bounds the changelog on disk. Manifests stay (they are small and carry the epochs and
-    output names); a copy that still needed a deleted segment finds a snapshot covering it instead
-    (`Replica.apply`). Segments left by crashed batches are deleted by the same rule.
+    A restore from a snapshot needs the segments after the oldest kept snapshot; a member returning to
+    its local checkpoint needs those after its checkpoint, for as long as `retention` keeps its mark
+    (`retention.decide`). Manifests stay (they are small and carry the epochs and output names); a copy
+    that still needed a deleted segment finds a snapshot covering it instead (`Replica.apply`), and a
+    member whose mark was dropped restores in full. Segments left by crashed batches go by the same rule.
     """
     kept = snapshots_newest_first(layout, partition)
     if not kept:
         return 0
-    covered = file_seq(kept[-1])
+    folder = layout.changelog(partition)
+    sizes = layout.store.sizes(folder)
+    by_seq: dict[int, int] = {}
+    for name, size in sizes.items():
+        if name.endswith(".parquet"):
+            by_seq[file_seq(name)] = by_seq.get(file_seq(name), 0) + size
+    decision = retention_rules.decide(
+        read_marks(layout, partition), by_seq, file_seq(kept[-1]), retention, now
+    )
+    for mark in decision.dropped:
+        layout.store.delete(layout.mark(partition, mark.member))
     removed = 0
-    for name in _parquet_names(layout, layout.changelog(partition)):
-        if file_seq(name) <= covered:
-            layout.store.delete(name)
+    for name in sizes:
+        if name.endswith(".parquet") and file_seq(name) <= decision.delete_through:
+            layout.store.delete(f"{folder}/{name}")
             removed += 1
     return removed
+
+
+def write_mark(layout: StateLayout, partition: int, mark: Mark) -> None:
+    """Tell compaction which sequence `mark.member`'s local checkpoint holds (see `retention`)."""
+    body = {"member": mark.member, "seq": mark.seq, "at": mark.at}
+    layout.store.put(layout.mark(partition, mark.member), json.dumps(body).encode())
+
+
+def delete_mark(layout: StateLayout, partition: int, member: str) -> None:
+    """The member dropped its local state of the partition: its delta need not be kept."""
+    layout.store.delete(layout.mark(partition, member))
+
+
+def read_marks(layout: StateLayout, partition: int) -> list[Mark]:
+    """Every member's mark for the partition; an unreadable one counts as absent (and is rewritten at
+    that member's next checkpoint)."""
+    found = []
+    for name in layout.store.names(layout.marks(partition)):
+        if not name.endswith(".json"):
+            continue
+        try:
+            body = json.loads(layout.store.get(f"{layout.marks(partition)}/{name}"))
+            found.append(Mark(member=str(body["member"]), seq=int(body["seq"]), at=float(body["at"])))
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            continue
+    return found

@@ -4,6 +4,7 @@
 <state>/commits/p=<P>/<seq>.json            commit manifests (the only source of truth)
 <state>/changelog/p=<P>/<seq>-e<epoch>-<id>.parquet   changelog segments: the rows a batch changed
 <state>/snapshots/p=<P>/<seq>.parquet       full state of the partition after commit <seq>
+<state>/checkpoints/p=<P>/<member>.json     marks: which seq a member's local checkpoint holds, and when
 <sink>/p=<P>/<seq>-e<epoch>-<id>.parquet    outputs (the default file sink)
 ```
 Names are relative to the store's root (`blobstore.BlobStore`): manifests name segments relative to the
@@ -47,3 +48,9 @@ class StateLayout:
 
     def snapshot(self, partition: int, seq: int) -> str:
         return f"{self.snapshots(partition)}/{seq:012d}.parquet"
+
+    def marks(self, partition: int) -> str:
+        return partition_dir("checkpoints", partition)
+
+    def mark(self, partition: int, member: str) -> str:
+        return f"{self.marks(partition)}/{member}.json"

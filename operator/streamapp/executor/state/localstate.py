@@ -135,21 +135,23 @@ class LocalState:
     def directory(self, partition: int) -> Path:
         return self.root / f"p={partition}"
 
-    def open(self, partition: int) -> tuple[KeyedStore, Checkpoint | None]:
-        """The partition's store and its checkpoint; a fresh empty store when either is unusable.
-        Held until `release`."""
+    def open(self, partition: int) -> tuple[KeyedStore, Checkpoint | None, bool]:
+        """The partition's store, its checkpoint, and whether a checkpoint was there but unusable; a
+        fresh empty store when either is unusable. Held until `release`."""
         with self._released:
             self._released.wait_for(lambda: partition not in self._held)
             self._held.add(partition)
         directory = self.directory(partition)
+        marker = directory / CHECKPOINT
         try:
-            found = Checkpoint.parse((directory / CHECKPOINT).read_bytes())
+            found = Checkpoint.parse(marker.read_bytes())
             if found.store != self.kind or found.partition != partition:
                 raise ValueError(f"checkpoint of a {found.store} store of partition {found.partition}")
-            return self._store(directory), found
+            return self._store(directory), found, False
         except Exception:  # none, torn, foreign, or a store that will not open: restore in full
+            discarded = marker.exists()
             self.wipe(partition)
-        return self._store(directory), None
+        return self._store(directory), None, discarded
 
     def release(self, partition: int) -> None:
         """The task holding the partition's store has closed it."""

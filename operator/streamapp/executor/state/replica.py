@@ -11,12 +11,18 @@ process until they are in) or a copy (in the background) — so a member can rep
 and times them into the executor's `RestoreMeter`. It also keeps how many rows a copy with no local
 state would restore now (`cold_rows`: the newest snapshot's keys plus every segment row after it), which
 its task reports as owner: the size side of a lost task's restore estimate.
+
+Each local checkpoint is also marked in the shared store under the member's name (`retention`), so
+compaction keeps the changelog after it; a copy that had local state but must restore in full anyway
+counts it with its reason (`full_restores`, the executor's `RestoreMeter`): never a silent fallback.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from streamapp.api.member import FullRestoreReason
 from streamapp.executor import faults
 from streamapp.executor.state import changelog
 from streamapp.executor.state import manifest as manifests
@@ -24,6 +30,7 @@ from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import Checkpoint, LocalState, digest
 from streamapp.executor.state.manifest import Head, Kind, Manifest
 from streamapp.executor.state.restores import RestoreMeter
+from streamapp.executor.state.retention import Mark
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
 
 
@@ -40,11 +47,18 @@ class Replica:
         partition: int,
         local: LocalState | None = None,
         meter: RestoreMeter | None = None,
+        member: str = "",
     ) -> None:
         self.layout = layout
         self.partition = partition
         self.local = local
         self.meter = meter or RestoreMeter()
+        # Whose local checkpoints these are: each is marked in the shared store under this name, so
+        # compaction keeps the changelog after it (`retention`); none without a name (tools, tests).
+        self.member = member
+        # Times this copy had local state but restored in full anyway, and why the last time.
+        self.full_restores = 0
+        self.full_restore_reason: FullRestoreReason | None = None
         # Rows a copy with no local state would restore to reach the head; counted from the snapshot
         # loaded (or the keys of a store resumed from its checkpoint) and every segment applied since.
         self.cold_rows = 0
@@ -64,15 +78,25 @@ class Replica:
         """
         if self.local is None:
             return False
-        self.state, found = self.local.open(self.partition)
+        self.state, found, discarded = self.local.open(self.partition)
         self.opened = True
         if found is not None and self._trusted(found):
             self.head = found.head
             self.cold_rows = len(self.state)
             return True
+        if discarded:
+            self._fell_back("checkpoint-unusable")
+        elif found is not None:
+            self._fell_back("history-changed")
         self.local.forget(self.partition)
         self.state.clear()
         return False
+
+    def _fell_back(self, reason: FullRestoreReason) -> None:
+        """Local state was here but cannot be used: the restore about to happen is a full one."""
+        self.full_restores += 1
+        self.full_restore_reason = reason
+        self.meter.fell_back(reason)
 
     def _trusted(self, checkpoint: Checkpoint) -> bool:
         """The shared history still holds the manifests the checkpoint names, unchanged."""
@@ -106,6 +130,8 @@ class Replica:
                 anchor_digest=digest(anchor) if anchor is not None else "",
             ),
         )
+        if self.member:
+            changelog.write_mark(self.layout, self.partition, Mark(self.member, self.head.seq, time.time()))
         self.since_checkpoint = 0
 
     def newest_batch(self) -> Manifest | None:
@@ -203,6 +229,8 @@ class Replica:
         return step.accepted
 
     def _jump_past(self, seq: int) -> bool:
+        if self.head.seq >= 0:  # it had state to build on: the delta after it is gone
+            self._fell_back("delta-expired")
         self.load_snapshot()
         if self.head.seq < seq:
             raise RuntimeError(

@@ -27,6 +27,16 @@ class RestoreMeter:
         self._lock = threading.Lock()
         self.rows = 0
         self.seconds = 0.0
+        self.full_restores: dict[str, int] = {}
+
+    def fell_back(self, reason: str) -> None:
+        """A copy with local state restored in full anyway, for `reason` (counted for the metrics)."""
+        with self._lock:
+            self.full_restores[reason] = self.full_restores.get(reason, 0) + 1
+
+    def full_restore_counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.full_restores)
 
     @contextmanager
     def timing(self) -> Iterator[list[int]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -155,16 +156,28 @@ class S3Store:
         self.client.delete_object(Bucket=self.bucket, Key=self.key(name))
 
     def names(self, folder: str) -> list[str]:
+        found: list[str] = []
+        for start, page in self._pages(folder):
+            found.extend(item["Key"][len(start) :] for item in page.get("Contents", ()))
+            found.extend(item["Prefix"][len(start) : -1] for item in page.get("CommonPrefixes", ()))
+        return found
+
+    def sizes(self, folder: str) -> dict[str, int]:
+        return {
+            item["Key"][len(start) :]: int(item["Size"])
+            for start, page in self._pages(folder)
+            for item in page.get("Contents", ())
+        }
+
+    def _pages(self, folder: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The ListObjectsV2 pages of the keys directly under `folder`, each with the listed prefix."""
         base = self.key(folder)
         start = f"{base}/" if base else ""
-        found: list[str] = []
         pages = self.client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=start, Delimiter="/"
         )
         for page in pages:
-            found.extend(item["Key"][len(start) :] for item in page.get("Contents", ()))
-            found.extend(item["Prefix"][len(start) : -1] for item in page.get("CommonPrefixes", ()))
-        return found
+            yield start, page
 
     def leftovers(self, folder: str) -> list[tuple[str, str]]:
         return [(name, name) for name in self.names(folder)]  # PUTs are atomic: no temporary names
