@@ -167,12 +167,25 @@ def test_metrics_show_held_tasks_by_choice_and_forget_members_no_longer_lost() -
     assert sample("streamapp_lost_member_restore_seconds", member="1") is None
 
 
+def test_tasks_held_for_a_lost_member_are_reserved_not_active() -> None:
+    """Nobody processes them: counted as active they were invisible to an alert."""
+    views, assignment, _ = lost_plan()
+    metrics = Metrics()
+    labels = {"namespace": "ns", "app": "counts"}
+    metrics.observe_assignment(labels, assignment, views)
+    by_state = {
+        state: metrics.registry.get_sample_value("streamapp_tasks", {**labels, "state": state})
+        for state in ("active", "reserved", "revoking", "unassigned")
+    }
+    assert by_state == {"active": 2, "reserved": 2, "revoking": 0, "unassigned": 0}
+
+
 def test_a_deleted_apps_series_are_dropped_and_no_other_apps() -> None:
-    _, assignment, lost = lost_plan()
+    views, assignment, lost = lost_plan()
     metrics = Metrics()
     gone, kept = {"namespace": "ns", "app": "counts"}, {"namespace": "ns", "app": "other"}
     for labels in (gone, kept):
-        metrics.observe_assignment(labels, assignment)
+        metrics.observe_assignment(labels, assignment, views)
         metrics.observe_lost(labels, lost)
         metrics.observe_input_lag(labels, 12)
         metrics.rebalances.labels(**labels).inc()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from streamapp.rebalance import Assignment, LostMember
+from streamapp.controller.status import task_counts
+from streamapp.rebalance import Assignment, LostMember, MemberView
 
 _LABELS = ("namespace", "app")
 # What KEDA's prometheus trigger and a metrics adapter query (manifests/samples/).
@@ -30,7 +31,13 @@ class Metrics:
         self.task_movements = Counter(
             "streamapp_task_movements_total", "Active-owner changes between members", _LABELS, registry=r
         )
-        self.tasks = Gauge("streamapp_tasks", "Tasks by state", (*_LABELS, "state"), registry=r)
+        self.tasks = Gauge(
+            "streamapp_tasks",
+            "Tasks by state: active (processed by a live member), revoking, reserved (held for a lost "
+            "member: nobody processes them), unassigned",
+            (*_LABELS, "state"),
+            registry=r,
+        )
         self.warmups = Gauge("streamapp_warmups", "Warmup copies catching up", _LABELS, registry=r)
         self.generation = Gauge("streamapp_generation", "Current assignment generation", _LABELS, registry=r)
         self.reconcile_seconds = Histogram(
@@ -71,18 +78,15 @@ class Metrics:
             registry=r,
         )
 
-    def observe_assignment(self, labels: Mapping[str, str], assignment: Assignment) -> None:
-        """Gauges that mirror the persisted assignment."""
-        states = {"active": 0, "revoking": 0, "unassigned": 0}
-        for task in assignment.tasks:
-            if task.active is None:
-                states["unassigned"] += 1
-            elif task.revoking_since is not None:
-                states["revoking"] += 1
-            else:
-                states["active"] += 1
-        for state, count in states.items():
-            self.tasks.labels(**labels, state=state).set(count)
+    def observe_assignment(
+        self, labels: Mapping[str, str], assignment: Assignment, views: Sequence[MemberView]
+    ) -> None:
+        """Gauges that mirror the persisted assignment, by the states the app's status counts
+        (`status.task_counts`): a task held for a lost member is `reserved`, not `active` (nobody
+        processes it), so an alert can see it."""
+        counts = task_counts(assignment, views)
+        for state in ("active", "revoking", "reserved", "unassigned"):
+            self.tasks.labels(**labels, state=state).set(counts[state])
         self.warmups.labels(**labels).set(sum(len(t.warmups) for t in assignment.tasks))
         self.generation.labels(**labels).set(assignment.generation)
 

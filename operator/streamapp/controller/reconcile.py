@@ -45,6 +45,7 @@ from streamapp.rebalance import (
     Event,
     EventKind,
     LostMember,
+    MemberView,
     Plan,
 )
 
@@ -173,7 +174,7 @@ def reconcile(
             raise PodRefused(refusal)
         rollout.act(kube, name, namespace, step, pods)
         rollout.announce(kube, app, step, pods, owned)
-        _report(kube, app, result, previous, metrics)
+        _report(kube, app, result, previous, views, metrics)
         _manage_pods(kube, model, config, result, pods, observed.members)
     except (NameConflict, PodRefused) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
@@ -418,7 +419,9 @@ def _manage_pods(
 _EVENT_NAMES: Mapping[str, str] = {"TasksAssigned": "TasksReassigned"}
 
 
-def _report(kube: Kube, app: Body, result: Plan, previous: Assignment, metrics: Metrics) -> None:
+def _report(
+    kube: Kube, app: Body, result: Plan, previous: Assignment, views: Sequence[MemberView], metrics: Metrics
+) -> None:
     """Kubernetes Events and Prometheus metrics for what this step did."""
     meta = app["metadata"]
     labels = {"namespace": meta["namespace"], "app": meta["name"]}
@@ -429,7 +432,7 @@ def _report(kube: Kube, app: Body, result: Plan, previous: Assignment, metrics: 
     if result.changed:
         metrics.rebalances.labels(**labels).inc()
         metrics.task_movements.labels(**labels).inc(moved(previous, result.assignment))
-    metrics.observe_assignment(labels, result.assignment)
+    metrics.observe_assignment(labels, result.assignment, views)
     metrics.observe_lost(labels, result.lost)
     metrics.fenced_tasks.labels(**labels).set(len(result.fenced))
 
