@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from dataplane_checks import check_partition, executor_for
+from dataplane_checks import COUNTS, check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
 
 from streamapp.executor import faults
@@ -228,3 +228,47 @@ def test_tasks_handed_over_together_ride_one_round(
         new.apply(Target())
         lanes.join(30)
     assert rounds[0] == [0, 1], rounds
+
+
+class MeetingSink:
+    """A file sink whose writes wait (up to 10 s) for another partition's write to be in at once; `met`
+    counts the writes that met one. Commits one after another never meet."""
+
+    def __init__(self, root: Path) -> None:
+        self.files = FileSink(root)
+        self.meeting = threading.Barrier(2, timeout=10)
+        self.met = 0
+
+    def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
+        try:
+            self.meeting.wait()
+            self.met += 1
+        except threading.BrokenBarrierError:
+            self.meeting.reset()  # a round of one partition: it goes on alone
+        return self.files.write(partition, seq, epoch, rows)
+
+    def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
+        self.files.settle(partition, decided)
+
+
+@pytest.mark.spark
+def test_the_partitions_of_a_round_commit_side_by_side(spark: SparkSession, tmp_path: Path) -> None:
+    """A commit is mostly waiting (the store's writes, a Kafka transaction), so a round commits its
+    partitions at once rather than one after another."""
+    del spark
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=2, count=1_000, keys=50, seed=46))
+    assert min(log.end_offset(0), log.end_offset(1)) > 250, "at least two rounds of both partitions"
+    sink = MeetingSink(tmp_path / "outputs")
+    executor = Executor(
+        StateLayout(tmp_path / "state"),
+        log,
+        sink,
+        pipelines.load(COUNTS),
+        TaskConfig(owner="a", max_batch_records=250),
+    )
+    executor.apply(Target(active={0: 1, 1: 1}))
+    executor.run_until_idle()
+    assert sink.met >= 4, "the writes of every round of two partitions met"
+    for partition in (0, 1):
+        check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, partition)

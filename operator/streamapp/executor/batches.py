@@ -5,8 +5,9 @@ Arrow transfer), not on its records, so an executor with 30 partitions paying 30
 mostly overhead. A round reads each due partition's range, transforms each on its own, unions them with
 the partition as a literal column added after the transform, combines by (partition, key) and crosses to
 Python once (`pipeline.keyed_updates_by_partition`). Folding and committing stay per partition: each
-gets its own segment, outputs and manifest, and a lost manifest race (a conflict or a fence) is settled
-for that partition alone — the others' commits neither depend on it nor repeat.
+gets its own segment, outputs and manifest, committed side by side with the others (`COMMITTERS`), and a
+lost manifest race (a conflict or a fence) is settled for that partition alone — the others' commits
+neither depend on it nor repeat.
 
 A round with a single due partition uses the per-partition job, which skips the union and the split;
 `TaskConfig.shared_batches` turns sharing off (the benchmark compares both).
@@ -25,6 +26,11 @@ from streamapp.executor.task import Task, TaskContext
 READERS = 8
 """Threads that define the partitions' input DataFrames side by side: defining one is a few driver
 round trips (listing its files, resolving the plan), waited for, not computed, in Python."""
+COMMITTERS = 8
+"""Threads that commit the partitions of a round side by side: a commit is mostly waiting on I/O (the
+segment, outputs and manifest writes to the shared store, a Kafka transaction of ~300 ms), so one after
+another a round of 30 partitions waited 30 transactions. Each task's commit touches only its own state,
+files and producer."""
 RECORDS_PER_SLICE = 100_000
 """Input records per scan task of a shared job: a round smaller than this runs as one task (task
 scheduling, not the records, is most of a small round's cost); larger rounds use up to every core."""
@@ -54,8 +60,13 @@ def run_round(context: TaskContext, tasks: Sequence[Task]) -> int:
     records = sum(end - start for _, (start, end) in planned)
     slices = max(1, min(spark.sparkContext.defaultParallelism, -(-records // RECORDS_PER_SLICE)))
     updates = keyed_updates_by_partition(context.pipeline, frames, slices)
-    for task, span in planned:
-        done += task.racing(partial(task.commit_batch, span, updates[task.partition]))
+
+    def commit(planned: tuple[Task, tuple[int, int]]) -> int:
+        task, span = planned
+        return task.racing(partial(task.commit_batch, span, updates[task.partition]))
+
+    with ThreadPoolExecutor(min(COMMITTERS, len(planned)), "commit") as committers:
+        done += sum(committers.map(commit, planned))
     return done
 
 

@@ -282,9 +282,11 @@ class Executor:
                 self._copies_due.wait(idle_sleep)
 
     def run_until_idle(self) -> None:
-        """Step until a step finds nothing to do: every active task has consumed the source's end."""
+        """Step until a step finds nothing to do: every active task has consumed the source's end, and
+        the snapshots started on the way are published."""
         while self.step() > 0:
             pass
+        self.context.background.wait()
 
     def _claim(self, due: bool) -> list[Slot]:
         """Claim every task no other thread holds whose next unit is (or, `due` False, is not) a batch.

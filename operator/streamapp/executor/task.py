@@ -21,8 +21,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -30,6 +32,7 @@ from pyspark.sql import SparkSession
 
 from streamapp.api.member import FullRestoreReason, ResumedBy
 from streamapp.executor import faults
+from streamapp.executor.background import Background
 from streamapp.executor.io.publisher import Publisher
 from streamapp.executor.io.sink import Sink
 from streamapp.executor.io.source import Source
@@ -95,6 +98,17 @@ class TaskContext:
     local: LocalState | None = None
     started_at: float = field(default_factory=time.time)
     restores: RestoreMeter = field(default_factory=RestoreMeter)
+    background: Background = field(default_factory=Background)
+
+
+@dataclass(frozen=True)
+class SnapshotWritten:
+    """A snapshot the background thread published: at `seq`, of `rows` keys; `rows_before` is what the
+    replica counted as its cold rows when the copy was taken."""
+
+    seq: int
+    rows: int
+    rows_before: int
 
 
 @dataclass(frozen=True)
@@ -189,6 +203,7 @@ class Task:
         self.committed_offset = 0
         self.backlog = 0
         self.batches_since_snapshot = 0
+        self.snapshotting: Future[SnapshotWritten] | None = None
         self.swept_through = -1
         self.expiry: Expiry | None = None  # the owner's watermark, set up at takeover
         # When the takeover finished, until the first batch after it commits (both are logged, so a
@@ -378,9 +393,20 @@ class Task:
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         self.batches_since_snapshot += 1
+        self._snapshot_when_due()
+        return end - start
+
+    def _snapshot_when_due(self) -> None:
+        """Every `snapshot_every` batches, start a snapshot beside the batches; one at a time per task,
+        so one still running when the next is due delays that one (a failed one raises here)."""
+        if self.snapshotting is not None:
+            if not self.snapshotting.done():
+                return
+            written, self.snapshotting = self.snapshotting.result(), None
+            self.swept_through = max(self.swept_through, written.seq)
+            self.replica.cold_rows += written.rows - written.rows_before
         if self.batches_since_snapshot >= self.ctx.config.snapshot_every:
             self.snapshot()
-        return end - start
 
     def _first_committed(self, committed: Manifest, records: int, took_over_at: float) -> None:
         """The first batch after the takeover is in: measure how long the task stood still."""
@@ -438,9 +464,9 @@ class Task:
 
     def sweep(self) -> None:
         """Remove the files of attempts that lost or died at every sequence decided since the last
-        sweep. It runs when the task is taken over and before each snapshot — not per batch, since it
-        lists directories that grow with the history; whatever a crash interrupts, the next takeover
-        sweeps again from the newest snapshot."""
+        sweep. It runs when the task is taken over, and with each snapshot (`_write_snapshot`, on the
+        background thread) — not per batch, since it lists directories that grow with the history;
+        whatever a crash interrupts, the next takeover sweeps again from the newest snapshot."""
         decided = range(self.swept_through + 1, self.head.seq + 1)
         self._settle([manifests.read(self.ctx.layout, self.partition, seq) for seq in decided])
         self.swept_through = self.head.seq
@@ -451,15 +477,28 @@ class Task:
         self.ctx.sink.settle(self.partition, {m.seq: m.outputs for m in found})
 
     def snapshot(self) -> None:
-        """Publish the state at the head, then drop snapshots and segments that newer snapshots cover."""
-        self.sweep()
-        table = self.replica.state.to_table(self.ctx.pipeline.value_type)
-        changelog.write_snapshot(self.ctx.layout, self.partition, self.head, table)
-        faults.reached("snapshot.written")
-        self.replica.cold_rows = table.num_rows
+        """Take a consistent copy of the state at the head on the batch lane (cheap) and publish it on
+        the background thread (`_write_snapshot`)."""
+        head, swept, rows_before = self.head, self.swept_through, self.replica.cold_rows
+        build = self.replica.state.snapshot_source(self.ctx.pipeline.value_type)
         self.batches_since_snapshot = 0
+        work = partial(self._write_snapshot, head, swept, rows_before, build)
+        self.snapshotting = self.ctx.background.submit(f"partition {self.partition}: snapshot", work)
+
+    def _write_snapshot(
+        self, head: Head, swept: int, rows_before: int, build: Callable[[], pa.Table]
+    ) -> SnapshotWritten:
+        """Off the batch lane: remove the losers of the sequences decided since the last sweep, publish
+        the state at `head`, then drop the snapshots and segments newer ones cover. Touches only the
+        shared store (the lane collects the result)."""
+        decided = range(swept + 1, head.seq + 1)
+        self._settle([manifests.read(self.ctx.layout, self.partition, seq) for seq in decided])
+        table = build()
+        changelog.write_snapshot(self.ctx.layout, self.partition, head, table)
+        faults.reached("snapshot.written")
         changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
         changelog.compact(self.ctx.layout, self.partition, self.ctx.config.retention, time.time())
+        return SnapshotWritten(head.seq, table.num_rows, rows_before)
 
     def status(self) -> TaskStatus:
         """Current progress; a copy re-reads the owner's position so even a never-stepped one reports lag."""

@@ -1,0 +1,59 @@
+"""Snapshots run beside the batches: a snapshot held at its upload does not hold up any round."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from dataplane_checks import Stores, check_partition, executor_for
+from pyspark.sql import SparkSession
+
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.runtime import Target
+from streamapp.executor.state import changelog
+from streamapp.executor.state.blobstore import FileStore
+from streamapp.executor.state.layout import StateLayout
+
+
+class HeldSnapshots(FileStore):
+    """A file store whose snapshot uploads wait until `release` is set: a very slow store, for as long
+    as the test wants."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.release = threading.Event()
+        self.waiting = threading.Event()
+
+    def put(self, name: str, data: bytes) -> None:
+        if name.startswith("snapshots/"):
+            self.waiting.set()
+            assert self.release.wait(120), "the test never released the snapshot"
+        super().put(name, data)
+
+
+@pytest.mark.spark
+def test_rounds_go_on_while_a_snapshot_is_held_at_its_upload(spark: SparkSession, tmp_path: Path) -> None:
+    del spark
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=2, count=2_400, keys=300, seed=5))
+    state = HeldSnapshots(tmp_path / "state")
+    stores = Stores(state, FileStore(tmp_path / "outputs"))
+    executor = executor_for(stores, log, "a", max_batch_records=100, snapshot_every=2)
+    executor.apply(Target(active={0: 1, 1: 1}))
+    layout = StateLayout(state)
+    while not state.waiting.is_set():  # rounds until the first snapshot (due after 2 batches) is held
+        assert executor.step() > 0
+    held = {p: task.head.seq for p, task in executor.tasks.items()}
+    for _ in range(6):
+        assert executor.step() > 0
+    after = {p: task.head.seq for p, task in executor.tasks.items()}
+    assert all(after[p] >= held[p] + 6 for p in held), (held, after)
+    assert changelog.snapshots_newest_first(layout, 0) == [], "the held snapshot is not published yet"
+    assert all(task.snapshotting is not None for task in executor.tasks.values()), "one at a time"
+    state.release.set()
+    executor.run_until_idle()
+    for partition in (0, 1):
+        assert changelog.snapshots_newest_first(layout, partition), "published once released"
+        check_partition(layout, tmp_path / "outputs", log, partition)
