@@ -3,6 +3,10 @@ across a crash between commit and publish, a handoff, and a fenced zombie produc
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import uuid
 import zlib
 from pathlib import Path
@@ -11,6 +15,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from kafkabroker import checks, records
+from streamapp.executor import faults
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import make_records
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, PartitionMismatch, check_partitions, ensure_topic
@@ -152,3 +157,42 @@ def test_the_at_least_once_mode_publishes_every_committed_batch_without_transact
     published = records.read_all(kafka_bootstrap, sink_topic.topic)
     assert checks.differences(layout, inputs(5, 3_000), published) == []
     source.close()
+
+
+@pytest.mark.parametrize("point", ["batch.committed", "publish.produced", "publish.committed"])
+def test_a_kill_in_the_publish_window_keeps_the_topic_exactly_once(
+    kafka_bootstrap: str, tmp_path: Path, point: str
+) -> None:
+    """SIGKILL after a batch's manifest and before its transaction (`batch.committed`), inside the
+    transaction with every record at the broker (`publish.produced`), and after the commit before the
+    staged files are deleted (`publish.committed`); the next owner publishes what was committed and
+    not yet published, exactly once, and a `read_committed` reader sees each batch once."""
+    source_topic, sink_topic = topics(kafka_bootstrap)
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=9, start=0, count=2_000, keys=50)
+
+    def run(epoch: int, crash: str | None) -> int:
+        env = {k: v for k, v in os.environ.items() if k != faults.ENV}
+        if crash is not None:
+            # the fourth time: past the first publishes (each owner first publishes its fence alone)
+            env[faults.ENV] = f"{crash}:4"
+        args = [str(tmp_path), kafka_bootstrap, source_topic.topic, sink_topic.topic, str(PARTITIONS)]
+        runner = [sys.executable, str(Path(__file__).with_name("publish_runner.py"))]
+        done = subprocess.run(
+            [*runner, *args, str(epoch), f"owner-{epoch}"], env=env, capture_output=True, timeout=300
+        )
+        assert done.returncode in (0, -signal.SIGKILL), done.stderr.decode()[-3000:]
+        return done.returncode
+
+    assert run(1, point) == -signal.SIGKILL
+    if point == "publish.produced":
+        aborted = records.read_all(kafka_bootstrap, sink_topic.topic, committed=False)
+        assert len(aborted) > len(records.read_all(kafka_bootstrap, sink_topic.topic)), (
+            "killed mid-transaction"
+        )
+    records.produce(
+        kafka_bootstrap, source_topic.topic, PARTITIONS, seed=9, start=2_000, count=1_000, keys=50
+    )
+    assert run(2, None) == 0
+    layout = StateLayout(tmp_path / "state")
+    published = records.read_all(kafka_bootstrap, sink_topic.topic)
+    assert checks.differences(layout, inputs(9, 3_000), published) == []

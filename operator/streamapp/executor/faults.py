@@ -20,6 +20,8 @@ POINTS = (
     "batch.segment-written",
     "batch.outputs-written",
     "batch.committed",
+    "publish.produced",
+    "publish.committed",
     "restore.segment-applied",
     "snapshot.written",
     "checkpoint.persisted",

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from streamapp.executor import faults
 from streamapp.executor.io.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic, watermarks
 from streamapp.executor.io.sink import FileSink
 from streamapp.executor.state import manifest as manifests
@@ -195,10 +196,11 @@ class KafkaSink:
                 value=encode_marker(through),
                 partition=partition % self.partitions,
             )
+            self._flush(producer)  # every record is at the broker, in the open transaction if any
+            faults.reached("publish.produced")
             if self.transactional:
                 producer.commit_transaction(TRANSACTION_TIMEOUT_S)
-            else:
-                self._flush(producer)
+            faults.reached("publish.committed")
         except (KafkaException, FileNotFoundError) as error:
             self._close(partition)
             raise Conflict(
