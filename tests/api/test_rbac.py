@@ -40,6 +40,7 @@ def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
         ("", "persistentvolumeclaims", "create"),
         ("", "services", "create"),
         ("", "serviceaccounts", "create"),
+        ("", "serviceaccounts", "patch"),
         ("policy", "poddisruptionbudgets", "create"),
         ("rbac.authorization.k8s.io", "roles", "create"),
         ("rbac.authorization.k8s.io", "rolebindings", "create"),

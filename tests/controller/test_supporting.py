@@ -77,3 +77,51 @@ def test_the_identity_of_a_removed_member_goes_and_app_wide_children_stay() -> N
         ("delete", "RoleBinding", "counts-2"),
         ("delete", "ServiceAccount", "counts-2"),
     ]
+
+
+def with_annotations(annotations: dict[str, str] | None) -> StreamApp:
+    body = APP.to_dict()
+    if annotations is not None:
+        body["spec"]["executor"]["serviceAccountAnnotations"] = annotations
+    return StreamApp.from_resource(body)
+
+
+def account(fixes_or_want: list[dict[str, object]], name: str = "counts-0") -> dict[str, object]:
+    return next(b for b in fixes_or_want if b["kind"] == "ServiceAccount" and b["metadata"]["name"] == name)  # type: ignore[index]
+
+
+def test_workload_identity_annotations_follow_the_spec_and_leave_others_alone() -> None:
+    irsa = {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/a"}
+    want = supporting.wanted(with_annotations(irsa), [0])
+    created = account(want)
+    assert created["metadata"]["annotations"] == {  # type: ignore[index]
+        **irsa,
+        "streamapp.dev/managed-annotations": "eks.amazonaws.com/role-arn",
+    }
+    existing = copy.deepcopy(created)
+    existing["metadata"]["annotations"]["someone/else"] = "kept"  # type: ignore[index]
+    assert supporting.repairs([created], [existing]) == []
+
+    changed = account(supporting.wanted(with_annotations({"iam.gke.io/gcp-service-account": "g@p"}), [0]))
+    [fix] = supporting.repairs([changed], [existing])
+    assert (fix.action, fix.kind) == ("patch", "ServiceAccount")
+    assert fix.body == {
+        "metadata": {
+            "annotations": {
+                "iam.gke.io/gcp-service-account": "g@p",
+                "streamapp.dev/managed-annotations": "iam.gke.io/gcp-service-account",
+                "eks.amazonaws.com/role-arn": None,
+            }
+        }
+    }
+
+    none = account(supporting.wanted(with_annotations(None), [0]))
+    [fix] = supporting.repairs([none], [existing])
+    assert fix.body == {
+        "metadata": {
+            "annotations": {"eks.amazonaws.com/role-arn": None, "streamapp.dev/managed-annotations": None}
+        }
+    }
+    untouched = copy.deepcopy(none)
+    untouched["metadata"]["annotations"] = {"someone/else": "kept"}
+    assert supporting.repairs([none], [untouched]) == [], "an account of before this field: nothing to do"

@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 from operator_support import APP, Operators, create_app
 
 from localcluster.waiting import wait_for
+from streamapp.api.names import APPS, GROUP, VERSION
 
 
 def read(call: Any, *args: Any) -> Any:
@@ -68,3 +69,37 @@ def _camel(rule: dict[str, Any]) -> dict[str, Any]:
         "verbs": rule["verbs"],
         "resourceNames": rule["resource_names"],
     }
+
+
+def test_member_accounts_carry_the_specs_workload_identity_annotations(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """IRSA / GKE Workload Identity: set, changed and removed through the app's spec, on every member's
+    ServiceAccount; an annotation someone else put there stays."""
+    core = client.CoreV1Api(api_client)
+    custom = client.CustomObjectsApi(api_client)
+    operators.start()
+    create_app(api_client, namespace, replicas=2, partitions=4)
+
+    def set_annotations(annotations: dict[str, str | None]) -> None:
+        body = {"spec": {"executor": {"serviceAccountAnnotations": annotations}}}
+        custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, APPS, APP, body)
+
+    def annotations(member: int) -> dict[str, str]:
+        found = read(core.read_namespaced_service_account, f"{APP}-{member}", namespace)
+        return dict((found.metadata.annotations or {}) if found is not None else {})
+
+    irsa = "eks.amazonaws.com/role-arn"
+    gke = "iam.gke.io/gcp-service-account"
+    set_annotations({irsa: "arn:aws:iam::1:role/counts"})
+    wait_for(
+        lambda: all(annotations(m).get(irsa) == "arn:aws:iam::1:role/counts" for m in (0, 1)), 120, "IRSA"
+    )
+    core.patch_namespaced_service_account(f"{APP}-0", namespace, {"metadata": {"annotations": {"team": "a"}}})
+    set_annotations({irsa: None, gke: "counts@project.iam.gserviceaccount.com"})
+
+    def switched() -> bool:
+        return all(irsa not in annotations(m) and gke in annotations(m) for m in (0, 1))
+
+    wait_for(switched, 120, "the accounts to follow the spec")
+    assert annotations(0)["team"] == "a", "someone else's annotation stays"

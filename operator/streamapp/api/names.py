@@ -19,6 +19,7 @@ __all__ = [
     "APP_LABEL",
     "GROUP",
     "HANDOFF_ANNOTATION",
+    "MANAGED_ANNOTATIONS",
     "MANAGED_BY",
     "MEMBERS",
     "MEMBER_LABEL",
@@ -41,6 +42,9 @@ HANDOFF_ANNOTATION = "streamapp.dev/handoff-started"
 # On a member pod the operator deletes itself (a restart, not a drain): its tasks wait for the new pod.
 RESTART_ANNOTATION = "streamapp.dev/operator-restart"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
+# On a member's ServiceAccount: the annotation keys the operator set from
+# spec.executor.serviceAccountAnnotations, so a key removed from the spec is removed from the account.
+MANAGED_ANNOTATIONS = "streamapp.dev/managed-annotations"
 
 
 def member_name(app: str, member: int) -> str:

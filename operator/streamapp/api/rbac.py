@@ -61,10 +61,10 @@ def operator_cluster_role_rules() -> list[Rule]:
         _rule("", ["persistentvolumeclaims"], ["get", "create", "delete"]),
         # The other children are watched too, so one deleted or altered by hand is repaired on the
         # next pass: the headless Service, the PDB (patched to follow rollingUpdate.maxUnavailable),
-        # each member's ServiceAccount, Role and binding.
+        # each member's ServiceAccount (patched: its workload-identity annotations), Role and binding.
         _rule("", ["services"], [*READ, "create"]),
         _rule("policy", ["poddisruptionbudgets"], [*READ, "create", "patch"]),
-        _rule("", ["serviceaccounts"], [*READ, "create", "delete"]),
+        _rule("", ["serviceaccounts"], [*READ, "create", "patch", "delete"]),
         _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], [*READ, "create", "patch", "delete"]),
         # Events on apps for `kubectl describe`.
         _rule("", ["events"], ["create"]),

@@ -369,6 +369,16 @@ class Executor(Model):
             codec=POD_TEMPLATE,
         ),
     )
+    service_account_annotations: dict[str, str] | None = field(
+        default=None,
+        metadata=prop(
+            "Annotations on each member's ServiceAccount <app>-executor-<id>, for workload identity: "
+            "eks.amazonaws.com/role-arn (IRSA) or iam.gke.io/gcp-service-account (GKE), so the "
+            "executors reach an S3 store without a credentials Secret. Kept in step with the spec: a "
+            "key removed here is removed from the accounts.",
+            max_items=64,
+        ),
+    )
     storage: Storage = field(default_factory=Storage, metadata=prop("Per-member state volumes."))
     member_capacity: tuple[MemberCapacity, ...] | None = field(
         default=None,

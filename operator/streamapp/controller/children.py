@@ -20,6 +20,7 @@ from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import (
     APP_LABEL,
     GROUP,
+    MANAGED_ANNOTATIONS,
     MANAGED_BY,
     REVISION_LABEL,
     VERSION,
@@ -294,13 +295,17 @@ def executor_identity(app: StreamApp, member: int) -> list[dict[str, Any]]:
     """ServiceAccount, Role and RoleBinding of one member's executor: it may read its own target and
     pod and report its own status, nothing of any other member (`api.rbac.executor_role_rules`)."""
     account = executor_account(app.metadata.name, member)
-    meta = {
+    meta: dict[str, Any] = {
         "name": account,
         "labels": member_labels(app.metadata.name, member),
         "ownerReferences": [owner_reference(app)],
     }
+    annotations = dict(app.spec.executor.service_account_annotations or {})
+    if annotations:  # workload identity; the keys are listed so that one dropped from the spec goes
+        annotations[MANAGED_ANNOTATIONS] = ",".join(sorted(annotations))
+    account_meta = {**meta, "annotations": annotations} if annotations else meta
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": account_meta},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",

@@ -171,6 +171,15 @@ class Kube:
         self._guard()
         self.rbac.patch_namespaced_role(name, namespace, {"rules": rules})
 
+    def patch_account_annotations(
+        self, namespace: str, name: str, annotations: dict[str, str | None]
+    ) -> None:
+        """Merge-patch a member ServiceAccount's annotations (None removes one)."""
+        self._guard()
+        self.core.patch_namespaced_service_account(
+            name, namespace, {"metadata": {"annotations": annotations}}
+        )
+
     def patch_budget(self, namespace: str, name: str, max_unavailable: int) -> None:
         """Set the app's PodDisruptionBudget to `maxUnavailable` (it follows rollingUpdate's)."""
         self._guard()

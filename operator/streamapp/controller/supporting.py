@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streamapp.api.names import MEMBER_LABEL
+from streamapp.api.names import MANAGED_ANNOTATIONS, MEMBER_LABEL
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 from streamapp.controller.kube import Kube
@@ -30,8 +30,9 @@ _CONTENT = {
 
 @dataclass(frozen=True)
 class Repair:
-    """One write: create a missing object, patch a drifted Role or PDB, or delete a stale object (a
-    RoleBinding's roleRef cannot change in place; the next pass creates it anew)."""
+    """One write: create a missing object, patch a drifted Role or PDB or a ServiceAccount's annotations,
+    or delete a stale object (a RoleBinding's roleRef cannot change in place; the next pass creates it
+    anew)."""
 
     action: Literal["create", "patch", "delete"]
     kind: str
@@ -57,6 +58,10 @@ def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
         current = seen.pop(key, None)
         if current is None:
             fixes.append(Repair("create", *key, body))
+        elif key[0] == "ServiceAccount":
+            patch = annotation_patch(current, body)
+            if patch:
+                fixes.append(Repair("patch", *key, {"metadata": {"annotations": patch}}))
         elif any(_at(current, path) != _at(body, path) for path in _CONTENT.get(key[0], ())):
             action: Literal["patch", "delete"] = "delete" if key[0] == "RoleBinding" else "patch"
             fixes.append(Repair(action, *key, body))
@@ -64,6 +69,20 @@ def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
         if kind in IDENTITY_KINDS and MEMBER_LABEL in ((body.get("metadata") or {}).get("labels") or {}):
             fixes.append(Repair("delete", kind, name, body))
     return fixes
+
+
+def annotation_patch(current: Body, want: Body) -> dict[str, str | None]:
+    """The merge patch that gives a ServiceAccount the annotations the spec asks for and removes those
+    the operator set before that the spec no longer names (`MANAGED_ANNOTATIONS` lists them); empty
+    when it has them already. Annotations anyone else set are left alone."""
+    have = dict(_at(current, "metadata.annotations") or {})
+    wanted = dict(_at(want, "metadata.annotations") or {})
+    ours = {key for key in str(have.get(MANAGED_ANNOTATIONS, "")).split(",") if key}
+    if MANAGED_ANNOTATIONS in have:
+        ours.add(MANAGED_ANNOTATIONS)
+    patch: dict[str, str | None] = {key: value for key, value in wanted.items() if have.get(key) != value}
+    patch.update(dict.fromkeys(sorted(key for key in ours - wanted.keys() if key in have)))
+    return patch
 
 
 def _at(body: Body, path: str) -> Any:
@@ -79,6 +98,8 @@ def apply(kube: Kube, namespace: str, fixes: Iterable[Repair]) -> None:
     for fix in fixes:
         if fix.action == "create":
             kube.create(namespace, dict(fix.body))
+        elif fix.action == "patch" and fix.kind == "ServiceAccount":
+            kube.patch_account_annotations(namespace, fix.name, dict(fix.body["metadata"]["annotations"]))
         elif fix.action == "patch" and fix.kind == "PodDisruptionBudget":
             kube.patch_budget(namespace, fix.name, int(fix.body["spec"]["maxUnavailable"]))
         elif fix.action == "patch":
