@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "streamapp.executor.agent",
     "streamapp.executor.io.read",
     "streamapp.api.cli",
+    "streamapp.appstatus",
 )
 
 
