@@ -231,12 +231,12 @@ def test_tasks_handed_over_together_ride_one_round(
 
 
 class MeetingSink:
-    """A file sink whose writes wait (up to 10 s) for another partition's write to be in at once; `met`
+    """A file sink whose writes wait (up to 5 s) for another partition's write to be in at once; `met`
     counts the writes that met one. Commits one after another never meet."""
 
     def __init__(self, root: Path) -> None:
         self.files = FileSink(root)
-        self.meeting = threading.Barrier(2, timeout=10)
+        self.meeting = threading.Barrier(2, timeout=5)
         self.met = 0
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:

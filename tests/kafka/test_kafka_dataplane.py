@@ -159,16 +159,14 @@ def test_the_at_least_once_mode_publishes_every_committed_batch_without_transact
     source.close()
 
 
-@pytest.mark.parametrize("point", ["batch.committed", "publish.produced", "publish.committed"])
-def test_a_kill_in_the_publish_window_keeps_the_topic_exactly_once(
-    kafka_bootstrap: str, tmp_path: Path, point: str
+def test_kills_in_the_publish_window_keep_the_topic_exactly_once(
+    kafka_bootstrap: str, tmp_path: Path
 ) -> None:
-    """SIGKILL after a batch's manifest and before its transaction (`batch.committed`), inside the
-    transaction with every record at the broker (`publish.produced`), and after the commit before the
-    staged files are deleted (`publish.committed`); the next owner publishes what was committed and
-    not yet published, exactly once, and a `read_committed` reader sees each batch once."""
+    """Three owners in turn are SIGKILLed: after a batch's manifest and before its transaction
+    (`batch.committed`), inside the transaction with every record at the broker (`publish.produced`),
+    and after the commit before the staged files are deleted (`publish.committed`). Each next owner
+    publishes what was committed and not yet published; a `read_committed` reader sees each batch once."""
     source_topic, sink_topic = topics(kafka_bootstrap)
-    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=9, start=0, count=2_000, keys=50)
 
     def run(epoch: int, crash: str | None) -> int:
         env = {k: v for k, v in os.environ.items() if k != faults.ENV}
@@ -183,16 +181,18 @@ def test_a_kill_in_the_publish_window_keeps_the_topic_exactly_once(
         assert done.returncode in (0, -signal.SIGKILL), done.stderr.decode()[-3000:]
         return done.returncode
 
-    assert run(1, point) == -signal.SIGKILL
-    if point == "publish.produced":
-        aborted = records.read_all(kafka_bootstrap, sink_topic.topic, committed=False)
-        assert len(aborted) > len(records.read_all(kafka_bootstrap, sink_topic.topic)), (
-            "killed mid-transaction"
+    produced = 0
+    for epoch, point in enumerate(("batch.committed", "publish.produced", "publish.committed"), start=1):
+        records.produce(
+            kafka_bootstrap, source_topic.topic, PARTITIONS, seed=9, start=produced, count=1_500, keys=50
         )
-    records.produce(
-        kafka_bootstrap, source_topic.topic, PARTITIONS, seed=9, start=2_000, count=1_000, keys=50
-    )
-    assert run(2, None) == 0
+        produced += 1_500
+        assert run(epoch, point) == -signal.SIGKILL, point
+        if point == "publish.produced":
+            aborted = records.read_all(kafka_bootstrap, sink_topic.topic, committed=False)
+            committed = records.read_all(kafka_bootstrap, sink_topic.topic)
+            assert len(aborted) > len(committed), "killed mid-transaction"
+    assert run(4, None) == 0
     layout = StateLayout(tmp_path / "state")
     published = records.read_all(kafka_bootstrap, sink_topic.topic)
-    assert checks.differences(layout, inputs(9, 3_000), published) == []
+    assert checks.differences(layout, inputs(9, produced), published) == []
