@@ -112,9 +112,13 @@ def test_defaults_watch_every_namespace_behind_a_lease(helm: list[str], tmp_path
     objects = template(helm, None, tmp_path)
     assert kinds(objects) == [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
         "FlowSchema",
+        "PodDisruptionBudget",
         "Role",
         "RoleBinding",
         "Service",
@@ -298,3 +302,72 @@ def test_schema_rejects_bad_values(helm: list[str], setting: str, message: str) 
     assert result.returncode != 0
     assert "values don't meet the specifications of the schema" in result.stderr
     assert message in result.stderr
+
+
+def test_hardening_defaults_probes_budget_and_the_users_roles(helm: list[str], tmp_path: Path) -> None:
+    objects = template(helm, None, tmp_path)
+    deployment = one(objects, "Deployment", FULLNAME)
+    assert deployment["spec"]["revisionHistoryLimit"] == 3
+    operator = container(objects)
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert operator[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    assert operator["resources"]["limits"]["memory"] == "768Mi", "above the 544 MB measured at 100k tasks"
+    budget = one(objects, "PodDisruptionBudget", FULLNAME)
+    assert budget["spec"] == {
+        "maxUnavailable": 1,
+        "selector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]},
+    }
+    aggregated = {
+        o["metadata"]["name"].rsplit("-", 1)[1]: o
+        for o in objects
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] != GLOBAL_NAME
+    }
+    assert sorted(aggregated) == ["admin", "edit", "view"]
+    for role, body in aggregated.items():
+        assert body["metadata"]["labels"][f"rbac.authorization.k8s.io/aggregate-to-{role}"] == "true"
+    view_verbs = {verb for rule in aggregated["view"]["rules"] for verb in rule["verbs"]}
+    assert view_verbs == {"get", "list", "watch"}
+    assert covers(
+        aggregated["edit"]["rules"],
+        {"apiGroups": ["streamapp.dev"], "resources": ["streamapps/scale"], "verbs": ["patch"]},
+    )
+    assert not covers(
+        aggregated["edit"]["rules"],
+        {"apiGroups": ["streamapp.dev"], "resources": ["streamappmembers"], "verbs": ["patch"]},
+    ), "members are the operator's to write"
+
+
+def test_hardening_values(helm: list[str], tmp_path: Path) -> None:
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+    }
+    values = {
+        "priorityClassName": "streamapp-critical",
+        "topologySpreadConstraints": [spread],
+        "extraArgs": ["--min-reconcile-interval=5", "--verbose"],
+        "revisionHistoryLimit": 1,
+        "probes": {"enabled": False},
+        "networkPolicy": {"enabled": True},
+        "rbac": {"aggregateToDefaultRoles": False},
+        "crds": {"upgradeJob": {"enabled": True}},
+    }
+    objects = template(helm, values, tmp_path)
+    deployment = one(objects, "Deployment", FULLNAME)
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "streamapp-critical"
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert pod["topologySpreadConstraints"] == [{**spread, "labelSelector": {"matchLabels": selector}}]
+    assert container(objects)["args"][-2:] == ["--min-reconcile-interval=5", "--verbose"]
+    assert "livenessProbe" not in container(objects)
+    assert deployment["spec"]["revisionHistoryLimit"] == 1
+    policy = one(objects, "NetworkPolicy", FULLNAME)
+    assert policy["spec"]["podSelector"] == {"matchLabels": selector}
+    assert policy["spec"]["ingress"] == [{"ports": [{"port": 8080, "protocol": "TCP"}]}]
+    assert not [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith("-view")]
+    job = one(objects, "Job")
+    assert job["spec"]["ttlSecondsAfterFinished"] == 86_400
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"memory": "256Mi"}
+    single = template(helm, {"replicaCount": 1}, tmp_path)
+    assert "PodDisruptionBudget" not in kinds(single), "a budget of one replica would block every drain"

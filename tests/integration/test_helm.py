@@ -146,6 +146,24 @@ def show_operator_logs(api: client.ApiClient, namespace: str) -> None:
         sys.stderr.write(f"--- {pod.metadata.name} log tail ---\n{text}\n")
 
 
+def allowed(api: client.ApiClient, user: str, verb: str, resource: str, namespace: str) -> bool:
+    """Whether the API server lets `user` do `verb` on `resource` (a SubjectAccessReview)."""
+    review = client.AuthorizationV1Api(api).create_subject_access_review(
+        {
+            "spec": {
+                "user": user,
+                "resourceAttributes": {
+                    "group": "streamapp.dev",
+                    "resource": resource,
+                    "verb": verb,
+                    "namespace": namespace,
+                },
+            }
+        }
+    )
+    return bool(review.status.allowed)
+
+
 def test_install_upgrade_uninstall(
     api_client: client.ApiClient,
     kubeconfig_path: Path,
@@ -187,6 +205,31 @@ def test_install_upgrade_uninstall(
         )
         executor_user = f"system:serviceaccount:{namespace}:{APP}-0"
         assert flow_schema_uid(api_client, executor_user, namespace) not in (None, flow.metadata.uid)
+
+        budget = client.PolicyV1Api(api_client).read_namespaced_pod_disruption_budget(
+            FULLNAME, release_namespace
+        )
+        assert budget.spec.max_unavailable == 1
+        # Users bound to the built-in roles get StreamApps through the chart's aggregated ClusterRoles.
+        for role in ("view", "edit"):
+            client.RbacAuthorizationV1Api(api_client).create_namespaced_role_binding(
+                namespace,
+                {
+                    "metadata": {"name": f"{role}-user"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                    "subjects": [
+                        {"kind": "User", "name": f"{role}-user", "apiGroup": "rbac.authorization.k8s.io"}
+                    ],
+                },
+            )
+        wait_for(
+            lambda: allowed(api_client, "view-user", "list", "streamapps", namespace), 60, "view aggregated"
+        )
+        wait_for(
+            lambda: allowed(api_client, "edit-user", "create", "streamapps", namespace), 60, "edit aggregated"
+        )
+        assert not allowed(api_client, "view-user", "patch", "streamapps", namespace)
+        assert not allowed(api_client, "edit-user", "patch", "streamappmembers", namespace)
 
         leader = wait_for(holder, 120, "an operator pod holding the Lease")
         assert leader in {p.metadata.name for p in pods}

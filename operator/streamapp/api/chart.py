@@ -3,224 +3,28 @@
 Templates are Go-template text with YAML blocks generated here: the RBAC rules come from
 `streamapp.api.rbac` and the CRDs from `streamapp.api.crd`, so the chart cannot drift from the operator it
 installs (a test compares the committed chart with this module's output). Every value is declared once in
-`VALUES`, which yields values.yaml, values.schema.json and the README's table.
+`chartvalues.VALUES`, which yields values.yaml, values.schema.json and the README's table.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from streamapp.api import admissionpolicy, flowcontrol, manifests
+from streamapp.api.chartvalues import COMMAND, NAME, VALUES, values_schema, values_yaml
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
-from streamapp.api.rbac import Rule, operator_cluster_role_rules, operator_lease_rules
+from streamapp.api.rbac import Rule, operator_cluster_role_rules, operator_lease_rules, user_roles
 from streamapp.api.streamapp import StreamApp
-from streamapp.api.yamlfiles import HEADER, KUSTOMIZATION, Files, render
+from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
 
-NAME = manifests.NAME
 VERSION = "0.1.0"
-COMMAND = "chart"
-IMAGE_REPOSITORY, _, APP_VERSION = manifests.IMAGE.partition(":")
+APP_VERSION = manifests.IMAGE.partition(":")[2]
 # A Role cannot grant these (they are not namespaced): with watchNamespaces they stay in a ClusterRole.
 CLUSTER_SCOPED = frozenset({"nodes", "namespaces", "customresourcedefinitions"})
-
-_STRINGS = {"type": "object", "additionalProperties": {"type": "string"}}
-_OBJECT = {"type": "object"}
-_LIST_OF_OBJECTS = {"type": "array", "items": {"type": "object"}}
-
-
-@dataclass(frozen=True)
-class Value:
-    """One leaf of values.yaml: its dotted path, default, JSON schema and what it is for."""
-
-    path: str
-    default: Any
-    schema: dict[str, Any]
-    description: str
-
-
-def _operator_pod() -> dict[str, Any]:
-    """The pod spec of manifests/ — the chart's defaults are the kustomize install's settings."""
-    pod: dict[str, Any] = manifests.deployment()["spec"]["template"]["spec"]
-    return pod
-
-
-VALUES: tuple[Value, ...] = (
-    Value("image.repository", IMAGE_REPOSITORY, {"type": "string", "minLength": 1}, "Operator image."),
-    Value("image.tag", "", {"type": "string"}, "Image tag; empty means the chart's appVersion."),
-    Value(
-        "image.pullPolicy",
-        "IfNotPresent",
-        {"type": "string", "enum": ["Always", "IfNotPresent", "Never"]},
-        "Image pull policy.",
-    ),
-    Value("imagePullSecrets", [], _LIST_OF_OBJECTS, "Secrets for a private registry (`[{name: ...}]`)."),
-    Value("nameOverride", "", {"type": "string"}, "Replaces the chart name in object names."),
-    Value("fullnameOverride", "", {"type": "string"}, "Replaces `<release>-<chart>` in object names."),
-    Value(
-        "replicaCount",
-        manifests.OPERATOR_REPLICAS,
-        {"type": "integer", "minimum": 1},
-        "Operator replicas; one leader acts, the others wait on the Lease. Must be 1 without leader election.",
-    ),
-    Value(
-        "leaderElection.enabled",
-        True,
-        {"type": "boolean"},
-        "Act only while holding a Lease in the release namespace; false passes `--no-leader-election`.",
-    ),
-    Value(
-        "podTemplates.allowPrivileged",
-        False,
-        {"type": "boolean"},
-        "Let StreamApps' pod templates ask for more than the restricted Pod Security profile "
-        "(`--allow-privileged-pod-templates`); it also leaves the admission policy out.",
-    ),
-    Value(
-        "podTemplates.admissionPolicy",
-        True,
-        {"type": "boolean"},
-        "A ValidatingAdmissionPolicy that refuses, at apply time, a StreamApp whose pod template asks "
-        "for what the operator would refuse (Kubernetes 1.30 or later; left out on older clusters).",
-    ),
-    Value(
-        "watchNamespaces",
-        [],
-        {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},
-        "Namespaces to watch (each must exist): a Role per namespace instead of a ClusterRole. "
-        "Empty: `--all-namespaces`.",
-    ),
-    Value("serviceAccount.create", True, {"type": "boolean"}, "Create the operator's ServiceAccount."),
-    Value("serviceAccount.name", "", {"type": "string"}, "Its name; empty means the release's full name."),
-    Value("serviceAccount.annotations", {}, _STRINGS, "Annotations, e.g. for workload identity."),
-    Value("podAnnotations", {}, _STRINGS, "Extra annotations of the operator pods."),
-    Value("podLabels", {}, _STRINGS, "Extra labels of the operator pods."),
-    Value(
-        "resources", _operator_pod()["containers"][0]["resources"], _OBJECT, "Operator container resources."
-    ),
-    Value("podSecurityContext", _operator_pod()["securityContext"], _OBJECT, "Pod securityContext."),
-    Value(
-        "securityContext",
-        _operator_pod()["containers"][0]["securityContext"],
-        _OBJECT,
-        "Operator container securityContext.",
-    ),
-    Value("nodeSelector", {}, _STRINGS, "Node labels the operator pods (and the CRD Job) must match."),
-    Value("tolerations", [], _LIST_OF_OBJECTS, "Tolerations of the operator pods (and the CRD Job)."),
-    Value(
-        "affinity",
-        {},
-        _OBJECT,
-        "Pod affinity; empty means: prefer spreading the replicas over nodes, so a drain keeps a standby.",
-    ),
-    Value("extraEnv", [], _LIST_OF_OBJECTS, "Extra env entries of the operator container."),
-    Value(
-        "metrics.port",
-        manifests.METRICS_PORT,
-        {"type": "integer", "minimum": 1, "maximum": 65535},
-        "Prometheus port, served on the pod IP.",
-    ),
-    Value(
-        "metrics.serviceMonitor.enabled",
-        False,
-        {"type": "boolean"},
-        "Create a prometheus-operator ServiceMonitor.",
-    ),
-    Value(
-        "metrics.serviceMonitor.interval",
-        "30s",
-        {"type": "string", "pattern": "^([0-9]+(ms|s|m|h))+$"},
-        "Scrape interval.",
-    ),
-    Value("metrics.serviceMonitor.labels", {}, _STRINGS, "Labels a Prometheus selects ServiceMonitors by."),
-    Value(
-        "flowControl.enabled",
-        True,
-        {"type": "boolean"},
-        "A FlowSchema that queues the operator's API requests at a priority level of their own rather than "
-        "with every executor's ServiceAccount.",
-    ),
-    Value(
-        "flowControl.priorityLevel",
-        flowcontrol.PRIORITY_LEVEL,
-        {"type": "string", "minLength": 1},
-        "The PriorityLevelConfiguration the operator's requests go to (it must exist; a missing one leaves "
-        "the FlowSchema dangling and the requests at the defaults).",
-    ),
-    Value(
-        "flowControl.matchingPrecedence",
-        flowcontrol.MATCHING_PRECEDENCE,
-        {"type": "integer", "minimum": 1, "maximum": flowcontrol.SERVICE_ACCOUNTS_PRECEDENCE - 1},
-        "The FlowSchema's precedence; below the built-in `service-accounts` schema's "
-        f"{flowcontrol.SERVICE_ACCOUNTS_PRECEDENCE}, which would match first otherwise.",
-    ),
-    Value(
-        "crds.upgradeJob.enabled",
-        False,
-        {"type": "boolean"},
-        "Run `streamapp crd --apply` (server-side apply) in a pre-install/pre-upgrade hook Job, because "
-        "Helm never upgrades crds/.",
-    ),
-)
-
-
-def _nest(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """{"a.b": x} → {"a": {"b": x}}, keeping declaration order."""
-    tree: dict[str, Any] = {}
-    for path, leaf in pairs:
-        *parents, key = path.split(".")
-        node = tree
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[key] = leaf
-    return tree
-
-
-def default_values() -> dict[str, Any]:
-    """values.yaml as data."""
-    return _nest([(value.path, value.default) for value in VALUES])
-
-
-def values_yaml() -> str:
-    """values.yaml with each leaf's description as a comment above it."""
-    lines = [HEADER.format(command=COMMAND).rstrip("\n"), "# See README.md for every value."]
-    described = {value.path: value for value in VALUES}
-
-    def emit(tree: dict[str, Any], prefix: str, depth: int) -> None:
-        indent = "  " * depth
-        for key, node in tree.items():
-            path = f"{prefix}{key}"
-            if path in described:
-                lines.append(f"{indent}# {described[path].description}")
-                dumped = yaml.safe_dump({key: node}, sort_keys=False, default_flow_style=False, width=110)
-                lines.extend(f"{indent}{line}" for line in dumped.splitlines())
-            else:
-                lines.append(f"{indent}{key}:")
-                emit(node, f"{path}.", depth + 1)
-
-    emit(default_values(), "", 0)
-    return "\n".join(lines) + "\n"
-
-
-def values_schema() -> dict[str, Any]:
-    """values.schema.json: strict objects (unknown keys fail `helm install`), typed leaves."""
-
-    def objects(tree: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {key: objects(node) if "type" not in node else node for key, node in tree.items()},
-        }
-
-    leaves = [(v.path, {**v.schema, "description": v.description}) for v in VALUES]
-    schema = objects(_nest(leaves))
-    # Helm passes `global` to every chart (and to this one as a subchart); it is not ours to restrict.
-    schema["properties"]["global"] = {"type": "object"}
-    return {"$schema": "http://json-schema.org/draft-07/schema#", "title": f"{NAME} values", **schema}
 
 
 class _Dumper(yaml.SafeDumper):
@@ -355,6 +159,7 @@ metadata:
     {{- include "streamapp-operator.labels" . | nindent 4 }}
 spec:
   replicas: {{ .Values.replicaCount }}
+  revisionHistoryLimit: {{ .Values.revisionHistoryLimit }}
   selector:
     matchLabels:
       {{- include "streamapp-operator.selectorLabels" . | nindent 6 }}
@@ -372,6 +177,15 @@ spec:
     spec:
       serviceAccountName: {{ include "streamapp-operator.serviceAccountName" . }}
       {{- include "streamapp-operator.podPlacement" . | nindent 6 }}
+      {{- with .Values.priorityClassName }}
+      priorityClassName: {{ . | quote }}
+      {{- end }}
+      {{- with .Values.topologySpreadConstraints }}
+      topologySpreadConstraints:
+        {{- range . }}
+        - {{- toYaml (merge (dict) . (dict "labelSelector" (dict "matchLabels" (include "streamapp-operator.selectorLabels" $ | fromYaml)))) | nindent 10 }}
+        {{- end }}
+      {{- end }}
       affinity:
         {{- if .Values.affinity }}
         {{- toYaml .Values.affinity | nindent 8 }}
@@ -413,6 +227,9 @@ spec:
             {{- else }}
             - --no-leader-election
             {{- end }}
+            {{- range .Values.extraArgs }}
+            - {{ . | quote }}
+            {{- end }}
           env:
             - name: POD_NAME
               valueFrom: {fieldRef: {fieldPath: metadata.name}}
@@ -427,6 +244,18 @@ spec:
             - name: metrics
               containerPort: {{ .Values.metrics.port }}
               protocol: TCP
+          {{- if .Values.probes.enabled }}
+          # The metrics server runs on its own thread in every replica, leader or not.
+          livenessProbe:
+            httpGet: {path: /metrics, port: metrics}
+            periodSeconds: 20
+            timeoutSeconds: 5
+            failureThreshold: 6
+          readinessProbe:
+            httpGet: {path: /metrics, port: metrics}
+            periodSeconds: 10
+            timeoutSeconds: 5
+          {{- end }}
           resources:
             {{- toYaml .Values.resources | nindent 12 }}
           securityContext:
@@ -700,6 +529,7 @@ metadata:
 {hook(0)}
 spec:
   backoffLimit: 3
+  ttlSecondsAfterFinished: {{{{ .Values.crds.upgradeJob.ttlSecondsAfterFinished }}}}
   template:
     metadata:
       labels:
@@ -715,10 +545,69 @@ spec:
           imagePullPolicy: {{{{ .Values.image.pullPolicy }}}}
           # Server-side apply of the CRDs this image's streamapp package generates.
           command: [streamapp, crd, --apply]
+          resources:
+            {{{{- toYaml .Values.crds.upgradeJob.resources | nindent 12 }}}}
           securityContext:
             {{{{- toYaml .Values.securityContext | nindent 12 }}}}
 {{{{- end }}}}
 """
+
+
+DISRUPTION_BUDGET = """\
+{{- if and .Values.podDisruptionBudget.enabled (gt (int .Values.replicaCount) 1) }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "streamapp-operator.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "streamapp-operator.labels" . | nindent 4 }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      {{- include "streamapp-operator.selectorLabels" . | nindent 6 }}
+{{- end }}
+"""
+
+NETWORK_POLICY = """\
+{{- if .Values.networkPolicy.enabled }}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "streamapp-operator.fullname" . }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "streamapp-operator.labels" . | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- include "streamapp-operator.selectorLabels" . | nindent 6 }}
+  policyTypes: [Ingress]
+  ingress:
+    - ports:
+        - port: {{ .Values.metrics.port }}
+          protocol: TCP
+{{- end }}
+"""
+
+
+def _aggregate_roles_template() -> str:
+    """Users' rights on StreamApps through the built-in roles (`rbac.user_roles`)."""
+    roles = []
+    for role, rules in user_roles().items():
+        roles.append(f"""\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{{{ include "streamapp-operator.globalName" . }}}}-{role}
+  labels:
+    {{{{- include "streamapp-operator.labels" . | nindent 4 }}}}
+    rbac.authorization.k8s.io/aggregate-to-{role}: "true"
+rules:
+{_block(rules, 2)}""")
+    body = "\n---\n".join(roles)
+    return f"{{{{- if .Values.rbac.aggregateToDefaultRoles }}}}\n{body}\n{{{{- end }}}}\n"
 
 
 NOTES = """\
@@ -843,6 +732,9 @@ def chart_files() -> Files:
         "flowschema.yaml": header + _flow_schema_template(),
         "admissionpolicy.yaml": header + _admission_policy_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),
+        "poddisruptionbudget.yaml": header + DISRUPTION_BUDGET,
+        "networkpolicy.yaml": header + NETWORK_POLICY,
+        "aggregate-roles.yaml": header + _aggregate_roles_template(),
         "NOTES.txt": NOTES,
     }
     files.update({f"templates/{name}": text for name, text in templates.items()})

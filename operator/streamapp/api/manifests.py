@@ -91,7 +91,9 @@ def _container() -> dict[str, Any]:
         "command": OPERATOR_COMMAND,
         "env": [{"name": n, "valueFrom": {"fieldRef": {"fieldPath": p}}} for n, p in field_env],
         "ports": [{"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}],
-        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+        # The limit leaves ~40% above the 544 MB peak measured placing and scaling out one app of 100,000
+        # tasks (bench/results/apiscale.md); 512Mi was below it.
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "768Mi"}},
         "securityContext": container_security_context(),
         # The root filesystem is read-only: temporary files (the client's CA copies, tempfile) go here.
         "volumeMounts": [{"name": "tmp", "mountPath": SCRATCH_MOUNT}],

@@ -99,3 +99,14 @@ def covers(rules: Iterable[Rule], wanted: Rule) -> bool:
         for resource in wanted["resources"]
         for verb in wanted["verbs"]
     )
+
+
+def user_roles() -> dict[str, list[Rule]]:
+    """What the built-in `view`, `edit` and `admin` roles gain on StreamApps (by aggregation, from the
+    chart): viewers read apps and members; editors and admins also create, change, delete and scale apps.
+    Members stay the operator's to write: a person changing one would fight the operator."""
+    read = _rule(GROUP, [StreamApp.PLURAL, f"{StreamApp.PLURAL}/status", StreamAppMember.PLURAL], READ)
+    write = _rule(
+        GROUP, [StreamApp.PLURAL, f"{StreamApp.PLURAL}/scale"], ["create", "update", "patch", "delete"]
+    )
+    return {"view": [read], "edit": [read, write], "admin": [read, write]}
