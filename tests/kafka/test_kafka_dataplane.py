@@ -7,11 +7,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 import zlib
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
 from kafkabroker import checks, records
@@ -196,3 +200,34 @@ def test_kills_in_the_publish_window_keep_the_topic_exactly_once(
     layout = StateLayout(tmp_path / "state")
     published = records.read_all(kafka_bootstrap, sink_topic.topic)
     assert checks.differences(layout, inputs(9, produced), published) == []
+
+
+def produce_to(bootstrap: str, topic: str, partition: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for n in range(count):
+        producer.produce(topic, key=f"k{n % 7}", value=f"v{n}", partition=partition)
+    assert producer.flush(30) == 0
+
+
+def test_a_read_waiting_on_one_partition_does_not_hold_up_another(kafka_bootstrap: str) -> None:
+    """The partitions of a round are read side by side, each read on a consumer of its own: a read of
+    offsets not yet in the topic goes on waiting while another partition's read completes."""
+    source_topic, _ = topics(kafka_bootstrap)
+    produce_to(kafka_bootstrap, source_topic.topic, 0, 100)
+    produce_to(kafka_bootstrap, source_topic.topic, 1, 100)
+    source = KafkaSource(source_topic)
+    got: dict[int, pa.Table] = {}
+    waiting = threading.Thread(target=lambda: got.update({0: source.read_arrow(0, 0, 150)}), daemon=True)
+    waiting.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not (source._all and not source._idle) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until partition 0's read holds its consumer
+        got[1] = source.read_arrow(1, 0, 100)
+        assert waiting.is_alive(), "partition 0's read still waits for offsets 100-149"
+        produce_to(kafka_bootstrap, source_topic.topic, 0, 50)
+        waiting.join(60)
+        assert got[0].column("offset").to_pylist() == list(range(150))
+        assert got[1].column("offset").to_pylist() == list(range(100))
+    finally:
+        source.close()

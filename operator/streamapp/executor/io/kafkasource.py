@@ -13,8 +13,10 @@ job (and the JVM consumer pool) per batch.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
+from collections.abc import Iterator
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
@@ -31,17 +33,22 @@ READ_TIMEOUT_S = 120.0
 class KafkaSource:
     """Reads exactly the offsets asked for from one topic (see the module docstring).
 
-    One consumer serves every partition of this executor; the executor runs one task's unit of work
-    at a time, and a lock keeps direct callers (tools, benchmarks) just as safe.
+    A round reads its partitions side by side (`batches.READERS`), so each read borrows a consumer of
+    its own from a pool that grows to the number of reads at once; one consumer behind one lock made
+    the partitions of a round wait for each other's fetches.
     """
 
     def __init__(self, endpoint: KafkaEndpoint) -> None:
         self.endpoint = endpoint
         self._lock = threading.Lock()
-        self._consumer = Consumer(
-            endpoint.config(
+        self._idle: list[Consumer] = []
+        self._all: list[Consumer] = []
+
+    def _new_consumer(self) -> Consumer:
+        return Consumer(
+            self.endpoint.config(
                 **{
-                    "group.id": f"streamapp-unused-{endpoint.topic}",  # required, never joined
+                    "group.id": f"streamapp-unused-{self.endpoint.topic}",  # required, never joined
                     "enable.auto.commit": False,
                     "enable.auto.offset.store": False,
                     "isolation.level": "read_committed",
@@ -51,9 +58,24 @@ class KafkaSource:
             )
         )
 
-    def end_offset(self, partition: int) -> int:
+    @contextlib.contextmanager
+    def _consumer(self) -> Iterator[Consumer]:
+        """An idle consumer of the pool, or a new one when every one is reading."""
         with self._lock:
-            _, high = watermarks(self._consumer, TopicPartition(self.endpoint.topic, partition))
+            consumer = self._idle.pop() if self._idle else None
+        if consumer is None:
+            consumer = self._new_consumer()
+            with self._lock:
+                self._all.append(consumer)
+        try:
+            yield consumer
+        finally:
+            with self._lock:
+                self._idle.append(consumer)
+
+    def end_offset(self, partition: int) -> int:
+        with self._consumer() as consumer:
+            _, high = watermarks(consumer, TopicPartition(self.endpoint.topic, partition))
         return int(high)
 
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
@@ -63,23 +85,25 @@ class KafkaSource:
         """Records with `start <= offset < end` as an Arrow table of the record columns."""
         if end <= start:
             return RECORD_SCHEMA.empty_table()
-        with self._lock:
-            messages = self._fetch(partition, start, end)
+        with self._consumer() as consumer:
+            messages = self._fetch(consumer, partition, start, end)
         return records_table(messages)
 
     def close(self) -> None:
         with self._lock:
-            self._consumer.close()
+            consumers, self._all, self._idle = self._all, [], []
+        for consumer in consumers:
+            consumer.close()
 
-    def _fetch(self, partition: int, start: int, end: int) -> list[Message]:
+    def _fetch(self, consumer: Consumer, partition: int, start: int, end: int) -> list[Message]:
         """Consume from `start` until offset `end - 1` or the partition's end at or past `end` (the
         last offsets may be transaction markers, which carry no record)."""
-        self._consumer.assign([TopicPartition(self.endpoint.topic, partition, start)])
+        consumer.assign([TopicPartition(self.endpoint.topic, partition, start)])
         kept: list[Message] = []
         deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=READ_TIMEOUT_S)
         try:
             while dt.datetime.now(dt.UTC) < deadline:
-                for message in self._consumer.consume(min(FETCH_BATCH, end - start), POLL_TIMEOUT_S):
+                for message in consumer.consume(min(FETCH_BATCH, end - start), POLL_TIMEOUT_S):
                     error = message.error()
                     if error is None:
                         offset = message.offset() or 0
@@ -93,7 +117,7 @@ class KafkaSource:
                     else:
                         raise RuntimeError(f"reading {self.endpoint.topic}[{partition}]: {error}")
         finally:
-            self._consumer.unassign()
+            consumer.unassign()
         raise TimeoutError(
             f"{self.endpoint.topic}[{partition}]: offsets [{start}, {end}) not all readable after "
             f"{READ_TIMEOUT_S:.0f}s (got {len(kept)})"
