@@ -69,30 +69,39 @@ def test_unusable_environments_are_named(change: dict[str, str], message: str) -
         PodSettings.from_env({**ENV, **change})
 
 
-def test_a_spark_conf_spark_refuses_is_a_setup_error_not_a_crash(tmp_path: Path) -> None:
-    """An executor started with a sparkConf its JVM cannot start with exits 2 saying so (the operator
-    shows the setup error it reports in the app's Degraded condition), instead of a crash loop with a
-    traceback and no reason in the app's status. Run as the pod runs it, in a process of its own (this
-    one's Spark session, if any, would be reused whatever the conf)."""
+def start_executor(tmp_path: Path, state_uri: str, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The pod's command, as the pod runs it, in a process of its own, on a file log under `tmp_path`
+    and no cluster to report to."""
+    pipeline = {
+        "transform": "streamapp.executor.samples.counts:counts",
+        "source": {"type": "file", "path": str(tmp_path / "in")},
+        "stateStore": {"uri": state_uri},
+    }
     env = {
         **os.environ,
         **ENV,
-        "STREAMAPP_PIPELINE": json.dumps(
-            {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": str(tmp_path / "in")},
-                "stateStore": {"uri": f"file://{tmp_path / 'state'}"},
-            }
-        ),
-        "STREAMAPP_SPARK_CONF": json.dumps({"spark.driver.memory": "lots"}),
+        "STREAMAPP_PIPELINE": json.dumps(pipeline),
         "KUBECONFIG": str(tmp_path / "none"),
+        **extra,
     }
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "streamapp.cli", "executor", "--from-cluster", "--http-port", "0"],
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
+    )
+
+
+def test_a_spark_conf_spark_refuses_is_a_setup_error_not_a_crash(tmp_path: Path) -> None:
+    """An executor started with a sparkConf its JVM cannot start with exits 2 saying so (the operator
+    shows the setup error it reports in the app's Degraded condition), instead of a crash loop with a
+    traceback and no reason in the app's status. Run as the pod runs it, in a process of its own (this
+    one's Spark session, if any, would be reused whatever the conf)."""
+    done = start_executor(
+        tmp_path,
+        f"file://{tmp_path / 'state'}",
+        {"STREAMAPP_SPARK_CONF": json.dumps({"spark.driver.memory": "lots"})},
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "cannot start: Spark did not start with spec.executor.sparkConf" in done.stderr
@@ -125,29 +134,13 @@ def test_an_executor_refuses_an_s3_server_that_ignores_conditional_writes(tmp_pa
     server.conditional_puts = 0  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        env = {
-            **os.environ,
-            **ENV,
-            "STREAMAPP_PIPELINE": json.dumps(
-                {
-                    "transform": "streamapp.executor.samples.counts:counts",
-                    "source": {"type": "file", "path": str(tmp_path / "in")},
-                    "stateStore": {"uri": "s3://bucket/app"},
-                }
-            ),
+        endpoint = {
             "AWS_ENDPOINT_URL_S3": f"http://127.0.0.1:{server.server_address[1]}",
             "AWS_REGION": "us-east-1",
             "AWS_ACCESS_KEY_ID": "a",
             "AWS_SECRET_ACCESS_KEY": "b",
-            "KUBECONFIG": str(tmp_path / "none"),
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "streamapp.cli", "executor", "--from-cluster", "--http-port", "0"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = start_executor(tmp_path, "s3://bucket/app", endpoint)
     finally:
         server.shutdown()
     assert done.returncode == 2, done.stderr[-2000:]

@@ -36,6 +36,14 @@ app.kubernetes.io/part-of: streamapp
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* name, namespace and labels of an object named after the release in its namespace. */}}
+{{- define "streamapp-operator.metadata" -}}
+name: {{ include "streamapp-operator.fullname" . }}
+namespace: {{ .Release.Namespace }}
+labels:
+  {{- include "streamapp-operator.labels" . | nindent 2 }}
+{{- end }}
+
 {{- define "streamapp-operator.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "streamapp-operator.fullname" .) .Values.serviceAccount.name }}

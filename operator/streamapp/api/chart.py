@@ -115,6 +115,14 @@ app.kubernetes.io/part-of: streamapp
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* name, namespace and labels of an object named after the release in its namespace. */}}
+{{- define "streamapp-operator.metadata" -}}
+name: {{ include "streamapp-operator.fullname" . }}
+namespace: {{ .Release.Namespace }}
+labels:
+  {{- include "streamapp-operator.labels" . | nindent 2 }}
+{{- end }}
+
 {{- define "streamapp-operator.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "streamapp-operator.fullname" .) .Values.serviceAccount.name }}
@@ -153,10 +161,7 @@ DEPLOYMENT = """\
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: {{ include "streamapp-operator.fullname" . }}
-  namespace: {{ .Release.Namespace }}
-  labels:
-    {{- include "streamapp-operator.labels" . | nindent 4 }}
+  {{- include "streamapp-operator.metadata" . | nindent 2 }}
 spec:
   replicas: {{ .Values.replicaCount }}
   revisionHistoryLimit: {{ .Values.revisionHistoryLimit }}
@@ -402,10 +407,7 @@ SERVICE_MONITOR = """\
 apiVersion: monitoring.coreos.com/v1
 kind: ServiceMonitor
 metadata:
-  name: {{ include "streamapp-operator.fullname" . }}
-  namespace: {{ .Release.Namespace }}
-  labels:
-    {{- include "streamapp-operator.labels" . | nindent 4 }}
+  {{- include "streamapp-operator.metadata" . | nindent 2 }}
     {{- with .Values.metrics.serviceMonitor.labels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -558,10 +560,7 @@ DISRUPTION_BUDGET = """\
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata:
-  name: {{ include "streamapp-operator.fullname" . }}
-  namespace: {{ .Release.Namespace }}
-  labels:
-    {{- include "streamapp-operator.labels" . | nindent 4 }}
+  {{- include "streamapp-operator.metadata" . | nindent 2 }}
 spec:
   maxUnavailable: 1
   selector:
@@ -575,10 +574,7 @@ NETWORK_POLICY = """\
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata:
-  name: {{ include "streamapp-operator.fullname" . }}
-  namespace: {{ .Release.Namespace }}
-  labels:
-    {{- include "streamapp-operator.labels" . | nindent 4 }}
+  {{- include "streamapp-operator.metadata" . | nindent 2 }}
 spec:
   podSelector:
     matchLabels:
