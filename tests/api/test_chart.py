@@ -211,9 +211,26 @@ def test_service_monitor(helm: list[str], tmp_path: Path) -> None:
     objects = template(helm, values, tmp_path)
     monitor = one(objects, "ServiceMonitor", FULLNAME)
     assert monitor["metadata"]["labels"]["team"] == "x"
-    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "interval": "15s"}]
+    # honorLabels keeps the series' own namespace label (else renamed exported_namespace, and the
+    # autoscaler samples' {namespace=...} query finds nothing)
+    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "interval": "15s", "honorLabels": True}]
     service_labels = one(objects, "Service")["metadata"]["labels"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service_labels.items()
+    assert "PodMonitor" not in kinds(objects)
+
+
+def test_the_executors_pod_monitor_selects_every_member_pod(helm: list[str], tmp_path: Path) -> None:
+    from streamapp.api.names import EXECUTOR_PORT_NAME, member_labels
+
+    values = {"metrics": {"podMonitor": {"enabled": True}}, "watchNamespaces": ["team-a"]}
+    monitor = one(template(helm, values, tmp_path), "PodMonitor", f"{FULLNAME}-executors")
+    selector = monitor["spec"]["selector"]
+    labels = member_labels("counts", 3)
+    assert selector["matchLabels"].items() <= labels.items()
+    assert all(expression["key"] in labels for expression in selector["matchExpressions"])
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["team-a"]}
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == EXECUTOR_PORT_NAME
+    assert monitor["spec"]["podMetricsEndpoints"][0]["honorLabels"] is True
 
 
 def test_flow_schema_matches_the_operator_s_service_account(helm: list[str], tmp_path: Path) -> None:

@@ -206,3 +206,10 @@ def test_an_epoch_beyond_what_any_store_reaches_is_not_believed() -> None:
         TaskReport(task=2, role="active", store_epoch=MAX_EPOCH),
     ]
     assert store_epochs(reports) == {1: 7, 2: MAX_EPOCH}
+
+
+def test_the_operator_serves_its_process_metrics_too() -> None:
+    """A registry of one's own has no process collector by default: memory and CPU went missing."""
+    registry = Metrics().registry
+    assert registry.get_sample_value("process_resident_memory_bytes") is not None
+    assert registry.get_sample_value("process_cpu_seconds_total") is not None

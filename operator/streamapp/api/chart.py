@@ -17,6 +17,7 @@ from streamapp.api import admissionpolicy, flowcontrol, manifests
 from streamapp.api.chartvalues import COMMAND, NAME, VALUES, values_schema, values_yaml
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
+from streamapp.api.names import EXECUTOR_PORT_NAME, MANAGED_BY, MEMBER_LABEL
 from streamapp.api.rbac import Rule, operator_cluster_role_rules, operator_lease_rules, user_roles
 from streamapp.api.streamapp import StreamApp
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
@@ -419,7 +420,48 @@ spec:
   endpoints:
     - port: metrics
       interval: {{ .Values.metrics.serviceMonitor.interval }}
+      # The series carry the app's own namespace label; without this Prometheus renames it to
+      # exported_namespace, and a query by {namespace=...} (the KEDA and HPA samples') finds nothing.
+      honorLabels: true
 {{- end }}
+"""
+
+
+def _pod_monitor_template() -> str:
+    """The executors' PodMonitor: every member pod the operator runs, by the labels and port it gives
+    them (`api.names`), in the watched namespaces or all."""
+    ((managed_key, managed_value),) = MANAGED_BY.items()
+    return f"""\
+{{{{- if .Values.metrics.podMonitor.enabled }}}}
+# The executors' /metrics: per-task lag, committed records, last commit, restores.
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  name: {{{{ include "streamapp-operator.fullname" . }}}}-executors
+  namespace: {{{{ .Release.Namespace }}}}
+  labels:
+    {{{{- include "streamapp-operator.labels" . | nindent 4 }}}}
+    {{{{- with .Values.metrics.serviceMonitor.labels }}}}
+    {{{{- toYaml . | nindent 4 }}}}
+    {{{{- end }}}}
+spec:
+  namespaceSelector:
+    {{{{- if .Values.watchNamespaces }}}}
+    matchNames:
+      {{{{- toYaml .Values.watchNamespaces | nindent 6 }}}}
+    {{{{- else }}}}
+    any: true
+    {{{{- end }}}}
+  selector:
+    matchLabels:
+      {managed_key}: {managed_value}
+    matchExpressions:
+      - {{key: {MEMBER_LABEL}, operator: Exists}}
+  podMetricsEndpoints:
+    - port: {EXECUTOR_PORT_NAME}
+      interval: {{{{ .Values.metrics.serviceMonitor.interval }}}}
+      honorLabels: true
+{{{{- end }}}}
 """
 
 
@@ -725,6 +767,7 @@ def chart_files() -> Files:
         "rbac.yaml": header + _rbac_template(),
         "service.yaml": header + SERVICE,
         "servicemonitor.yaml": header + SERVICE_MONITOR,
+        "podmonitor.yaml": header + _pod_monitor_template(),
         "flowschema.yaml": header + _flow_schema_template(),
         "admissionpolicy.yaml": header + _admission_policy_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),

@@ -173,7 +173,18 @@ VALUES: tuple[Value, ...] = (
         {"type": "string", "pattern": "^([0-9]+(ms|s|m|h))+$"},
         "Scrape interval.",
     ),
-    Value("metrics.serviceMonitor.labels", {}, _STRINGS, "Labels a Prometheus selects ServiceMonitors by."),
+    Value(
+        "metrics.serviceMonitor.labels",
+        {},
+        _STRINGS,
+        "Labels a Prometheus selects ServiceMonitors (and the PodMonitor) by.",
+    ),
+    Value(
+        "metrics.podMonitor.enabled",
+        False,
+        {"type": "boolean"},
+        "Create a prometheus-operator PodMonitor for the executors' /metrics (every member pod).",
+    ),
     Value(
         "flowControl.enabled",
         True,

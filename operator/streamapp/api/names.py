@@ -17,6 +17,8 @@ MEMBERS = StreamAppMember.PLURAL
 __all__ = [
     "APPS",
     "APP_LABEL",
+    "EXECUTOR_PORT",
+    "EXECUTOR_PORT_NAME",
     "GROUP",
     "HANDOFF_ANNOTATION",
     "MANAGED_ANNOTATIONS",
@@ -42,6 +44,9 @@ HANDOFF_ANNOTATION = "streamapp.dev/handoff-started"
 # On a member pod the operator deletes itself (a restart, not a drain): its tasks wait for the new pod.
 RESTART_ANNOTATION = "streamapp.dev/operator-restart"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
+# Where a member pod serves /metrics, /readyz and /healthz (the executor's default --http-port).
+EXECUTOR_PORT = 8080
+EXECUTOR_PORT_NAME = "http"
 # On a member's ServiceAccount: the annotation keys the operator set from
 # spec.executor.serviceAccountAnnotations, so a key removed from the spec is removed from the account.
 MANAGED_ANNOTATIONS = "streamapp.dev/managed-annotations"

@@ -19,6 +19,8 @@ from streamapp.api.kafka import secret_env
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import (
     APP_LABEL,
+    EXECUTOR_PORT,
+    EXECUTOR_PORT_NAME,
     GROUP,
     MANAGED_ANNOTATIONS,
     MANAGED_BY,
@@ -153,8 +155,8 @@ def _pod(app: StreamApp, member: int) -> dict[str, Any]:
         "image": executor.image,
         "command": list(executor.command),
         "env": [*_env(app, member), {"name": "STREAMAPP_DRAIN_SECONDS", "value": str(drain)}],
-        "ports": [{"name": "http", "containerPort": 8080}],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}, "periodSeconds": 2},
+        "ports": [{"name": EXECUTOR_PORT_NAME, "containerPort": EXECUTOR_PORT}],
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": EXECUTOR_PORT}, "periodSeconds": 2},
         "securityContext": container_security_context(),
         "volumeMounts": [
             {"name": "state", "mountPath": STATE_MOUNT},
@@ -271,7 +273,7 @@ def headless_service(app: StreamApp) -> dict[str, Any]:
         "spec": {
             "clusterIP": "None",
             "selector": {APP_LABEL: name},
-            "ports": [{"name": "http", "port": 8080}],
+            "ports": [{"name": EXECUTOR_PORT_NAME, "port": EXECUTOR_PORT}],
             "publishNotReadyAddresses": True,
         },
     }

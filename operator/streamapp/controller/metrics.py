@@ -6,7 +6,16 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    start_http_server,
+)
 
 from streamapp.controller.status import task_counts
 from streamapp.rebalance import Assignment, LostMember, MemberView
@@ -25,6 +34,8 @@ class Metrics:
 
     def __post_init__(self) -> None:
         r = self.registry
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):  # memory, CPU, fds, GC
+            collector(registry=r)
         self.rebalances = Counter(
             "streamapp_rebalances_total", "Assignment generations produced", _LABELS, registry=r
         )

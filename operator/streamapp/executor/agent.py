@@ -29,7 +29,16 @@ from typing import Any
 from urllib.parse import urlparse
 
 from kubernetes import client, config
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE, LocalStoreKind
@@ -53,7 +62,7 @@ from streamapp.executor.state.blobstore import BlobStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import STORE_KINDS, LocalState, LocalStateError
 from streamapp.executor.state.retention import Retention, retention_of
-from streamapp.executor.task import Role, TaskConfig
+from streamapp.executor.task import Role, TaskConfig, TaskStatus
 from streamapp.rebalance.config import parse_duration
 
 log = logging.getLogger("streamapp.executor")
@@ -179,6 +188,8 @@ class RuntimeDataPlane:
 
     def __init__(self, executor: Executor, registry: CollectorRegistry) -> None:
         self.executor = executor
+        for collector in (ProcessCollector, PlatformCollector, GCCollector):  # memory, CPU, fds, GC
+            collector(registry=registry)
         self.lag = Gauge(
             "streamapp_executor_task_lag",
             "Records a copy still has to apply",
@@ -206,6 +217,19 @@ class RuntimeDataPlane:
             registry=registry,
         )
         self._full_restores_seen: dict[str, int] = {}
+        self.committed_records = Counter(
+            "streamapp_executor_committed_records",
+            "Input records the active task committed on this executor",
+            ["task"],
+            registry=registry,
+        )
+        self._committed_seen: dict[int, int] = {}
+        self.last_commit = Gauge(
+            "streamapp_executor_last_commit_timestamp_seconds",
+            "When the active task's last batch committed (an alert: no commit for N batch intervals)",
+            ["task"],
+            registry=registry,
+        )
         self.step_seconds = Histogram(
             "streamapp_executor_step_seconds",
             "One round of batches: one micro-batch per due active task, in one Spark job",
@@ -224,7 +248,8 @@ class RuntimeDataPlane:
         self.lag.clear()
         self.offset.clear()
         self.restored.clear()
-        for s in self.executor.status():
+        statuses = self.executor.status()
+        for s in statuses:
             rows.append(
                 TaskReport(
                     task=s.partition,
@@ -250,7 +275,21 @@ class RuntimeDataPlane:
             self.lag.labels(task=str(s.partition), role=s.role.value).set(s.lag)
             self.offset.labels(task=str(s.partition), role=s.role.value).set(s.applied_offset)
         self._count_full_restores()
+        self._count_commits(statuses)
         return rows
+
+    def _count_commits(self, statuses: list[TaskStatus]) -> None:
+        """Add the records each task committed since the last report; a task that came back to this
+        executor counts from zero again."""
+        self.last_commit.clear()
+        for s in statuses:
+            seen = self._committed_seen.get(s.partition, 0)
+            grown = s.committed_records - seen if s.committed_records >= seen else s.committed_records
+            if grown:
+                self.committed_records.labels(task=str(s.partition)).inc(grown)
+            self._committed_seen[s.partition] = s.committed_records
+            if s.last_commit_at is not None:
+                self.last_commit.labels(task=str(s.partition)).set(s.last_commit_at)
 
     def _count_full_restores(self) -> None:
         """Add the full restores counted since the last report (`RestoreMeter.fell_back`)."""

@@ -163,7 +163,8 @@ class TaskStatus:
     `restore_rows`, for an owning active task, is how many rows a copy with no local state would
     restore now (`Replica.cold_rows`): what the operator estimates a restore elsewhere by.
     `full_restores` / `full_restore_reason`: how often, and why last, a copy here that had local state
-    restored in full anyway (`Replica._fell_back`).
+    restored in full anyway (`Replica._fell_back`). `committed_records` counts the input records this
+    task committed on this executor, `last_commit_at` is when its last batch committed (wall clock).
     """
 
     partition: int
@@ -184,6 +185,8 @@ class TaskStatus:
     restore_rows: int | None = None
     full_restores: int = 0
     full_restore_reason: FullRestoreReason | None = None
+    committed_records: int = 0
+    last_commit_at: float | None = None
 
 
 class Task:
@@ -202,6 +205,8 @@ class Task:
         self.restored = False
         self.committed_offset = 0
         self.backlog = 0
+        self.committed_records = 0
+        self.last_commit_at: float | None = None
         self.batches_since_snapshot = 0
         self.snapshotting: Future[SnapshotWritten] | None = None
         self.swept_through = -1
@@ -384,6 +389,8 @@ class Task:
         if self.expiry is not None:
             changed = self.expiry.expire(self.replica.state, self.expiry.admit(changed))
         committed = self._commit(start, end, changed)
+        self.committed_records += end - start
+        self.last_commit_at = committed.committed_at
         self.replica.apply_own(committed, changed)
         if self.took_over_at is not None:
             self._first_committed(committed, end - start, self.took_over_at)
@@ -528,6 +535,8 @@ class Task:
             restore_rows=self.replica.cold_rows if self.owning else None,
             full_restores=self.replica.full_restores,
             full_restore_reason=self.replica.full_restore_reason,
+            committed_records=self.committed_records,
+            last_commit_at=self.last_commit_at,
         )
 
     def _store_epoch(self) -> int:
