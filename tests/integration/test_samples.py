@@ -8,6 +8,7 @@ generator's and the executors' pod specs get its selector and toleration).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -82,3 +83,41 @@ def test_streamapp_sample_processes_its_flowing_input_exactly_once(
     assert sum(log.end_offset(p) for p in range(partitions)) > 0
     for partition in range(partitions):
         check_partition(state, data / "output", log, partition)
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
+
+
+def test_an_overlay_sets_the_samples_image_everywhere_and_its_pods_pass_restricted(
+    api_client: client.ApiClient, kubeconfig_path: Path, namespace: str, tmp_path: Path
+) -> None:
+    """`images:` in an overlay rewrites the generator's and the executors' image (the StreamApp's field
+    through the base's kustomizeconfig.yaml); the generator's pod passes the `restricted` Pod Security
+    level on the real API server (a server-side dry run in a namespace that enforces it)."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = os.path.relpath(SAMPLES, overlay)  # kustomize takes relative paths only
+    overlay.joinpath("kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [base],
+                "images": [
+                    {"name": "streamapp", "newName": "registry.example.com/team/streamapp", "newTag": "9.9"}
+                ],
+            }
+        )
+    )
+    documents = list(yaml.safe_load_all(kubectl(kubeconfig_path, "kustomize", str(overlay))))
+    app = next(d for d in documents if d["kind"] == "StreamApp")
+    generator = next(d for d in documents if d["kind"] == "Deployment")
+    assert app["spec"]["executor"]["image"] == "registry.example.com/team/streamapp:9.9"
+    assert (
+        generator["spec"]["template"]["spec"]["containers"][0]["image"]
+        == "registry.example.com/team/streamapp:9.9"
+    )
+
+    core = client.CoreV1Api(api_client)
+    labels = {"pod-security.kubernetes.io/enforce": "restricted"}
+    core.patch_namespace(namespace, {"metadata": {"labels": labels}})
+    pod = {"metadata": {"name": "counts-input-check"}, "spec": generator["spec"]["template"]["spec"]}
+    core.create_namespaced_pod(namespace, pod, dry_run="All")  # refused with a 403 if it were not
