@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import multiprocessing
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state import storage
+from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest, advance, judge_conflict
 
@@ -90,3 +95,28 @@ def test_exactly_one_of_many_racing_processes_creates_the_file(tmp_path: Path) -
     assert results.count(True) == 1
     assert target.read_bytes() == f"writer {results.index(True)}".encode()
     assert not [p for p in target.parent.iterdir() if p.name.startswith(storage.TMP_PREFIX)]
+
+
+class CountingStore(FileStore):
+    """Counts existence probes."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.probes = 0
+
+    def exists(self, name: str) -> bool:
+        self.probes += 1
+        return super().exists(name)
+
+
+@given(st.integers(-1, 300), st.integers(0, 300))
+@settings(max_examples=40, deadline=None)
+def test_the_newest_manifest_is_found_in_logarithmically_many_probes(after: int, new: int) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        store = CountingStore(Path(root))
+        layout = StateLayout(store)
+        for seq in range(after + new + 1):
+            storage.ensure_dir(Path(root) / layout.commits(0))
+            (Path(root) / layout.manifest(0, seq)).write_bytes(b"{}")
+        assert manifests.latest_seq(layout, 0, after) == after + new
+        assert store.probes <= 2 * math.ceil(math.log2(new + 1)) + 1, (new, store.probes)

@@ -177,11 +177,27 @@ def newest(layout: StateLayout, partition: int, after: int) -> Manifest | None:
 
 
 def latest_seq(layout: StateLayout, partition: int, after: int) -> int:
-    """The highest existing sequence number, probing forward from `after` (which may itself be -1).
+    """The highest existing sequence number at or after `after` (which exists, or is -1).
 
-    Probing costs one stat (or HEAD) per new manifest instead of listing a folder that only grows.
+    Manifests are created in order, each only once its predecessor exists, so existence is monotone
+    above `after`: probes gallop (`after`+1, +2, +4, ...) to the first missing one, then bisect. About
+    2·log2(k) stats (or HEADs) for k new manifests, and one when there is none, where probing one by one
+    cost k + 1: a copy far behind asked that of the store at every status report. No folder is listed
+    (it only grows).
     """
-    seq = after
-    while layout.store.exists(layout.manifest(partition, seq + 1)):
-        seq += 1
-    return seq
+
+    def exists(seq: int) -> bool:
+        return layout.store.exists(layout.manifest(partition, seq))
+
+    found, step = after, 1
+    while exists(found + step):
+        found += step
+        step *= 2
+    missing = found + step
+    while missing - found > 1:
+        middle = (found + missing) // 2
+        if exists(middle):
+            found = middle
+        else:
+            missing = middle
+    return found
