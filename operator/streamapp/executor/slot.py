@@ -54,12 +54,18 @@ class Slot:
 
     def takeover_since(self) -> float | None:
         """When the task was made active, while its takeover has yet to finish (its new role may still
-        be pending, to be taken at its next unit); None otherwise."""
+        be pending, to be taken at its next unit) or the copy lane that finished it still holds the
+        task; None otherwise.
+
+        The last case: a takeover done, the task due, but its unit not yet released. The batch lane's
+        claim skips a held task, so a round started in that instant left it out, and it waited a whole
+        round more (a loaded CI run saw tasks handed over together ride two rounds)."""
         pending, since = self._pending, self._pending_since
         if pending is not None and pending[0] is Role.ACTIVE:
             return since
         task = self.task
-        return task.activated_at if task.taking_over else None
+        held_after_takeover = self._busy and task.due
+        return task.activated_at if task.taking_over or held_after_takeover else None
 
     def retire(self) -> None:
         """Drop the task: no unit starts after this, and a batch in flight has committed on return.
