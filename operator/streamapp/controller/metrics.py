@@ -10,14 +10,12 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    GCCollector,
     Histogram,
-    PlatformCollector,
-    ProcessCollector,
     start_http_server,
 )
 
 from streamapp.controller.status import task_counts
+from streamapp.processmetrics import register_process_metrics
 from streamapp.rebalance import Assignment, LostMember, MemberView
 
 _LABELS = ("namespace", "app")
@@ -34,8 +32,7 @@ class Metrics:
 
     def __post_init__(self) -> None:
         r = self.registry
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):  # memory, CPU, fds, GC
-            collector(registry=r)
+        register_process_metrics(r)
         self.rebalances = Counter(
             "streamapp_rebalances_total", "Assignment generations produced", _LABELS, registry=r
         )

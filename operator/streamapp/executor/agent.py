@@ -33,10 +33,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
-    GCCollector,
     Histogram,
-    PlatformCollector,
-    ProcessCollector,
     generate_latest,
 )
 
@@ -63,6 +60,7 @@ from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import STORE_KINDS, LocalState, LocalStateError
 from streamapp.executor.state.retention import Retention, retention_of
 from streamapp.executor.task import Role, TaskConfig, TaskStatus
+from streamapp.processmetrics import register_process_metrics
 from streamapp.rebalance.config import parse_duration
 
 log = logging.getLogger("streamapp.executor")
@@ -188,8 +186,7 @@ class RuntimeDataPlane:
 
     def __init__(self, executor: Executor, registry: CollectorRegistry) -> None:
         self.executor = executor
-        for collector in (ProcessCollector, PlatformCollector, GCCollector):  # memory, CPU, fds, GC
-            collector(registry=registry)
+        register_process_metrics(registry)
         self.lag = Gauge(
             "streamapp_executor_task_lag",
             "Records a copy still has to apply",
