@@ -474,9 +474,13 @@ class Task:
         sweep. It runs when the task is taken over, and with each snapshot (`_write_snapshot`, on the
         background thread) — not per batch, since it lists directories that grow with the history;
         whatever a crash interrupts, the next takeover sweeps again from the newest snapshot."""
-        decided = range(self.swept_through + 1, self.head.seq + 1)
-        self._settle([manifests.read(self.ctx.layout, self.partition, seq) for seq in decided])
+        self._sweep_between(self.swept_through, self.head.seq)
         self.swept_through = self.head.seq
+
+    def _sweep_between(self, swept: int, through: int) -> None:
+        """Settle every sequence in `(swept, through]` (see `sweep`)."""
+        decided = range(swept + 1, through + 1)
+        self._settle([manifests.read(self.ctx.layout, self.partition, seq) for seq in decided])
 
     def _settle(self, decided: Sequence[Manifest | None]) -> None:
         found = [m for m in decided if m is not None]
@@ -498,8 +502,7 @@ class Task:
         """Off the batch lane: remove the losers of the sequences decided since the last sweep, publish
         the state at `head`, then drop the snapshots and segments newer ones cover. Touches only the
         shared store (the lane collects the result)."""
-        decided = range(swept + 1, head.seq + 1)
-        self._settle([manifests.read(self.ctx.layout, self.partition, seq) for seq in decided])
+        self._sweep_between(swept, head.seq)
         table = build()
         changelog.write_snapshot(self.ctx.layout, self.partition, head, table)
         faults.reached("snapshot.written")

@@ -138,7 +138,8 @@ def compact(layout: StateLayout, partition: int, retention: Retention, now: floa
     by_seq: dict[int, int] = {}
     for name, size in sizes.items():
         if name.endswith(".parquet"):
-            by_seq[file_seq(name)] = by_seq.get(file_seq(name), 0) + size
+            seq = file_seq(name)
+            by_seq[seq] = by_seq.get(seq, 0) + size
     decision = retention_rules.decide(
         read_marks(layout, partition), by_seq, file_seq(kept[-1]), retention, now
     )
