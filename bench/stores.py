@@ -44,8 +44,17 @@ rate of one partition (newest snapshot + 10 changelog segments). The S3 server i
 signing, the server's own storage), not of AWS S3 over a network, where each request adds a round trip."""
 
 
-def batch_row(store: BlobStore, label: str, log: FileLog, per_batch: int) -> str:
-    """Both partitions active on one executor until the log is consumed; per-batch wall times."""
+RUNS = 3
+
+
+def spread(values: list[float], digits: int = 0) -> str:
+    """The median of the runs, and their range in brackets."""
+    return f"{statistics.median(values):,.{digits}f} ({min(values):,.{digits}f}–{max(values):,.{digits}f})"
+
+
+def batch_run(store: BlobStore, log: FileLog, per_batch: int) -> tuple[list[float], float]:
+    """Both partitions active on one executor until the log is consumed: per-batch wall times (ms) and
+    input records per second."""
     executor = Executor(
         StateLayout(store.child("state")),
         log,
@@ -66,21 +75,31 @@ def batch_row(store: BlobStore, label: str, log: FileLog, per_batch: int) -> str
             if executor.tasks[partition].step():
                 batch_ms.append(1000 * (time.perf_counter() - start))
                 busy = True
-    seconds = time.perf_counter() - began
-    p95 = statistics.quantiles(batch_ms, n=20)[-1] if len(batch_ms) >= 20 else max(batch_ms)
+    executor.context.background.wait()
+    return batch_ms, records / (time.perf_counter() - began)
+
+
+def batch_row(label: str, per_batch: int, runs: list[tuple[list[float], float]]) -> str:
+    """Median p50 and p95 and throughput over the runs, with the range of p50 and of throughput."""
+    p50s = [statistics.median(ms) for ms, _ in runs]
+    p95s = [statistics.quantiles(ms, n=20)[-1] if len(ms) >= 20 else max(ms) for ms, _ in runs]
     return (
-        f"| {label} | {per_batch:,} | {len(batch_ms)} | {statistics.median(batch_ms):,.0f} | {p95:,.0f} "
-        f"| {records / seconds:,.0f} |"
+        f"| {label} | {per_batch:,} | {len(runs[0][0])} | {spread(p50s)} | {statistics.median(p95s):,.0f} "
+        f"| {spread([rate for _, rate in runs])} |"
     )
 
 
 def restore_row(store: BlobStore, label: str, keys: int) -> str:
-    layout = StateLayout(store.child("restore"))
-    write_history(layout, keys, 10, snapshot=True)
-    with timed() as took:
-        replica = rebuild(layout, 0)
-    assert len(replica.state) == keys
-    return f"| {label} | {keys:,} | {took[0]:.2f} | {2 * keys / took[0]:,.0f} |"
+    """The same history restored `RUNS` times, each written anew under its own folder."""
+    seconds = []
+    for run in range(RUNS):
+        layout = StateLayout(store.child(f"restore-{run}"))
+        write_history(layout, keys, 10, snapshot=True)
+        with timed() as took:
+            replica = rebuild(layout, 0)
+        assert len(replica.state) == keys
+        seconds.append(took[0])
+    return f"| {label} | {keys:,} | {spread(seconds, 2)} | {spread([2 * keys / s for s in seconds])} |"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         lines += [
             f"## Micro-batch latency ({records:,} records over 2 partitions, 5,000 keys)",
             "",
+            f"Each case run {RUNS} times, the stores taking turns: the median, and the range in brackets.",
+            "",
             "| store | records/batch | batches | p50 ms/batch | p95 ms/batch | records/s |",
             "|---|---:|---:|---:|---:|---:|",
         ]
@@ -118,15 +139,20 @@ def main(argv: list[str] | None = None) -> int:
         # throwaway run, so neither store's first measured batch size carries them.
         warm = FileLog(root / "log-warmup")
         generate(warm, GenerateSpec(partitions=2, count=20_000, keys=5_000, seed=3, chunk=2_000))
-        batch_row(FileStore(root / "warmup"), "warmup", warm, 1_000)
+        batch_run(FileStore(root / "warmup"), warm, 1_000)
         for per_batch in (1_000, 10_000):
             log = FileLog(root / f"log-{per_batch}")
             generate(log, GenerateSpec(partitions=2, count=records, keys=5_000, seed=7, chunk=2 * per_batch))
-            for label, store in stores:
-                lines.append(batch_row(store.child(f"b{per_batch}"), label, log, per_batch))
+            runs: dict[str, list[tuple[list[float], float]]] = {label: [] for label, _ in stores}
+            for run in range(RUNS):  # the stores take turns within each run
+                for label, store in stores:
+                    runs[label].append(batch_run(store.child(f"b{per_batch}-{run}"), log, per_batch))
+            lines += [batch_row(label, per_batch, runs[label]) for label, _ in stores]
         lines += [
             "",
             "## Restore (newest snapshot + 10 changelog segments, one partition)",
+            "",
+            f"Each restore run {RUNS} times: the median, and the range in brackets.",
             "",
             "| store | keys | seconds | rows applied/s |",
             "|---|---:|---:|---:|",
