@@ -39,7 +39,7 @@ from streamapp.executor.io.sink import FileSink
 from streamapp.executor.io.source import SPARK_SCHEMA, FileLog
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.spark import session
-from streamapp.executor.state import changelog
+from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Head, Kind, Manifest
@@ -316,7 +316,7 @@ def write_history(layout: StateLayout, keys: int, segments: int, snapshot: bool)
     if snapshot:
         manifests.create(layout, 0, Manifest(seq=0, epoch=1, kind=Kind.BATCH, start=0, end=keys))
         head = Head(seq=0, offset=keys, epoch=1)
-        changelog.write_snapshot(layout, 0, head, rows_table(dict.fromkeys(names, 1), "long"))
+        snapshots.write_table(layout, 0, head, rows_table(dict.fromkeys(names, 1), "long"), "long")
     size = keys // segments
     for index in range(segments):
         rows = dict.fromkeys(names[index * size : (index + 1) * size], index + 2)

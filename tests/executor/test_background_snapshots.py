@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
-from streamapp.executor.state import changelog
+from streamapp.executor.state import snapshots
 from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
 
@@ -50,10 +50,10 @@ def test_rounds_go_on_while_a_snapshot_is_held_at_its_upload(spark: SparkSession
         assert executor.step() > 0
     after = {p: task.head.seq for p, task in executor.tasks.items()}
     assert all(after[p] >= held[p] + 6 for p in held), (held, after)
-    assert changelog.snapshots_newest_first(layout, 0) == [], "the held snapshot is not published yet"
+    assert snapshots.newest_first(layout, 0) == [], "the held snapshot is not published yet"
     assert all(task.snapshotting is not None for task in executor.tasks.values()), "one at a time"
     state.release.set()
     executor.run_until_idle()
     for partition in (0, 1):
-        assert changelog.snapshots_newest_first(layout, partition), "published once released"
+        assert snapshots.newest_first(layout, partition), "published once released"
         check_partition(layout, tmp_path / "outputs", log, partition)

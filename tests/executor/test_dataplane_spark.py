@@ -19,6 +19,7 @@ from streamapp.executor.merge import resolve
 from streamapp.executor.pipeline import Pipeline
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.state import changelog
+from streamapp.executor.state import snapshots as snapshot_files
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.replica import Replica, rebuild
 from streamapp.executor.task import TaskConfig
@@ -58,7 +59,7 @@ def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
     assert lagging.head.seq == 1
     owner.run_until_idle()
 
-    snapshots = sorted(changelog.file_seq(p) for p in layout.store.names(layout.snapshots(0)))
+    snapshots = sorted(snapshot_files.seq_of(p) for p in layout.store.names(layout.snapshots(0)))
     segments = sorted(changelog.file_seq(p) for p in layout.store.names(layout.changelog(0)))
     assert snapshots == [9, 12]
     assert segments == [10, 11, 12], "segments the oldest kept snapshot contains are deleted"

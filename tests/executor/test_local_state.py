@@ -17,7 +17,7 @@ from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.state import changelog
+from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
 from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
@@ -179,7 +179,7 @@ def test_a_member_returning_after_200_batches_within_its_retention_replays_only_
     assert [(m.member, m.seq) for m in changelog.read_marks(layout, 0) if m.member == "a"] == [
         ("a", checkpoint.head.seq)
     ]
-    assert len(changelog.snapshots_newest_first(layout, 0)) == 2, "snapshots were taken and pruned"
+    assert len(snapshots.newest_first(layout, 0)) == 2, "snapshots were taken and pruned"
     delta = rows_after(layout, checkpoint.head.seq)
     task = come_back(tmp_path, log, tmp_path / "local-a", "memory")
     assert task.restored_blocking == delta > 0 and task.full_restores == 0

@@ -92,3 +92,23 @@ def test_a_server_that_ignores_conditional_writes_is_refused_with_a_clear_error(
     # What the check protects against: on such a server both racing owners "win" the same manifest.
     assert store.create("commits/p=0/000000000000.json", b"owner a")
     assert store.create("commits/p=0/000000000000.json", b"owner b")
+
+
+def test_large_blobs_stream_in_parts_and_appear_only_whole(s3_uri: str) -> None:
+    store = s3store.S3Store.from_uri(s3_uri, part_bytes=5 << 20)  # S3's smallest part
+    blob = bytes(range(256)) * (48 * 1024)  # 12 MiB: three parts
+    with store.writer("runs/p=0/big.arrows") as stream:
+        for start in range(0, len(blob), 1 << 20):
+            stream.write(blob[start : start + (1 << 20)])
+            assert not store.exists("runs/p=0/big.arrows"), "nothing is visible before the end"
+        assert len(stream.parts) == 2, "full parts are uploaded as they fill"
+    with store.reader("runs/p=0/big.arrows") as stream:
+        assert stream.read() == blob
+    with pytest.raises(RuntimeError, match="writer died"), store.writer("runs/p=0/torn.arrows") as stream:
+        stream.write(blob)
+        raise RuntimeError("writer died")
+    assert not store.exists("runs/p=0/torn.arrows"), "a failed upload publishes nothing"
+    uploads = store.client.list_multipart_uploads(Bucket=store.bucket).get("Uploads", [])
+    assert [u for u in uploads if u["Key"].endswith("torn.arrows")] == [], "and is aborted"
+    with pytest.raises(FileNotFoundError), store.reader("runs/p=0/none.arrows"):
+        pass

@@ -38,7 +38,7 @@ from streamapp.executor.io.sink import Sink
 from streamapp.executor.io.source import Source
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
-from streamapp.executor.state import changelog
+from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.expiry import Expiry
 from streamapp.executor.state.layout import StateLayout
@@ -278,9 +278,7 @@ class Task:
         if self.replica.resume():
             # The newest snapshot's writer swept everything before it; later decided sequences are
             # swept again at takeover.
-            self.swept_through = min(
-                self.head.seq, changelog.newest_snapshot_seq(self.ctx.layout, self.partition)
-            )
+            self.swept_through = min(self.head.seq, snapshots.newest_seq(self.ctx.layout, self.partition))
             return 1
         loaded = self.replica.load_snapshot()
         self.swept_through = self.head.seq  # the snapshot's writer swept everything before it
@@ -488,27 +486,25 @@ class Task:
         self.ctx.sink.settle(self.partition, {m.seq: m.outputs for m in found})
 
     def snapshot(self) -> None:
-        """Take a consistent copy of the state at the head on the batch lane (cheap) and publish it on
-        the background thread (`_write_snapshot`)."""
+        """Start publishing the state at the head on the background thread (`_write_snapshot`). The lane
+        hands over only the head: the snapshot is built from the shared store (`snapshots.write`)."""
         head, swept, rows_before = self.head, self.swept_through, self.replica.cold_rows
-        build = self.replica.state.snapshot_source(self.ctx.pipeline.value_type)
         self.batches_since_snapshot = 0
-        work = partial(self._write_snapshot, head, swept, rows_before, build)
+        work = partial(self._write_snapshot, head, swept, rows_before)
         self.snapshotting = self.ctx.background.submit(f"partition {self.partition}: snapshot", work)
 
-    def _write_snapshot(
-        self, head: Head, swept: int, rows_before: int, build: Callable[[], pa.Table]
-    ) -> SnapshotWritten:
+    def _write_snapshot(self, head: Head, swept: int, rows_before: int) -> SnapshotWritten:
         """Off the batch lane: remove the losers of the sequences decided since the last sweep, publish
-        the state at `head`, then drop the snapshots and segments newer ones cover. Touches only the
-        shared store (the lane collects the result)."""
+        the state at `head`, then drop the snapshots, runs and segments newer ones cover. Touches only
+        the shared store (the lane collects the result)."""
         self._sweep_between(swept, head.seq)
-        table = build()
-        changelog.write_snapshot(self.ctx.layout, self.partition, head, table)
+        layout, partition, config = self.ctx.layout, self.partition, self.ctx.config
+        written = snapshots.write(layout, partition, head, self.ctx.pipeline.value_type)
         faults.reached("snapshot.written")
-        changelog.prune_snapshots(self.ctx.layout, self.partition, self.ctx.config.keep_snapshots)
-        changelog.compact(self.ctx.layout, self.partition, self.ctx.config.retention, time.time())
-        return SnapshotWritten(head.seq, table.num_rows, rows_before)
+        snapshots.prune(layout, partition, config.keep_snapshots)
+        covered = snapshots.covered_seq(layout, partition, config.keep_snapshots)
+        changelog.compact(layout, partition, covered, config.retention, time.time())
+        return SnapshotWritten(head.seq, written.rows, rows_before)
 
     def status(self) -> TaskStatus:
         """Current progress; a copy re-reads the owner's position so even a never-stepped one reports lag."""

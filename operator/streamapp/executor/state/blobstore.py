@@ -19,12 +19,25 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 from urllib.parse import urlparse
 
 from streamapp.executor.state import storage
 from streamapp.executor.state.keys import join
+
+
+class Writable(Protocol):
+    """Where a streamed blob is written (`BlobStore.writer`)."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+
+class Readable(Protocol):
+    """A streamed blob being read (`BlobStore.reader`): `read(n)` returns b"" at the end."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class BlobStore(Protocol):
@@ -40,6 +53,16 @@ class BlobStore(Protocol):
 
     def create(self, name: str, data: bytes) -> bool:
         """Publish `data` under `name` only if no blob has that name; True if this call created it."""
+        ...
+
+    def writer(self, name: str) -> AbstractContextManager[Writable]:
+        """A stream to write a blob of any size into, in bounded memory; published under `name` whole
+        when the block ends without an error, and never when it raises."""
+        ...
+
+    def reader(self, name: str) -> AbstractContextManager[Readable]:
+        """The blob as a stream read front to back in bounded memory; FileNotFoundError when it does
+        not exist."""
         ...
 
     def exists(self, name: str) -> bool: ...
@@ -93,6 +116,12 @@ class FileStore:
 
     def create(self, name: str, data: bytes) -> bool:
         return storage.create_exclusive(self.path(name), data)
+
+    def writer(self, name: str) -> AbstractContextManager[BinaryIO]:
+        return storage.atomic_writer(self.path(name))
+
+    def reader(self, name: str) -> AbstractContextManager[BinaryIO]:
+        return open(self.path(name), "rb")
 
     def exists(self, name: str) -> bool:
         return self.path(name).exists()

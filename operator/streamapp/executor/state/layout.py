@@ -3,7 +3,8 @@
 ```
 <state>/commits/p=<P>/<seq>.json            commit manifests (the only source of truth)
 <state>/changelog/p=<P>/<seq>-e<epoch>-<id>.parquet   changelog segments: the rows a batch changed
-<state>/snapshots/p=<P>/<seq>.parquet       full state of the partition after commit <seq>
+<state>/snapshots/p=<P>/<seq>.json          state of the partition after commit <seq>: a list of runs
+<state>/runs/p=<P>/<seq>-<id>.arrows        sorted runs the snapshots list (see `snapshots`)
 <state>/checkpoints/p=<P>/<member>.json     marks: which seq a member's local checkpoint holds, and when
 <sink>/p=<P>/<seq>-e<epoch>-<id>.parquet    outputs (the default file sink)
 ```
@@ -47,7 +48,10 @@ class StateLayout:
         return partition_dir("snapshots", partition)
 
     def snapshot(self, partition: int, seq: int) -> str:
-        return f"{self.snapshots(partition)}/{seq:012d}.parquet"
+        return f"{self.snapshots(partition)}/{seq:012d}.json"
+
+    def runs(self, partition: int) -> str:
+        return partition_dir("runs", partition)
 
     def marks(self, partition: int) -> str:
         return partition_dir("checkpoints", partition)

@@ -130,13 +130,6 @@ class LmdbStore:
     def to_table(self, value_type: str) -> pa.Table:
         return items_table(self.items(), value_type)
 
-    def snapshot_source(self, value_type: str) -> Callable[[], pa.Table]:
-        """Read now, on the calling thread: a read transaction left open on another thread would block
-        the map resize an upsert may need (LMDB allows it only with no transaction open in the
-        process), and `clear` closes the environment. Encoding and upload still run off the lane."""
-        table = self.to_table(value_type)
-        return lambda: table
-
     def clear(self) -> None:
         self._end_reads()
         self.env.close()

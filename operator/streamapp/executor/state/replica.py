@@ -19,19 +19,23 @@ counts it with its reason (`full_restores`, the executor's `RestoreMeter`): neve
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from streamapp.api.member import FullRestoreReason
 from streamapp.executor import faults
-from streamapp.executor.state import changelog
+from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import Checkpoint, LocalState, digest
 from streamapp.executor.state.manifest import Head, Kind, Manifest
 from streamapp.executor.state.restores import RestoreMeter
 from streamapp.executor.state.retention import Mark
+from streamapp.executor.state.runs import CorruptRun
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
+
+log = logging.getLogger(__name__)
 
 
 class Replica:
@@ -168,29 +172,36 @@ class Replica:
             self.checkpoint()
 
     def load_snapshot(self) -> int:
-        """Start from the newest trustworthy snapshot; returns the keys loaded (0 if none).
+        """Start from the newest trustworthy snapshot; returns the rows loaded (0 if none).
 
-        A snapshot is trusted when manifest `seq` still exists with the snapshot's epoch and offset. One
-        pruned while being read is skipped for the next older one.
+        A snapshot is trusted when manifest `seq` still exists with the snapshot's epoch and offset
+        (`snapshots.trusted`). One pruned while being read, or with a run that fails its checksum, is
+        skipped for the next older one, and what it applied is cleared.
         """
-        for name in changelog.snapshots_newest_first(self.layout, self.partition):
-            with self.meter.timing() as timed:
-                try:
-                    table = changelog.read_table(self.layout, name)
-                    head = changelog.snapshot_head(table)
-                except FileNotFoundError:
-                    continue
-                committed = manifests.read(self.layout, self.partition, head.seq)
-                if committed is None or committed.epoch != head.epoch or committed.end != head.offset:
-                    continue
-                if self.local is not None and self.opened:
-                    self.local.forget(self.partition)
+        for name in snapshots.newest_first(self.layout, self.partition):
+            try:
+                found = snapshots.read(self.layout, name)
+            except FileNotFoundError:
+                continue
+            if not snapshots.trusted(self.layout, self.partition, found):
+                continue
+            if self.local is not None and self.opened:
+                self.local.forget(self.partition)
+            self.state.clear()
+            loaded = 0
+            try:
+                with self.meter.timing() as timed:
+                    for table in snapshots.tables(self.layout, found):
+                        rows = self.state.apply_table(table)
+                        timed.append(rows)
+                        loaded += rows
+            except (FileNotFoundError, CorruptRun) as error:
+                log.warning("partition %d: snapshot %s not restored (%s)", self.partition, name, error)
                 self.state.clear()
-                loaded = self.state.apply_table(table)
-                timed.append(loaded)
+                continue
             self._restored(loaded)
             self.cold_rows = loaded
-            self.head = head
+            self.head = found.head
             return loaded
         return 0
 

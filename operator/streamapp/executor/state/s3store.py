@@ -9,6 +9,10 @@ Mapping of the protocol's needs onto what the S3 API promises, nothing more:
   checks this against the test server). A 409 (a conflicting write in flight) is retried.
 * reads are `GetObject`/`HeadObject`, listings `ListObjectsV2`; S3 gives strong read-after-write and
   list-after-write consistency for them, which is what the manifest probing and the sweeps assume.
+* a blob of any size (a snapshot's runs, `writer`) is streamed: a single `PutObject` when it fits in
+  one part, else a multipart upload whose object appears only at `CompleteMultipartUpload`, whole. One
+  part is held in memory at a time. An upload that fails is aborted; one a crash interrupts leaves
+  invisible parts, which a bucket lifecycle rule (`AbortIncompleteMultipartUpload`) removes.
 
 Connection settings come from the standard AWS environment, so the operator only sets env vars on the
 pods: `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) for a non-AWS server, `AWS_REGION`, and credentials
@@ -18,6 +22,7 @@ default AWS chain (web identity / pod identity / instance profile).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -34,6 +39,8 @@ _ENDPOINT_VARS = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 _MISSING = ("404", "NoSuchKey", "NotFound")
 _CONFLICT_RETRIES = 5
 PROBE_FOLDER = "_streamapp/conditional-write-probes"
+PART_BYTES = 32 << 20
+"""Bytes per part of a multipart upload (S3 allows 5 MiB to 5 GiB, and 10,000 parts: 320 GiB a blob)."""
 
 
 class ConditionalWritesIgnored(ValueError):
@@ -66,18 +73,64 @@ def _code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+class MultipartWriter:
+    """The stream `S3Store.writer` hands out: bytes are gathered into parts of `part_bytes`, each
+    uploaded when full; `finish` publishes the object (one PutObject when it never filled a part)."""
+
+    def __init__(self, client: Any, bucket: str, key: str, part_bytes: int) -> None:
+        self.client = client
+        self.bucket = bucket
+        self.key = key
+        self.part_bytes = part_bytes
+        self.buffer = bytearray()
+        self.upload_id: str | None = None
+        self.parts: list[dict[str, Any]] = []
+
+    def write(self, data: bytes, /) -> int:
+        self.buffer += data
+        while len(self.buffer) >= self.part_bytes:
+            self._upload_part(bytes(self.buffer[: self.part_bytes]))
+            del self.buffer[: self.part_bytes]
+        return len(data)
+
+    def _upload_part(self, body: bytes) -> None:
+        if self.upload_id is None:
+            started = self.client.create_multipart_upload(Bucket=self.bucket, Key=self.key)
+            self.upload_id = str(started["UploadId"])
+        number = len(self.parts) + 1
+        done = self.client.upload_part(
+            Bucket=self.bucket, Key=self.key, UploadId=self.upload_id, PartNumber=number, Body=body
+        )
+        self.parts.append({"PartNumber": number, "ETag": done["ETag"]})
+
+    def finish(self) -> None:
+        if self.upload_id is None:
+            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=bytes(self.buffer))
+            return
+        if self.buffer:
+            self._upload_part(bytes(self.buffer))
+        self.client.complete_multipart_upload(
+            Bucket=self.bucket, Key=self.key, UploadId=self.upload_id, MultipartUpload={"Parts": self.parts}
+        )
+
+    def abort(self) -> None:
+        if self.upload_id is not None:
+            self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.key, UploadId=self.upload_id)
+
+
 class S3Store:
     """Blobs under `s3://bucket/prefix/`; names are keys relative to the prefix."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+    def __init__(self, client: Any, bucket: str, prefix: str, part_bytes: int = PART_BYTES) -> None:
         self.client = client
         self.bucket = bucket
         self.prefix = prefix.strip("/")
+        self.part_bytes = part_bytes
 
     @staticmethod
-    def from_uri(uri: str, client: Any = None) -> S3Store:
+    def from_uri(uri: str, client: Any = None, part_bytes: int = PART_BYTES) -> S3Store:
         bucket, prefix = parse_uri(uri)
-        return S3Store(client if client is not None else client_from_env(), bucket, prefix)
+        return S3Store(client if client is not None else client_from_env(), bucket, prefix, part_bytes)
 
     def __repr__(self) -> str:
         return f"S3Store({self.describe()})"
@@ -96,6 +149,30 @@ class S3Store:
 
     def put(self, name: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self.key(name), Body=data)
+
+    @contextlib.contextmanager
+    def writer(self, name: str) -> Iterator[MultipartWriter]:
+        upload = MultipartWriter(self.client, self.bucket, self.key(name), self.part_bytes)
+        try:
+            yield upload
+            upload.finish()
+        except BaseException:
+            with contextlib.suppress(ClientError):  # the first error is the one worth raising
+                upload.abort()
+            raise
+
+    @contextlib.contextmanager
+    def reader(self, name: str) -> Iterator[Any]:
+        try:
+            body = self.client.get_object(Bucket=self.bucket, Key=self.key(name))["Body"]
+        except ClientError as error:
+            if _code(error) in _MISSING:
+                raise FileNotFoundError(self.uri(name)) from error
+            raise
+        try:
+            yield body
+        finally:
+            body.close()
 
     def create(self, name: str, data: bytes) -> bool:
         """Conditional PUT. A 412 whose winner holds exactly `data` is this call's own earlier attempt
@@ -183,7 +260,7 @@ class S3Store:
         return [(name, name) for name in self.names(folder)]  # PUTs are atomic: no temporary names
 
     def child(self, folder: str) -> S3Store:
-        return S3Store(self.client, self.bucket, self.key(folder))
+        return S3Store(self.client, self.bucket, self.key(folder), self.part_bytes)
 
     def uri(self, name: str = "") -> str:
         return f"s3://{self.bucket}/{join(self.prefix, name)}"

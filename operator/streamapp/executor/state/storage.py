@@ -25,6 +25,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 TMP_PREFIX = ".tmp-"
 
@@ -81,6 +82,25 @@ def write_atomic(final: Path, data: bytes) -> None:
     tmp = temp_path(final)
     _write_synced(tmp, data)
     os.replace(tmp, final)
+    fsync_dir(final.parent)
+
+
+@contextlib.contextmanager
+def atomic_writer(final: Path) -> Iterator[BinaryIO]:
+    """A file to stream a large blob into, published at `final` whole when the block ends without an
+    error (as `write_atomic`, without holding the bytes in memory) and removed when it raises.
+    Python's buffered file writes every byte it is given (it loops over short writes itself)."""
+    ensure_dir(final.parent)
+    tmp = temp_path(final)
+    try:
+        with open(tmp, "xb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(final.parent)
 
 

@@ -18,7 +18,7 @@ state of every copy, through the changelog).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
@@ -108,11 +108,6 @@ class KeyedStore(Protocol):
 
     def to_table(self, value_type: str) -> pa.Table: ...
 
-    def snapshot_source(self, value_type: str) -> Callable[[], pa.Table]:
-        """The state as it is now, as a table built later on another thread while this store changes
-        (a snapshot beside the batches): whatever must happen now happens here, the rest in the call."""
-        ...
-
     def clear(self) -> None:
         """Forget everything (before a full restore replaces the state)."""
 
@@ -172,12 +167,6 @@ class MemoryStore:
 
     def to_table(self, value_type: str) -> pa.Table:
         return items_table(self.values.items(), value_type)
-
-    def snapshot_source(self, value_type: str) -> Callable[[], pa.Table]:
-        """A shallow copy of the dict now (values are immutable scalars); the table is built from it
-        later, off the batch lane."""
-        frozen = dict(self.values)
-        return lambda: items_table(frozen.items(), value_type)
 
     def clear(self) -> None:
         self.values = {}
