@@ -52,7 +52,7 @@ from streamapp.executor.io.kafkasource import KafkaSource
 from streamapp.executor.io.sink import FileSink, Sink
 from streamapp.executor.io.source import FileLog, Source
 from streamapp.executor.membership import ClientSettings, MembershipClient, report_setup_error
-from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.runtime import LOG_FORMAT, Executor, Target
 from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.state import blobstore
 from streamapp.executor.state.blobstore import BlobStore
@@ -336,7 +336,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start Spark, serve health, follow the member's target until SIGTERM, then hand everything back."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     try:
         settings = PodSettings.from_env(os.environ)
     except (SetupError, ValueError) as error:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import threading
@@ -24,7 +25,7 @@ from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.sink import FileSink
 from streamapp.executor.io.source import FileLog
-from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.runtime import LOG_FORMAT, Executor, Target
 from streamapp.executor.spark import SparkSettings, session
 from streamapp.executor.state import blobstore
 from streamapp.executor.state.layout import StateLayout
@@ -146,6 +147,7 @@ def _status_json(executor: Executor) -> bytes:
 
 
 def run_dataplane(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     executor = build_executor(args)
     executor.apply(
         Target(

@@ -39,6 +39,8 @@ from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.task import Role, Task, TaskConfig, TaskContext, TaskStatus
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""How an executor process (a member pod, `streamapp dataplane`) logs to stderr."""
 TAKEOVER_GRACE_SECONDS = 0.3
 """How long the batch lane holds a round for a takeover under way (a caught-up copy's takes a few
 hundredths of a second: the old owner's last batch to apply and a fence to write), counted from the

@@ -8,8 +8,9 @@ restarted member re-opens it at once (the memory store re-reads its whole file).
 entries exactly for free. Its costs: a larger file (no compression) and a map size that
 must be reserved up front (grown here when it fills).
 
-Every batch is one write transaction, committed without an fsync (an fsync per batch of 10,000 random
-updates cost ~4× the batch itself: each update dirties its own B-tree page); `persist` syncs before a
+A batch is written in transactions of `TXN_ROWS` rows (`upsert` says why), each committed without an
+fsync (an fsync per batch of 10,000 random updates cost ~4× the batch itself: each update dirties its
+own B-tree page); `persist` syncs before a
 checkpoint names the store, so the database never holds less than its checkpoint, and never anything
 uncommitted. What survives depends on the stop:
 
@@ -43,6 +44,8 @@ OPEN_MARKER = "open-since-boot"
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 # Virtual address space reserved at first; doubled whenever a write finds the map full.
 INITIAL_MAP_BYTES = 1 << 30
+TXN_ROWS = 5_000
+"""Rows per write transaction (`LmdbStore.upsert`): at most this many dirty pages held in memory."""
 
 Codec = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 CODECS: dict[str, Codec] = {
@@ -106,7 +109,16 @@ class LmdbStore:
                 yield bytes(key).decode(), self.decode(value)
 
     def upsert(self, keys: Sequence[str], values: Sequence[Any]) -> None:
+        """One write transaction per `TXN_ROWS` rows: LMDB holds every page a transaction dirties in
+        memory until it commits (and keeps those buffers for reuse), so with random keys a transaction
+        of a whole batch costs a page per row — memory that grew with the state until the batch size
+        capped it. Splitting a batch is safe: a crash replays the changelog from the checkpoint."""
         self._end_reads()
+        for start in range(0, len(keys), TXN_ROWS):
+            self._write(keys[start : start + TXN_ROWS], values[start : start + TXN_ROWS])
+        self.count = self._entries()
+
+    def _write(self, keys: Sequence[str], values: Sequence[Any]) -> None:
         while True:
             try:
                 with self.env.begin(write=True) as txn:
@@ -115,7 +127,6 @@ class LmdbStore:
                             txn.delete(key.encode())
                         else:
                             txn.put(key.encode(), self.encode(value))
-                self.count = self._entries()
                 return
             except lmdb.MapFullError:
                 self.env.set_mapsize(self.env.info()["map_size"] * 2)

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import PurePosixPath
 
 import pyarrow as pa
@@ -135,20 +137,30 @@ def tables(layout: StateLayout, snapshot: Snapshot) -> Iterator[pa.Table]:
 def write(layout: StateLayout, partition: int, head: Head, value_type: str) -> Snapshot:
     """Publish the state after commit `head.seq`: the newest usable snapshot's runs, runs of the rows
     the accepted manifests since changed, merged by size tiers as they come. Returns what was published."""
+    began = time.monotonic()
     arrow = arrow_type(value_type)
     base = _base(layout, partition, head, arrow)
-    folder = layout.runs(partition)
+    name = partial(runs.unique_name, layout.runs(partition), head.seq)
     kept = list(base.runs)
+    uploaded = 0
     for delta in _deltas(layout, partition, base.head, head):
-        kept.append(runs.write(layout.store, runs.unique_name(folder, head.seq), arrow, [delta]))
+        kept.append(runs.write(layout.store, name(), arrow, [delta]))
+        uploaded += kept[-1].size
         while count := tiers.merge_count([run.rows for run in kept]):
-            bottom = count == len(kept)
-            merged = runs.merge(
-                layout.store, kept[-count:], runs.unique_name(folder, head.seq), arrow, bottom
-            )
+            merged = runs.merge(layout.store, kept[-count:], name(), arrow, bottom=count == len(kept))
             kept = kept[:-count] + ([merged] if merged.rows else [])
+            uploaded += merged.size
     snapshot = Snapshot(head, tuple(kept))
     layout.store.put(layout.snapshot(partition, head.seq), snapshot.to_json())
+    log.info(
+        "partition %d: snapshot at seq %d: %d runs, %d rows; uploaded %d bytes in %.1f s",
+        partition,
+        head.seq,
+        len(kept),
+        snapshot.rows,
+        uploaded,
+        time.monotonic() - began,
+    )
     return snapshot
 
 
