@@ -76,8 +76,8 @@ class RocksStore:
             self.upsert(chunk.column("key").to_pylist(), chunk.column("value").to_pylist())
         return int(table.num_rows)
 
-    def persist(self) -> None:
-        self.db.flush(True)
+    def persister(self) -> Any:
+        return lambda: self.db.flush(True)
 
     def close(self) -> None:
         self.db.flush(True)
@@ -123,7 +123,7 @@ def measure(kind: str, keys: int, snapshot: Path, workdir: Path) -> dict[str, fl
         merges.append(time.perf_counter() - started)
     figures["merge_ms"] = statistics.median(merges) * 1000
     started = time.perf_counter()
-    store.persist()
+    store.persister()()
     figures["persist_s"] = time.perf_counter() - started
     figures["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     store.close()

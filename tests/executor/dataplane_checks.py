@@ -11,11 +11,14 @@ from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.sink import FileSink, accepted_manifests, committed_outputs
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor
+from streamapp.executor.state import changelog
+from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.blobstore import BlobStore, FileStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
-from streamapp.executor.state.manifest import Kind
+from streamapp.executor.state.manifest import Head, Kind, Manifest
 from streamapp.executor.state.replica import rebuild
+from streamapp.executor.state.stores import rows_table
 from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"
@@ -97,3 +100,14 @@ def executor_for(
         TaskConfig(owner=member, **config),
         local=local,
     )
+
+
+def commit(layout: StateLayout, head: Head, rows: dict[str, Any], epoch: int = 1) -> Head:
+    """Append one batch that changed `rows` to partition 0's history."""
+    seq = head.next_seq
+    segment = changelog.write_segment(layout, 0, seq, epoch, rows_table(rows, "long"))
+    found = Manifest(
+        seq=seq, epoch=epoch, kind=Kind.BATCH, start=head.offset, end=head.offset + 1, segments=(segment,)
+    )
+    manifests.create(layout, 0, found)
+    return manifests.advance(head, found).head

@@ -5,11 +5,14 @@ committed state either way."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from dataplane_checks import check_partition, executor_for
+from dataplane_checks import check_partition, commit, executor_for
 from pyspark.sql import SparkSession
 
 from streamapp.api.streamapp import LocalStoreKind
@@ -22,6 +25,7 @@ from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
 from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError
 from streamapp.executor.state.manifest import Head
+from streamapp.executor.state.replica import Replica
 from streamapp.executor.state.retention import Retention
 from streamapp.executor.task import TaskStatus
 
@@ -238,7 +242,7 @@ def test_an_lmdb_store_left_open_by_another_boot_is_not_trusted(tmp_path: Path) 
     local = LocalState(tmp_path, "lmdb")
     store, _, _ = local.open(0)
     store.upsert(["a", "b"], [1, 2])
-    local.save(store, Checkpoint("lmdb", 0, Head(seq=3, offset=30, epoch=1), "h", 3, "h"))
+    local.save(store.persister(), Checkpoint("lmdb", 0, Head(seq=3, offset=30, epoch=1), "h", 3, "h"))
     assert isinstance(store, LmdbStore)
     store.env.close()  # the process dies: no clean close, the open marker stays
     local.release(0)
@@ -251,3 +255,38 @@ def test_an_lmdb_store_left_open_by_another_boot_is_not_trusted(tmp_path: Path) 
     assert checkpoint is None and len(fresh) == 0 and discarded, "a fallback, counted as such"
     fresh.close()
     local.close()
+
+
+def test_checkpoints_run_beside_the_manifests_and_finish_before_the_store_is_cleared(tmp_path: Path) -> None:
+    layout = StateLayout(tmp_path / "state")
+    head = Head()
+    for batch in range(25):
+        head = commit(layout, head, {f"k{batch % 7}": batch})
+    release, events = threading.Event(), []
+    pool = ThreadPoolExecutor(1)
+
+    def held(what: str, job: Callable[[], None]) -> Future[None]:
+        def run() -> None:
+            assert release.wait(60), "the test never released the checkpoint"
+            job()
+            events.append(f"{what} done")
+
+        return pool.submit(run)
+
+    local = LocalState(tmp_path / "local", checkpoint_every=10)
+    replica = Replica(layout, 0, local, member="m", submit=held)
+    assert not replica.resume()
+    replica.catch_up()
+    assert replica.head.seq == 24, "every manifest applied while the first checkpoint is held"
+    assert replica.checkpointing is not None and not replica.checkpointing.done()
+    assert not (local.directory(0) / "checkpoint.json").exists()
+    forget = local.forget
+    local.forget = lambda partition: (events.append("forget"), forget(partition))[1]  # type: ignore[method-assign]
+    snapshots.write(layout, 0, head, "long")
+    threading.Timer(0.5, release.set).start()  # still held when the restore below begins
+    replica.load_snapshot()
+    assert events == ["partition 0: checkpoint done", "forget"], "the checkpoint finished first"
+    assert [(m.member, m.seq) for m in changelog.read_marks(layout, 0)] == [("m", 9)], (
+        "at the head it was due"
+    )
+    pool.shutdown()

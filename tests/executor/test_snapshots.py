@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from dataplane_checks import commit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,7 @@ from streamapp.executor.state import changelog, runs, snapshots, tiers
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
-from streamapp.executor.state.manifest import Head, Kind, Manifest
+from streamapp.executor.state.manifest import Head
 from streamapp.executor.state.replica import Replica, rebuild
 from streamapp.executor.state.stores import rows_table
 
@@ -133,17 +134,6 @@ def test_a_damaged_run_is_refused_and_an_older_snapshot_restores(tmp_path: Path)
         list(runs.read(layout.store, runs.Run(intact.name, intact.rows, intact.size, "0" * 64)))
     with pytest.raises(runs.CorruptRun, match="rows"):
         list(runs.read(layout.store, runs.Run(intact.name, intact.rows + 1, intact.size, intact.sha256)))
-
-
-def commit(layout: StateLayout, head: Head, rows: dict[str, Any], epoch: int = 1) -> Head:
-    """Append one batch that changed `rows` to partition 0's history."""
-    seq = head.next_seq
-    segment = changelog.write_segment(layout, 0, seq, epoch, rows_table(rows, "long"))
-    found = Manifest(
-        seq=seq, epoch=epoch, kind=Kind.BATCH, start=head.offset, end=head.offset + 1, segments=(segment,)
-    )
-    manifests.create(layout, 0, found)
-    return manifests.advance(head, found).head
 
 
 def uploaded(tmp_path: Path) -> int:

@@ -239,7 +239,7 @@ class TaskReport(Model):
         default=None,
         metadata=prop(
             "Active copies only: rows a copy with no local state would restore for this task now (the "
-            "newest snapshot's keys plus the rows of the segments after it); over a member's restore "
+            "rows of the newest snapshot's runs plus those of the segments after it); over a member's restore "
             "rate, what a restore of the task elsewhere is estimated to take if this member is lost.",
         ),
     )

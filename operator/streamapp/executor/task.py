@@ -196,7 +196,12 @@ class Task:
         self.partition = partition
         self.ctx = context
         self.replica = Replica(
-            context.layout, partition, context.local, context.restores, context.config.owner
+            context.layout,
+            partition,
+            context.local,
+            context.restores,
+            context.config.owner,
+            submit=context.background.submit,
         )
         self.role = Role.STANDBY
         self.epoch = 0

@@ -10,7 +10,7 @@ must be reserved up front (grown here when it fills).
 
 A batch is written in transactions of `TXN_ROWS` rows (`upsert` says why), each committed without an
 fsync (an fsync per batch of 10,000 random updates cost ~4× the batch itself: each update dirties its
-own B-tree page); `persist` syncs before a
+own B-tree page); `persister` syncs before a
 checkpoint names the store, so the database never holds less than its checkpoint, and never anything
 uncommitted. What survives depends on the stop:
 
@@ -148,8 +148,12 @@ class LmdbStore:
         self.env = self._open()
         self.count = 0
 
-    def persist(self) -> None:
-        self.env.sync(True)
+    def persister(self) -> Callable[[], None]:
+        """An fsync of what is committed, which is at least the state now: run on another thread, it
+        may also cover later batches, and a replay from the checkpoint rewrites those. The caller
+        waits for it before `clear` or `close` replaces or closes the environment."""
+        env = self.env
+        return lambda: env.sync(True)
 
     def close(self) -> None:
         """Sync, close, and drop the open marker: a clean stop is trusted after any reboot."""

@@ -30,6 +30,7 @@ import shutil
 import threading
 import time
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -178,9 +179,10 @@ class LocalState:
             self.forget(partition)
             shutil.rmtree(directory)
 
-    def save(self, store: KeyedStore, checkpoint: Checkpoint) -> None:
-        """Persist the store, then publish the checkpoint that names its position (in that order)."""
-        store.persist()
+    def save(self, persist: Callable[[], None], checkpoint: Checkpoint) -> None:
+        """Persist the store (`KeyedStore.persister`), then publish the checkpoint that names its
+        position (in that order)."""
+        persist()
         faults.reached("checkpoint.persisted")
         storage.write_atomic(self.directory(checkpoint.partition) / CHECKPOINT, checkpoint.to_json())
 

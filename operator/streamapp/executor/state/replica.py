@@ -9,7 +9,7 @@ trusted local checkpoint and replays only the manifests after it, and checkpoint
 the rows it restores from the shared store — while its task is active (blocking: the task cannot
 process until they are in) or a copy (in the background) — so a member can report what a restart cost,
 and times them into the executor's `RestoreMeter`. It also keeps how many rows a copy with no local
-state would restore now (`cold_rows`: the newest snapshot's keys plus every segment row after it), which
+state would restore now (`cold_rows`: the newest snapshot's rows plus every segment row after it), which
 its task reports as owner: the size side of a lost task's restore estimate.
 
 Each local checkpoint is also marked in the shared store under the member's name (`retention`), so
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, wait
 from typing import Any
 
 from streamapp.api.member import FullRestoreReason
@@ -36,6 +38,8 @@ from streamapp.executor.state.runs import CorruptRun
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
 
 log = logging.getLogger(__name__)
+Submit = Callable[[str, Callable[[], None]], Future[None]]
+"""Runs named work on a background thread (`executor.background.Background.submit`)."""
 
 
 class Replica:
@@ -43,6 +47,8 @@ class Replica:
 
     Without `local` the state lives in memory only (tools, tests); with it, `resume` opens the
     partition's local store and `close` checkpoints it. `meter` (the executor's) times its restores.
+    `submit` (the executor's background thread) takes the periodic checkpoints off the thread applying
+    manifests — the batch lane, for an active task; without it they run in line.
     """
 
     def __init__(
@@ -52,6 +58,7 @@ class Replica:
         local: LocalState | None = None,
         meter: RestoreMeter | None = None,
         member: str = "",
+        submit: Submit | None = None,
     ) -> None:
         self.layout = layout
         self.partition = partition
@@ -73,6 +80,8 @@ class Replica:
         self.restored_background = 0
         self.since_checkpoint = 0
         self.opened = False
+        self.submit = submit
+        self.checkpointing: Future[None] | None = None
 
     def resume(self) -> bool:
         """Open the local store; True when its checkpoint is trusted and the head moved to it.
@@ -116,27 +125,58 @@ class Replica:
         return True
 
     def checkpoint(self) -> None:
-        """Persist the local store and record the head it reflects (nothing without local state)."""
+        """Persist the local store and record the head it reflects, now (nothing without local state)."""
+        self.settle_checkpoint()
+        job = self._checkpoint_job()
+        if job is not None:
+            job()
+
+    def _checkpoint_soon(self) -> None:
+        """A periodic checkpoint: on the background thread when there is one, else now. One at a time: a
+        checkpoint still running when the next is due delays it to the next manifest."""
+        if self.submit is None:
+            self.checkpoint()
+        elif self.checkpointing is None or self.checkpointing.done():
+            self.settle_checkpoint()
+            job = self._checkpoint_job()
+            if job is not None:
+                self.checkpointing = self.submit(f"partition {self.partition}: checkpoint", job)
+
+    def settle_checkpoint(self) -> None:
+        """Wait for a checkpoint running in the background: before the store is cleared, replaced or
+        closed, so no checkpoint can land next to a store it does not describe. A failed one is only
+        logged (by the background thread): the next checkpoint is due soon."""
+        running, self.checkpointing = self.checkpointing, None
+        if running is not None:
+            wait([running])
+
+    def _checkpoint_job(self) -> Callable[[], None] | None:
+        """Take what must be taken at this head (the head itself, and what the store must copy now) and
+        return the rest of the checkpoint: reading the manifests it names, persisting the store,
+        publishing the checkpoint file and the mark."""
         if self.local is None or not self.opened or self.head.seq < 0:
-            return
-        head = manifests.read(self.layout, self.partition, self.head.seq)
-        if head is None:
-            return
-        anchor = self._anchor(head)
-        self.local.save(
-            self.state,
-            Checkpoint(
-                store=self.local.kind,
+            return None
+        local, at, persist = self.local, self.head, self.state.persister()
+        self.since_checkpoint = 0
+
+        def finish() -> None:
+            head = manifests.read(self.layout, self.partition, at.seq)
+            if head is None:
+                return
+            anchor = self._anchor(head)
+            checkpoint = Checkpoint(
+                store=local.kind,
                 partition=self.partition,
-                head=self.head,
+                head=at,
                 head_digest=digest(head),
                 anchor_seq=anchor.seq if anchor is not None else -1,
                 anchor_digest=digest(anchor) if anchor is not None else "",
-            ),
-        )
-        if self.member:
-            changelog.write_mark(self.layout, self.partition, Mark(self.member, self.head.seq, time.time()))
-        self.since_checkpoint = 0
+            )
+            local.save(persist, checkpoint)
+            if self.member:
+                changelog.write_mark(self.layout, self.partition, Mark(self.member, at.seq, time.time()))
+
+        return finish
 
     def newest_batch(self) -> Manifest | None:
         """The newest batch manifest at or before the head: the last commit that consumed input (a
@@ -169,7 +209,7 @@ class Replica:
         """Count a manifest into the local checkpoint interval."""
         self.since_checkpoint += 1
         if self.local is not None and self.since_checkpoint >= self.local.checkpoint_every:
-            self.checkpoint()
+            self._checkpoint_soon()
 
     def load_snapshot(self) -> int:
         """Start from the newest trustworthy snapshot; returns the rows loaded (0 if none).
@@ -185,6 +225,7 @@ class Replica:
                 continue
             if not snapshots.trusted(self.layout, self.partition, found):
                 continue
+            self.settle_checkpoint()
             if self.local is not None and self.opened:
                 self.local.forget(self.partition)
             self.state.clear()

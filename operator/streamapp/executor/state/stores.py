@@ -18,7 +18,7 @@ state of every copy, through the changelog).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol
@@ -111,14 +111,16 @@ class KeyedStore(Protocol):
     def clear(self) -> None:
         """Forget everything (before a full restore replaces the state)."""
 
-    def persist(self) -> None:
-        """Make the current contents durable on the member's volume (before a checkpoint names them)."""
+    def persister(self) -> Callable[[], None]:
+        """What makes the contents as they are now durable on the member's volume (before a checkpoint
+        names them). Called on the batch lane, it takes only what cannot wait; the returned call does
+        the slow part on another thread while this store changes (`Replica.checkpoint`)."""
 
     def close(self) -> None: ...
 
 
 class MemoryStore:
-    """A dict; `persist` writes it to `<directory>/memory.parquet` when it has a directory."""
+    """A dict; `persister` writes it to `<directory>/memory.parquet` when it has a directory."""
 
     def __init__(self, directory: Path | None = None, value_type: str = "long") -> None:
         self.values: dict[str, Any] = {}
@@ -127,7 +129,7 @@ class MemoryStore:
 
     @staticmethod
     def load(directory: Path, value_type: str) -> MemoryStore:
-        """The store a previous `persist` left in `directory` (empty when there is none).
+        """The store a previous `persister` left in `directory` (empty when there is none).
 
         A file that cannot be read raises: the caller treats the local state as torn.
         """
@@ -171,9 +173,17 @@ class MemoryStore:
     def clear(self) -> None:
         self.values = {}
 
-    def persist(self) -> None:
-        if self.directory is not None:
-            storage.write_atomic(self.directory / MEMORY_FILE, parquet_bytes(self.to_table(self.value_type)))
+    def persister(self) -> Callable[[], None]:
+        """A shallow copy of the dict now (values are immutable scalars); encoding and writing it come
+        later."""
+        directory, frozen, value_type = self.directory, dict(self.values), self.value_type
+
+        def persist() -> None:
+            if directory is not None:
+                table = items_table(frozen.items(), value_type)
+                storage.write_atomic(directory / MEMORY_FILE, parquet_bytes(table))
+
+        return persist
 
     def close(self) -> None:
         """Nothing to release: the dict goes with the object."""
