@@ -12,8 +12,8 @@ from typing import Any
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from streamapp.api.names import GROUP, VERSION
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 COUNTS = "streamapp.executor.samples.counts:counts"

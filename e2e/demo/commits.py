@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from manifestfeed import published_after
 from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
-from streamapp.executor.state.manifest import Head, Kind
+from streamapp.executor.state.manifest import Head, Kind, Manifest
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class CommitLog:
             for found, step in published_after(self.state, partition, self.heads.get(partition, Head())):
                 self.heads[partition] = step.head
                 if step.accepted and found.kind is Kind.BATCH and found.end > found.start:
-                    at = self._mtime(partition, found.seq)
+                    at = self._mtime(partition, found)
                     self.commits.append(Commit(partition, found.seq, found.start, found.end, found.owner, at))
 
     def committed(self, partition: int) -> int:
@@ -55,7 +55,12 @@ class CommitLog:
         times = [c.at for c in self.commits if c.partition == partition]
         return max(times) if times else None
 
-    def _mtime(self, partition: int, seq: int) -> float:
+    def _mtime(self, partition: int, found: Manifest) -> float:
+        """The manifest file's mtime; the time its writer recorded when the file is already pruned
+        (the poll came after the owner archived it: see `streamapp.executor.state.history`)."""
         store = self.state.store
         assert isinstance(store, FileStore), "the demo's state store is a directory"
-        return os.stat(store.path(self.state.manifest(partition, seq))).st_mtime
+        try:
+            return os.stat(store.path(self.state.manifest(partition, found.seq))).st_mtime
+        except FileNotFoundError:
+            return found.committed_at or 0.0

@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 from kafkabroker.records import Record
-from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Kind
 

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.io.sink import FileSink, accepted_manifests, committed_outputs
+from streamapp.executor.io.sink import FileSink, committed_outputs
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor
 from streamapp.executor.state import changelog
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.blobstore import BlobStore, FileStore
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.state.manifest import Head, Kind, Manifest

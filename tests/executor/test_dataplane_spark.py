@@ -45,8 +45,11 @@ def test_counts_are_exactly_once_across_restarts_and_snapshots(spark: SparkSessi
 
 
 def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The lagging copy found the end of the history once already; it would look at the prune floor
+    # again only after FLOOR_CHECK_SECONDS.
+    monkeypatch.setattr("streamapp.executor.state.replica.FLOOR_CHECK_SECONDS", 0.0)
     log = FileLog(tmp_path / "log")
     generate(log, GenerateSpec(partitions=1, count=12_000, keys=300, seed=12))
     layout = StateLayout(tmp_path / "state")
@@ -63,6 +66,8 @@ def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
     segments = sorted(changelog.file_seq(p) for p in layout.store.names(layout.changelog(0)))
     assert snapshots == [9, 12]
     assert segments == [10, 11, 12], "segments the oldest kept snapshot contains are deleted"
+    live = sorted(snapshot_files.seq_of(p) for p in layout.store.names(layout.commits(0)))
+    assert live == [9, 10, 11, 12], "manifests below the oldest kept snapshot are archived and deleted"
     lagging.catch_up()
     assert lagging.head.seq == 12
     assert lagging.state.values == rebuild(layout, 0).state.values

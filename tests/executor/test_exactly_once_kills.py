@@ -22,8 +22,8 @@ from dataplane_checks import COUNTS, Stores, check_partition
 
 from streamapp.executor import faults
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.state.replica import rebuild

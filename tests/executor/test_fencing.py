@@ -14,10 +14,11 @@ from pyspark.sql import SparkSession
 
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import FileSink, accepted_manifests
+from streamapp.executor.io.sink import FileSink
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Kind, Manifest
 from streamapp.executor.task import TaskConfig

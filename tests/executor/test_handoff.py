@@ -11,10 +11,10 @@ from dataplane_checks import check_partition, executor_for
 from pyspark.sql import SparkSession
 
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.replica import rebuild
 from streamapp.executor.task import Role

@@ -17,10 +17,10 @@ from pyspark.sql import SparkSession
 
 from streamapp.api.streamapp import LocalStoreKind
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.state import changelog, snapshots
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
 from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint, LocalState, LocalStateError

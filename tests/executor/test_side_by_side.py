@@ -17,11 +17,12 @@ from streamapp.executor import faults
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.batches import run_round
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import FileSink, accepted_manifests, committed_outputs
+from streamapp.executor.io.sink import FileSink, committed_outputs
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.merge import resolve
 from streamapp.executor.pipeline import Pipeline
 from streamapp.executor.runtime import Executor, Target
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Kind
 from streamapp.executor.state.replica import rebuild

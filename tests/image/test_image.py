@@ -14,8 +14,8 @@ import pytest
 from dataplane_checks import check_partition
 
 from imagebuild import build, podman, settings, smoke
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 pytestmark = pytest.mark.image

@@ -21,9 +21,9 @@ from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.controller import intent
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Kind, Manifest
 from streamapp.executor.state.replica import rebuild

@@ -30,7 +30,7 @@ from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.executor.io.generate import make_records
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, ensure_topic
 from streamapp.executor.io.kafkasource import KafkaSource
-from streamapp.executor.io.sink import accepted_manifests
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 4

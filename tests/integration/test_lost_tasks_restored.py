@@ -28,8 +28,8 @@ from processnode import procfs
 from realapps import app_on_process_node, committed_everything
 from streamapp.api.names import APPS, GROUP, VERSION, member_name
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 

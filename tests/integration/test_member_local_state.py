@@ -33,9 +33,9 @@ from streamapp.api.names import (
     state_claim_name,
 )
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state import changelog
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint
 

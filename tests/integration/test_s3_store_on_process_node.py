@@ -26,9 +26,9 @@ from realapps import app_on_process_node, committed_everything
 from s3server.server import REGION
 from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state import s3store
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 2

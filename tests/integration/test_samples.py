@@ -20,8 +20,8 @@ from operator_support import Operators
 
 from localcluster.waiting import wait_for
 from realapps import committed_everything
-from streamapp.executor.io.sink import accepted_manifests
 from streamapp.executor.io.source import FileLog
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 LOCAL_SAMPLE = Path(__file__).resolve().parents[2] / "e2e" / "local-install" / "sample"

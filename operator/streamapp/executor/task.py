@@ -38,7 +38,7 @@ from streamapp.executor.io.sink import Sink
 from streamapp.executor.io.source import Source
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
-from streamapp.executor.state import changelog, snapshots
+from streamapp.executor.state import changelog, history, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.expiry import Expiry
 from streamapp.executor.state.layout import StateLayout
@@ -500,7 +500,7 @@ class Task:
 
     def _write_snapshot(self, head: Head, swept: int, rows_before: int) -> SnapshotWritten:
         """Off the batch lane: remove the losers of the sequences decided since the last sweep, publish
-        the state at `head`, then drop the snapshots, runs and segments newer ones cover. Touches only
+        the state at `head`, then drop the snapshots, runs, segments and manifests newer ones cover. Touches only
         the shared store (the lane collects the result)."""
         self._sweep_between(swept, head.seq)
         layout, partition, config = self.ctx.layout, self.partition, self.ctx.config
@@ -509,6 +509,7 @@ class Task:
         snapshots.prune(layout, partition, config.keep_snapshots)
         covered = snapshots.covered_seq(layout, partition, config.keep_snapshots)
         changelog.compact(layout, partition, covered, config.retention, time.time())
+        history.prune(layout, partition, history.readers_start(layout, partition, covered))
         return SnapshotWritten(head.seq, written.rows, rows_before)
 
     def status(self) -> TaskStatus:

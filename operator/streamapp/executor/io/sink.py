@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from streamapp.executor.state import blobstore
-from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.blobstore import BlobStore, as_store
 from streamapp.executor.state.changelog import attempt_prefix, base, unique_name
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
-from streamapp.executor.state.manifest import Head, Manifest
+from streamapp.executor.state.manifest import Manifest
 
 
 class Sink(Protocol):
@@ -66,16 +66,6 @@ class FileSink:
     def directory(partition: int) -> str:
         """The folder of one partition's files, relative to the root."""
         return f"p={partition}"
-
-
-def accepted_manifests(layout: StateLayout, partition: int) -> Iterator[Manifest]:
-    """Every accepted manifest of a partition in commit order (refused zombie manifests skipped)."""
-    head = Head()
-    while (found := manifests.read(layout, partition, head.next_seq)) is not None:
-        step = manifests.advance(head, found)
-        head = step.head
-        if step.accepted:
-            yield found
 
 
 def committed_outputs(

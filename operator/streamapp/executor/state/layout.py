@@ -5,6 +5,7 @@
 <state>/changelog/p=<P>/<seq>-e<epoch>-<id>.parquet   changelog segments: the rows a batch changed
 <state>/snapshots/p=<P>/<seq>.json          state of the partition after commit <seq>: a list of runs
 <state>/runs/p=<P>/<seq>-<id>.arrows        sorted runs the snapshots list (see `snapshots`)
+<state>/history/p=<P>/floor.json             how far manifests are pruned; archive-<seq>.json below it
 <state>/checkpoints/p=<P>/<member>.json     marks: which seq a member's local checkpoint holds, and when
 <sink>/p=<P>/<seq>-e<epoch>-<id>.parquet    outputs (the default file sink)
 ```
@@ -52,6 +53,15 @@ class StateLayout:
 
     def runs(self, partition: int) -> str:
         return partition_dir("runs", partition)
+
+    def history(self, partition: int) -> str:
+        return partition_dir("history", partition)
+
+    def floor(self, partition: int) -> str:
+        return f"{self.history(partition)}/floor.json"
+
+    def archive(self, partition: int, through: int) -> str:
+        return f"{self.history(partition)}/archive-{through:012d}.json"
 
     def marks(self, partition: int) -> str:
         return partition_dir("checkpoints", partition)

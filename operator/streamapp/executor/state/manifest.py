@@ -157,13 +157,40 @@ def read(layout: StateLayout, partition: int, seq: int) -> Manifest | None:
 
 
 def create(layout: StateLayout, partition: int, manifest: Manifest) -> None:
-    """Publish `manifest` if its seq is free; raise Conflict or Fenced when another writer holds it."""
-    if layout.store.create(layout.manifest(partition, manifest.seq), manifest.to_json()):
+    """Publish `manifest` if its seq is free; raise Conflict or Fenced when another writer holds it.
+
+    A name freed by pruning (`history`) is not free: a writer that wins one is a long-fenced owner, so
+    its manifest is deleted again and it is told it is fenced."""
+    name = layout.manifest(partition, manifest.seq)
+    if layout.store.create(name, manifest.to_json()):
+        pruned = floor(layout, partition)
+        if pruned.seq >= manifest.seq:
+            layout.store.delete(name)
+            raise Fenced(partition, manifest.epoch, pruned.epoch)
         return
     winner = read(layout, partition, manifest.seq)
     if winner is None:
         raise RuntimeError(f"manifest {manifest.seq} of partition {partition} exists but cannot be read")
     raise judge_conflict(partition, manifest.epoch, winner)
+
+
+def floor(layout: StateLayout, partition: int) -> Head:
+    """How far the history is pruned (`history.prune`): manifests at or below `seq` may be gone, and
+    the history there stood at `offset` under `epoch`. `Head()` when nothing was pruned."""
+    try:
+        body = json.loads(layout.store.get(layout.floor(partition)))
+    except FileNotFoundError:
+        return Head()
+    return Head(seq=int(body["seq"]), offset=int(body["offset"]), epoch=int(body["epoch"]))
+
+
+def anchor(layout: StateLayout, partition: int, head: Manifest) -> Manifest | None:
+    """The newest batch manifest at or before `head` (usually `head` itself; a fence consumes no
+    input, so it says nothing of what a store holds)."""
+    found: Manifest | None = head
+    while found is not None and found.kind is not Kind.BATCH:
+        found = read(layout, partition, found.seq - 1) if found.seq > 0 else None
+    return found
 
 
 def newest(layout: StateLayout, partition: int, after: int) -> Manifest | None:

@@ -31,13 +31,14 @@ from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import Checkpoint, LocalState, digest
-from streamapp.executor.state.manifest import Head, Kind, Manifest
+from streamapp.executor.state.manifest import Head, Manifest
 from streamapp.executor.state.restores import RestoreMeter
 from streamapp.executor.state.retention import Mark
 from streamapp.executor.state.runs import CorruptRun
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
 
 log = logging.getLogger(__name__)
+FLOOR_CHECK_SECONDS = 30.0
 Submit = Callable[[str, Callable[[], None]], Future[None]]
 """Runs named work on a background thread (`executor.background.Background.submit`)."""
 
@@ -82,6 +83,7 @@ class Replica:
         self.opened = False
         self.submit = submit
         self.checkpointing: Future[None] | None = None
+        self.floor_checked_at = float("-inf")
 
     def resume(self) -> bool:
         """Open the local store; True when its checkpoint is trusted and the head moved to it.
@@ -100,7 +102,8 @@ class Replica:
         if discarded:
             self._fell_back("checkpoint-unusable")
         elif found is not None:
-            self._fell_back("history-changed")
+            pruned = max(found.anchor_seq, 0) <= manifests.floor(self.layout, self.partition).seq
+            self._fell_back("delta-expired" if pruned else "history-changed")
         self.local.forget(self.partition)
         self.state.clear()
         return False
@@ -163,7 +166,7 @@ class Replica:
             head = manifests.read(self.layout, self.partition, at.seq)
             if head is None:
                 return
-            anchor = self._anchor(head)
+            anchor = manifests.anchor(self.layout, self.partition, head)
             checkpoint = Checkpoint(
                 store=local.kind,
                 partition=self.partition,
@@ -182,14 +185,7 @@ class Replica:
         """The newest batch manifest at or before the head: the last commit that consumed input (a
         fence consumes none, so it says nothing about when the task last processed)."""
         head = manifests.read(self.layout, self.partition, self.head.seq) if self.head.seq >= 0 else None
-        return self._anchor(head) if head is not None else None
-
-    def _anchor(self, head: Manifest) -> Manifest | None:
-        """The newest batch manifest at or before the head (usually the head itself)."""
-        found: Manifest | None = head
-        while found is not None and found.kind is not Kind.BATCH:
-            found = manifests.read(self.layout, self.partition, found.seq - 1) if found.seq > 0 else None
-        return found
+        return manifests.anchor(self.layout, self.partition, head) if head is not None else None
 
     def close(self) -> None:
         """Checkpoint and release the local store (the task left this member or the member stops)."""
@@ -252,10 +248,24 @@ class Replica:
         while limit is None or count < limit:
             found = manifests.read(self.layout, self.partition, self.head.next_seq)
             if found is None:
-                break
+                if not self._pruned_past():
+                    break
+                self._jump_past(self.head.next_seq)
+                continue
             self.apply(found)
             count += 1
         return count
+
+    def _pruned_past(self) -> bool:
+        """Whether the next manifest is missing because the history was pruned past it (`history`)
+        rather than not written yet. Asked at most every `FLOOR_CHECK_SECONDS` while a copy waits for
+        new manifests: a copy with local state is never behind the floor while its mark is kept, so
+        this is only the fallback for one whose mark retention dropped."""
+        now = time.monotonic()
+        if now - self.floor_checked_at < FLOOR_CHECK_SECONDS:
+            return False
+        self.floor_checked_at = now
+        return manifests.floor(self.layout, self.partition).seq >= self.head.next_seq
 
     def apply(self, found: Manifest) -> bool:
         """Examine the next manifest; apply its segments if it is accepted. Returns whether it was.
@@ -286,7 +296,7 @@ class Replica:
         self.load_snapshot()
         if self.head.seq < seq:
             raise RuntimeError(
-                f"partition {self.partition}: segment of seq {seq} is gone and no snapshot covers it"
+                f"partition {self.partition}: the history at seq {seq} is gone and no snapshot covers it"
             )
         return True
 

@@ -1,0 +1,130 @@
+"""A partition's committed history over time: live manifests above a floor, archives below it.
+
+One manifest per batch would otherwise pile up for ever (86,400 objects a day for a partition
+committing every second), although only the recent ones are read: a restore starts at a snapshot, a
+member back from a restart at its checkpoint, a new owner's publisher at the last published batch. So
+after each snapshot the owner prunes (`prune`) the manifests no reader starts below:
+
+```
+history/p=<P>/floor.json               the head at F: manifests at or below F may be gone
+history/p=<P>/archive-<F>.json         the accepted manifests of (previous floor, F], and the head at F
+```
+
+In that order: the archive is written, then the floor, then the manifests are deleted, so whatever a
+crash interrupts, every accepted manifest is in an archive or still in place. Readers of the whole
+history (outputs, tools: `accepted_manifests`) read the archives, then the live manifests above the newest one,
+and look at the floor again whenever a manifest they expect is missing (pruned while they read).
+
+Fencing relies on a manifest's name being taken; a pruned name is free again. A writer that still has a
+head below the floor (an owner fenced long ago that never noticed) could create a manifest there, in a
+range no reader looks at: `manifest.create` reads the floor after every create it wins, and such a
+manifest is deleted and its writer told it is fenced (`Fenced`), as it would have been by the manifest
+it replaced.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from streamapp.executor.state import changelog
+from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.manifest import Head, Manifest
+
+
+@dataclass(frozen=True)
+class Archive:
+    """The accepted manifests of one pruned range, and the head they lead to."""
+
+    through: int
+    head: Head
+    accepted: tuple[Manifest, ...]
+
+    def to_json(self) -> bytes:
+        head = {"seq": self.head.seq, "offset": self.head.offset, "epoch": self.head.epoch}
+        body = [json.loads(found.to_json()) for found in self.accepted]
+        return json.dumps({"format": 1, "through": self.through, "head": head, "manifests": body}).encode()
+
+    @staticmethod
+    def from_json(data: bytes) -> Archive:
+        body = json.loads(data)
+        head = Head(
+            seq=int(body["head"]["seq"]), offset=int(body["head"]["offset"]), epoch=int(body["head"]["epoch"])
+        )
+        found = tuple(Manifest.from_json(json.dumps(item).encode()) for item in body["manifests"])
+        return Archive(through=int(body["through"]), head=head, accepted=found)
+
+
+def archives(layout: StateLayout, partition: int, after: int = -1) -> Iterator[Archive]:
+    """The archives of ranges ending after `after`, oldest first."""
+    folder = layout.history(partition)
+    ends = sorted(
+        int(name.removeprefix("archive-").removesuffix(".json"))
+        for name in layout.store.names(folder)
+        if name.startswith("archive-") and name.endswith(".json")
+    )
+    for through in ends:
+        if through > after:
+            yield Archive.from_json(layout.store.get(layout.archive(partition, through)))
+
+
+def accepted_manifests(layout: StateLayout, partition: int) -> Iterator[Manifest]:
+    """Every accepted manifest of the partition in commit order (refused zombie manifests skipped),
+    archived ones included."""
+    head = Head()
+    while True:
+        for archive in archives(layout, partition, after=head.seq):
+            yield from (kept for kept in archive.accepted if kept.seq > head.seq)
+            head = archive.head
+        while (found := manifests.read(layout, partition, head.next_seq)) is not None:
+            step = manifests.advance(head, found)
+            head = step.head
+            if step.accepted:
+                yield found
+        pruned = manifests.floor(layout, partition).seq
+        if pruned < head.next_seq:
+            return  # the end of the history, not a pruned manifest
+        if not any(True for _ in archives(layout, partition, after=head.seq)):
+            raise RuntimeError(
+                f"partition {partition}: pruned through {pruned} with no archive after {head.seq}"
+            )
+
+
+def readers_start(layout: StateLayout, partition: int, covered: int) -> int:
+    """The lowest sequence a reader may still start from: the oldest kept snapshot's (`covered`,
+    whose manifest its trust check reads; -1 when there is none) or a member checkpoint's anchor (the
+    newest batch manifest at or before the sequence its mark names, which `localstate` checks)."""
+    start = covered
+    for mark in changelog.read_marks(layout, partition):
+        found = manifests.read(layout, partition, mark.seq)
+        anchor = manifests.anchor(layout, partition, found) if found is not None else None
+        if anchor is not None:
+            start = min(start, anchor.seq)
+    return start
+
+
+def prune(layout: StateLayout, partition: int, below: int) -> int:
+    """Archive and delete the manifests below `below` (which readers still start from); returns how
+    many were deleted."""
+    old = manifests.floor(layout, partition)
+    through = below - 1
+    if through <= old.seq:
+        return 0
+    head = old
+    kept: list[Manifest] = []
+    while head.seq < through:
+        found = manifests.read(layout, partition, head.next_seq)
+        if found is None:
+            raise RuntimeError(f"partition {partition}: manifest {head.next_seq} is missing below {below}")
+        step = manifests.advance(head, found)
+        if step.accepted:
+            kept.append(found)
+        head = step.head
+    layout.store.put(layout.archive(partition, through), Archive(through, head, tuple(kept)).to_json())
+    body = {"seq": head.seq, "offset": head.offset, "epoch": head.epoch}
+    layout.store.put(layout.floor(partition), json.dumps(body).encode())
+    for seq in range(old.seq + 1, through + 1):
+        layout.store.delete(layout.manifest(partition, seq))
+    return through - old.seq
