@@ -59,10 +59,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check operator tests e2e bench
 	$(VENV)/bin/mypy
 
-## bench: run the benchmarks (data plane, local stores, shared stores, Kafka, then engine and simulator) and rewrite bench/RESULTS.md
+## bench: run the benchmarks (data plane, local stores, a member holding 50M keys, shared stores, Kafka, then engine and simulator) and rewrite bench/RESULTS.md
 bench: $(STAMP)
 	$(PY) bench/dataplane.py --write bench/results/dataplane.md
 	$(PY) bench/localstores.py --write bench/results/localstores.md
+	$(PY) bench/bigstate.py
 	$(PY) bench/stores.py --write bench/results/stores.md
 	PYTHONPATH=e2e $(PY) bench/kafkabench.py --write bench/results/kafka.md
 	$(PY) bench/run.py --write bench/RESULTS.md

@@ -180,10 +180,16 @@ once; at small batches those per-branch costs are what remains between the two.
 
 Where StreamApp stands (the run below, each case three times): ahead at one partition and at 8 × 1,000,
 behind at 8 × 10,000 (by about an eighth) and at 32 partitions (about 1.5× at 1,000 records per batch,
-3.5× at 10,000). Not profiled yet; what grows with P·B on StreamApp's side is Python work in one
-interpreter (folding each partition's updates into its state, building its changelog and output
-tables), where Structured Streaming's aggregation and RocksDB state run in the JVM on every core.
-Committing the partitions side by side and snapshotting off the batch lane do not touch that part."""
+3.5× at 10,000). Why, profiled at 32 × 10,000 (`bench/roundprofile.py` under py-spy: the batch
+lane's samples within a round; one run, shares rather than times): it is not the Python state work — folding, changelog and outputs, and
+the commits all together take about 3% of the round. The round waits on Spark's driver: the one job
+that computes every partition's updates (39%, the Arrow transfer included), building its plan — a union
+of 32 branches, each analysed again as the union grows (25%) —, each partition's transform and column
+selection as its own DataFrame (18%), and handing each partition's records to Spark as an Arrow
+DataFrame (12%). Structured Streaming plans one scan of all the files once. Closing this gap means one
+DataFrame for all partitions' records, which a transform may only see if it never mixes keys across
+partitions (keys never span partitions, but a transform may aggregate over all its records): a
+pipeline-level promise not made yet."""
 
 
 def partitioned_log(root: Path, partitions: int, per_batch: int, rounds: int, keys: int) -> FileLog:

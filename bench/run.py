@@ -193,6 +193,7 @@ RECORDED = {
     "apiscale": "make bench-apiscale",
     "dataplane": "make bench",
     "localstores": "make bench",
+    "bigstate": "make bench",
     "stores": "make bench",
     "kafka": "make bench",
 }

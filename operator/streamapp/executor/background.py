@@ -1,10 +1,12 @@
 """Work that runs beside the batches: a task's snapshot (sweeping the losers of decided batches,
-encoding and uploading the state, pruning older snapshots, compacting the changelog).
+writing the snapshot's runs, pruning older snapshots, compacting the changelog, pruning manifests) and a
+replica's local checkpoint.
 
-A snapshot of a large state takes seconds (Arrow conversion, Parquet encoding, an upload), and on the
-batch lane it stalled every partition's round, not just its own. Here it runs on a thread of its own:
-the lane only takes a consistent copy of the state (`KeyedStore.snapshot_source`) and goes on. One
-thread, so snapshots of different tasks queue instead of competing with the batches for the cores.
+A snapshot of a large state takes seconds (sorting, encoding, merging runs, uploads), and on the batch
+lane it stalled every partition's round, not just its own. Here it runs on a thread of its own: the lane
+hands over the head it reached (and, for a checkpoint, what the store must copy at that head) and goes
+on. One thread, so snapshots of different tasks queue instead of competing with the batches for the
+cores.
 """
 
 from __future__ import annotations
