@@ -3,7 +3,9 @@ deletes what the owner expired, and records for a window already final are dropp
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from streamapp.executor.io.sink import committed_outputs
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.samples.windowed import LATENESS_SECONDS, WINDOW_SECONDS, window_end
+from streamapp.executor.state.expiry import Expiry, Sweep
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.replica import rebuild
 
@@ -48,7 +51,7 @@ def window_key(key: str, minute: int) -> str:
 
 def test_windows_expire_so_state_stays_bounded(spark: SparkSession, tmp_path: Path) -> None:
     del spark
-    hours = 2
+    hours = 3
     log = FileLog(tmp_path / "log")
     log.append(0, records(range(60 * hours), per_minute=1))
     owner = executor_for(tmp_path, log, "owner", WINDOWED, max_batch_records=400, snapshot_every=5)
@@ -58,13 +61,15 @@ def test_windows_expire_so_state_stays_bounded(spark: SparkSession, tmp_path: Pa
         sizes.append(owner.status()[0].keys)
     windows_seen = KEYS * 60 * hours
     batch_minutes = 400 / KEYS
-    bound = KEYS * (LATENESS_SECONDS / WINDOW_SECONDS + batch_minutes + 2)
+    # The sweep that finds expired windows runs beside the batches: its tombstones ride the batch after
+    # the one that started it, so the state holds up to two batches' span of windows past the lateness.
+    bound = KEYS * (LATENESS_SECONDS / WINDOW_SECONDS + 2 * batch_minutes + 2)
     assert max(sizes) <= bound < windows_seen / 5, "state holds only the windows within the lateness"
 
     state = owner.tasks[0].replica.state
     newest = max(window_end(key) for key, _ in state.items())
-    # Expiry runs before each batch's own windows move the watermark on: one batch's span of slack.
-    oldest_allowed = newest - LATENESS_SECONDS - batch_minutes * 60
+    # A sweep starts before each batch's own windows move the watermark on, and lands a batch later.
+    oldest_allowed = newest - LATENESS_SECONDS - 2 * batch_minutes * 60
     assert all(window_end(key) >= oldest_allowed for key, _ in state.items())
     assert dict(state.items()) == {key: 1 for key, _ in state.items()}, "each open window is complete"
     assert rebuild(StateLayout(tmp_path / "state"), 0).state.values == dict(state.items()), (
@@ -83,3 +88,34 @@ def test_windows_expire_so_state_stays_bounded(spark: SparkSession, tmp_path: Pa
     owner.run_until_idle()
     assert window_key("k0", 0) not in dict(owner.tasks[0].replica.state.items())
     assert Counter(v for k, v in owner.tasks[0].replica.state.items()) == Counter({1: len(state)})
+
+
+def test_rounds_go_on_while_an_expiry_sweep_is_held(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    del spark
+    held, release = threading.Event(), threading.Event()
+    sweep = Expiry.sweep
+
+    def slow(self: Expiry, keys: Iterable[str], watermark: float) -> Sweep:
+        held.set()
+        assert release.wait(120), "the test never released the sweep"
+        return sweep(self, keys, watermark)
+
+    monkeypatch.setattr(Expiry, "sweep", slow)
+    log = FileLog(tmp_path / "log")
+    log.append(0, records(range(90), per_minute=1))
+    owner = executor_for(tmp_path, log, "owner", WINDOWED, max_batch_records=400, snapshot_every=50)
+    owner.apply(Target(active={0: 1}))
+    while not held.is_set():
+        assert owner.step() > 0, "a sweep was due before the input ran out"
+    task = owner.tasks[0]
+    at_hold = task.head.seq
+    for _ in range(3):
+        assert owner.step() > 0
+    assert task.head.seq == at_hold + 3, "three rounds committed while the sweep was held"
+    grown = len(task.replica.state)
+    release.set()
+    owner.run_until_idle()
+    assert len(task.replica.state) < grown, "the sweep's tombstones landed once it finished"
+    assert rebuild(StateLayout(tmp_path / "state"), 0).state.values == dict(task.replica.state.items())

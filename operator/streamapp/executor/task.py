@@ -40,7 +40,7 @@ from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
 from streamapp.executor.state import changelog, history, snapshots
 from streamapp.executor.state import manifest as manifests
-from streamapp.executor.state.expiry import Expiry
+from streamapp.executor.state.expiry import Expiry, Sweep
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest
@@ -216,6 +216,7 @@ class Task:
         self.snapshotting: Future[SnapshotWritten] | None = None
         self.swept_through = -1
         self.expiry: Expiry | None = None  # the owner's watermark, set up at takeover
+        self.expiring: Future[Sweep] | None = None
         # When the takeover finished, until the first batch after it commits (both are logged, so a
         # handoff's stand-still can be split into takeover, waiting for a round, and the first batch).
         self.took_over_at: float | None = None
@@ -326,7 +327,7 @@ class Task:
         if self.head.epoch > self.epoch:
             raise Fenced(self.partition, self.epoch, self.head.epoch)
         self.sweep()
-        self.expiry = self.ctx.pipeline.expiry()
+        self.expiry, self.expiring = self.ctx.pipeline.expiry(), None  # a sweep of an earlier term is dropped
         if self.expiry is not None:
             self.expiry.observe(key for key, _ in self.replica.state.items())
         self.owning = True
@@ -390,7 +391,7 @@ class Task:
             self.ctx.pipeline.merge,
         )
         if self.expiry is not None:
-            changed = self.expiry.expire(self.replica.state, self.expiry.admit(changed))
+            changed = self._with_expired(self.expiry, self.expiry.admit(changed))
         committed = self._commit(start, end, changed)
         self.committed_records += end - start
         self.last_commit_at = committed.committed_at
@@ -405,6 +406,22 @@ class Task:
         self.batches_since_snapshot += 1
         self._snapshot_when_due()
         return end - start
+
+    def _with_expired(self, expiry: Expiry, changed: dict[str, Any]) -> dict[str, Any]:
+        """`changed` plus tombstones for the windows a finished sweep found expired; starts the next
+        sweep beside the batches when one is due (`expiry`)."""
+        if self.expiring is not None and self.expiring.done():
+            found, self.expiring = self.expiring.result(), None
+            expiry.settle(found)
+            state = self.replica.state
+            gone = {key: None for key in found.expired if key not in changed and state.get(key) is not None}
+            changed = {**changed, **gone}
+        if self.expiring is None and expiry.due():
+            watermark, keys = expiry.start_sweep(), self.replica.state.key_source()
+            self.expiring = self.ctx.background.submit(
+                f"partition {self.partition}: expiry sweep", lambda: expiry.sweep(keys(), watermark)
+            )
+        return changed
 
     def _snapshot_when_due(self) -> None:
         """Every `snapshot_every` batches, start a snapshot beside the batches; one at a time per task,

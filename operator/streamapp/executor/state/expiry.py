@@ -8,9 +8,12 @@ state minus the lateness. At every batch the owner
 * drops updates to windows that ended before the watermark (records too late to count: their window
   is final and may already have expired), and
 * deletes the state rows of windows that ended before the watermark, as tombstones (rows with a null
-  value) in the batch's changelog segment and outputs, so every copy of the task deletes them too and
-  output readers learn that the window is final. Finding them scans the store, so it happens only in
-  batches where the watermark has passed the oldest window end in the state (tracked as a bound).
+  value) in a batch's changelog segment and outputs, so every copy of the task deletes them too and
+  output readers learn that the window is final. Finding them scans the store, so a scan starts only
+  when the watermark has passed the oldest window end in the state (tracked as a bound), and it runs
+  beside the batches (`Sweep`): the batch after it finishes carries its tombstones. A window found
+  expired stays expired (window ends are fixed and the watermark only rises; `admit` keeps later
+  records out of it), so a sweep's result is still right a few batches later.
 
 The watermark is a function of the committed state alone, so whoever owns the partition computes the
 same one; the owner recomputes it from its store once when it takes over.
@@ -19,22 +22,35 @@ same one; the owner recomputes it from its store once when it takes over.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-from streamapp.executor.state.stores import KeyedStore
 
 WindowEnd = Callable[[str], float]
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """What a scan of the store found: the keys of windows that ended before `watermark`, and the
+    oldest window end among the others (inf when none is left)."""
+
+    watermark: float
+    expired: tuple[str, ...]
+    oldest: float
+
+
 @dataclass
 class Expiry:
-    """The watermark of one partition and what it lets through."""
+    """The watermark of one partition and what it lets through.
+
+    `oldest` bounds the oldest window end in the state from below; `observed_since_sweep` is the oldest
+    end observed since the running sweep took its keys, which its result does not know of.
+    """
 
     window_end: WindowEnd
     lateness: float
     newest: float = float("-inf")
     oldest: float = float("inf")
+    observed_since_sweep: float = field(default=float("inf"))
 
     @property
     def watermark(self) -> float:
@@ -46,23 +62,35 @@ class Expiry:
             end = self.window_end(key)
             self.newest = max(self.newest, end)
             self.oldest = min(self.oldest, end)
+            self.observed_since_sweep = min(self.observed_since_sweep, end)
 
     def admit(self, changed: dict[str, Any]) -> dict[str, Any]:
         """The batch's changed rows without those of windows that already ended before the watermark."""
         watermark = self.watermark
         return {key: value for key, value in changed.items() if self.window_end(key) >= watermark}
 
-    def expire(self, store: KeyedStore, changed: dict[str, Any]) -> dict[str, Any]:
-        """`changed` plus a tombstone for every stored window that ended before the watermark."""
-        watermark = self.watermark
-        if self.oldest >= watermark:
-            return changed
-        gone: dict[str, Any] = {}
-        self.oldest = min((self.window_end(key) for key in changed), default=float("inf"))
-        for key, _ in store.items():
+    def due(self) -> bool:
+        """Whether some window in the state may have ended before the watermark: a sweep is worth it."""
+        return self.oldest < self.watermark
+
+    def start_sweep(self) -> float:
+        """A sweep starts (on the batch lane): the watermark it sweeps against. Ends observed from now
+        on are kept apart, since the sweep may not see their keys."""
+        self.observed_since_sweep = float("inf")
+        return self.watermark
+
+    def sweep(self, keys: Iterable[str], watermark: float) -> Sweep:
+        """Scan `keys` against `watermark`: reads only `window_end`, so it runs on another thread while
+        the batches go on."""
+        expired, oldest = [], float("inf")
+        for key in keys:
             end = self.window_end(key)
-            if end < watermark and key not in changed:
-                gone[key] = None
+            if end < watermark:
+                expired.append(key)
             else:
-                self.oldest = min(self.oldest, end)
-        return {**changed, **gone}
+                oldest = min(oldest, end)
+        return Sweep(watermark, tuple(expired), oldest)
+
+    def settle(self, found: Sweep) -> None:
+        """Take a finished sweep's bound (its tombstones go into the batch that takes it)."""
+        self.oldest = min(found.oldest, self.observed_since_sweep)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import shutil
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,9 @@ class LmdbStore:
         self.env = self._open()
         self._reader: lmdb.Transaction | None = None
         self.count = self._entries()
+        # Held by a read on another thread (`key_source`) and by whatever unmaps the environment (a map
+        # resize, `clear`, `close`): LMDB's resize remaps the file under any open read transaction.
+        self._remap = threading.Lock()
 
     def _open(self) -> lmdb.Environment:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -129,7 +133,8 @@ class LmdbStore:
                             txn.put(key.encode(), self.encode(value))
                 return
             except lmdb.MapFullError:
-                self.env.set_mapsize(self.env.info()["map_size"] * 2)
+                with self._remap:
+                    self.env.set_mapsize(self.env.info()["map_size"] * 2)
 
     def apply_table(self, table: pa.Table) -> int:
         """One write transaction per slice (`state.slices`): bounds a transaction's dirty pages and lets
@@ -141,11 +146,23 @@ class LmdbStore:
     def to_table(self, value_type: str) -> pa.Table:
         return items_table(self.items(), value_type)
 
+    def key_source(self) -> Callable[[], Iterator[str]]:
+        """Keys read later, in their own read transaction on the calling thread, holding off a resize,
+        `clear` or `close` until the iteration ends."""
+
+        def keys() -> Iterator[str]:
+            with self._remap, self.env.begin() as txn:
+                for key in txn.cursor().iternext(keys=True, values=False):
+                    yield bytes(key).decode()
+
+        return keys
+
     def clear(self) -> None:
         self._end_reads()
-        self.env.close()
-        shutil.rmtree(self.path, ignore_errors=True)
-        self.env = self._open()
+        with self._remap:
+            self.env.close()
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.env = self._open()
         self.count = 0
 
     def persister(self) -> Callable[[], None]:
@@ -158,6 +175,7 @@ class LmdbStore:
     def close(self) -> None:
         """Sync, close, and drop the open marker: a clean stop is trusted after any reboot."""
         self._end_reads()
-        self.env.sync(True)
-        self.env.close()
+        with self._remap:
+            self.env.sync(True)
+            self.env.close()
         (self.path / OPEN_MARKER).unlink(missing_ok=True)

@@ -106,6 +106,10 @@ class KeyedStore(Protocol):
     def apply_table(self, table: pa.Table) -> int:
         """Apply a segment or snapshot of `key`/`value` rows; returns the rows applied."""
 
+    def key_source(self) -> Callable[[], Iterator[str]]:
+        """The keys, to be read on another thread while this store changes (an expiry sweep beside
+        the batches): whatever must be taken now is taken here."""
+
     def to_table(self, value_type: str) -> pa.Table: ...
 
     def clear(self) -> None:
@@ -169,6 +173,11 @@ class MemoryStore:
 
     def to_table(self, value_type: str) -> pa.Table:
         return items_table(self.values.items(), value_type)
+
+    def key_source(self) -> Callable[[], Iterator[str]]:
+        """A copy of the keys now (one C-level pass); the sweep iterates it later."""
+        keys = list(self.values)
+        return lambda: iter(keys)
 
     def clear(self) -> None:
         self.values = {}
