@@ -19,7 +19,7 @@ from streamapp.api.streamapp import LocalStoreKind
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
-from streamapp.executor.state import changelog, snapshots
+from streamapp.executor.state import changelog, lmdbstore, snapshots
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.lmdbstore import DIRECTORY, OPEN_MARKER, LmdbStore
@@ -290,3 +290,24 @@ def test_checkpoints_run_beside_the_manifests_and_finish_before_the_store_is_cle
         "at the head it was due"
     )
     pool.shutdown()
+
+
+def test_an_lmdb_read_on_another_thread_holds_off_a_resize(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LMDB remaps its file to grow, under any open read transaction: an expiry sweep's read must end
+    first."""
+    monkeypatch.setattr(lmdbstore, "INITIAL_MAP_BYTES", 1 << 20)
+    store = LmdbStore(tmp_path, "long")
+    store.upsert([f"k{i:05d}" for i in range(1_000)], list(range(1_000)))
+    reading = store.key_source()()
+    first = next(reading)
+    grow = threading.Thread(target=store.upsert, args=([f"big{i:06d}" for i in range(50_000)], [1] * 50_000))
+    grow.start()
+    grow.join(1.0)
+    assert grow.is_alive(), "the write that fills the map waits for the read"
+    keys = [first, *reading]
+    grow.join(60)
+    assert not grow.is_alive() and len(store) == 51_000
+    assert len(keys) == 1_000, "the read saw the store as it was when it began"
+    store.close()
