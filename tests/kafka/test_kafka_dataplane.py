@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 
 from kafkabroker import checks, records
+from streamapp.api.names import consumer_group
 from streamapp.executor import faults
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import make_records
@@ -74,6 +75,34 @@ def test_reads_exactly_the_offsets_asked_and_checks_partitions(
     with pytest.raises(PartitionMismatch, match=r"has 2 partitions but spec\.partitions is 3"):
         check_partitions(source_topic, 3)
     source.close()
+
+
+def test_committed_positions_reach_the_apps_consumer_group(
+    spark: SparkSession, kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    """Kafka's lag tools see the app: each owner's committed position is committed to its group."""
+    source_topic, _ = topics(kafka_bootstrap)
+    records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=3, start=0, count=2_000, keys=50)
+    group = consumer_group("tests", f"app-{uuid.uuid4().hex[:6]}")
+    source = KafkaSource(source_topic, group=group)
+    owner = executor(tmp_path, source, FileSink(tmp_path / "out"), "owner")
+    owner.apply(Target(active={0: 1, 1: 1}))
+    owner.run_until_idle()
+    heads = {p: owner.tasks[p].head.offset for p in range(PARTITIONS)}
+    assert heads == {p: source.end_offset(p) for p in range(PARTITIONS)}
+    source.close()
+    monitor = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        wanted = [TopicPartition(source_topic.topic, p) for p in range(PARTITIONS)]
+        deadline = time.monotonic() + 30
+        while True:  # the commits are asynchronous
+            found = {tp.partition: tp.offset for tp in monitor.committed(wanted, timeout=10)}
+            if found == heads or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert found == heads, "the group's committed offsets are the owners' committed positions"
+    finally:
+        monitor.close()
 
 
 def test_committed_batches_reach_the_topic_exactly_once(

@@ -68,6 +68,12 @@ def executor_account(app: str, member: int) -> str:
     return member_name(app, member)
 
 
+def consumer_group(namespace: str, app: str) -> str:
+    """The Kafka consumer group an app's executors commit their consumed offsets to: for lag
+    monitoring only (KEDA's Kafka scaler, Burrow, lag exporters); the commit manifests stay the truth."""
+    return f"streamapp.{namespace}.{app}"
+
+
 def selector(app: str) -> str:
     """Label selector of the app's member pods (exposed in status for /scale, HPA and KEDA)."""
     return f"{APP_LABEL}={app}"

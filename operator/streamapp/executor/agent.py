@@ -38,6 +38,7 @@ from prometheus_client import (
 )
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
+from streamapp.api.names import consumer_group
 from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE, LocalStoreKind
 from streamapp.executor import drain
 from streamapp.executor import pipeline as pipelines
@@ -166,7 +167,7 @@ class PodSettings:
             check_partitions(self.kafka_source, self.partitions)
         except PartitionMismatch as error:
             raise SetupError(str(error)) from error
-        return KafkaSource(self.kafka_source)
+        return KafkaSource(self.kafka_source, group=consumer_group(self.namespace, self.app))
 
     def state(self, *, check: bool = False) -> BlobStore:
         """The shared state store the pipeline names; `check` refuses an S3 server that ignores

@@ -35,7 +35,7 @@ from streamapp.executor import faults
 from streamapp.executor.background import Background
 from streamapp.executor.io.publisher import Publisher
 from streamapp.executor.io.sink import Sink
-from streamapp.executor.io.source import Source
+from streamapp.executor.io.source import ReportsPosition, Source
 from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
 from streamapp.executor.state import changelog, history, snapshots
@@ -401,6 +401,8 @@ class Task:
         if self.expiry is not None:
             self.expiry.observe(key for key, value in changed.items() if value is not None)
         self._publish()
+        if isinstance(self.ctx.source, ReportsPosition):
+            self.ctx.source.report_position(self.partition, self.head.offset)
         self.committed_offset = self.head.offset
         self.backlog = max(0, self.ctx.source.end_offset(self.partition) - self.head.offset)
         self.batches_since_snapshot += 1

@@ -1,10 +1,14 @@
 """A Kafka topic as the `Source`: partition P of the topic is task P's input, read by explicit offsets.
 
-Each read assigns the one partition at `start` (no consumer group, no committed offsets: the commit
-manifest holds the position) and consumes until `end`, building the record columns as Arrow, which
+Each read assigns the one partition at `start` (never joining a consumer group: the commit manifest holds
+the position) and consumes until `end`, building the record columns as Arrow, which
 Spark takes without a per-row conversion. `end_offset` asks the broker for the last stable offset
 (`isolation.level=read_committed`), so transactional input is read only once committed, and aborted
 records are skipped — offsets then have gaps, which the `[start, end)` contract allows.
+
+With a `group` (the app's, `api.names.consumer_group`), each position an owner commits is also committed
+to that consumer group, asynchronously, so Kafka's lag tooling sees the app as it sees any consumer.
+Nothing reads it back; a commit that fails is logged and the next one replaces it.
 
 Why a client library rather than Spark's Kafka batch source: see docs/pipelines.md ("Kafka in and out") and
 bench/results/kafka.md — a micro-batch of one partition is small, and the Python client avoids a Spark
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import threading
 from collections.abc import Iterator
 
@@ -25,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, watermarks
 from streamapp.executor.io.source import RECORD_SCHEMA, arrow_frame
 
+log = logging.getLogger(__name__)
 FETCH_BATCH = 10_000
 POLL_TIMEOUT_S = 1.0
 READ_TIMEOUT_S = 120.0
@@ -38,8 +44,9 @@ class KafkaSource:
     the partitions of a round wait for each other's fetches.
     """
 
-    def __init__(self, endpoint: KafkaEndpoint) -> None:
+    def __init__(self, endpoint: KafkaEndpoint, group: str | None = None) -> None:
         self.endpoint = endpoint
+        self.group = group
         self._lock = threading.Lock()
         self._idle: list[Consumer] = []
         self._all: list[Consumer] = []
@@ -48,12 +55,14 @@ class KafkaSource:
         return Consumer(
             self.endpoint.config(
                 **{
-                    "group.id": f"streamapp-unused-{self.endpoint.topic}",  # required, never joined
+                    # Required; never joined. Positions are committed to it only with a group.
+                    "group.id": self.group or f"streamapp-unused-{self.endpoint.topic}",
                     "enable.auto.commit": False,
                     "enable.auto.offset.store": False,
                     "isolation.level": "read_committed",
                     "enable.partition.eof": True,
                     "fetch.wait.max.ms": 50,
+                    "on_commit": _log_failed_commit,
                 }
             )
         )
@@ -89,6 +98,16 @@ class KafkaSource:
             messages = self._fetch(consumer, partition, start, end)
         return records_table(messages)
 
+    def report_position(self, partition: int, offset: int) -> None:
+        """Commit `offset` for `partition` to the app's consumer group (`ReportsPosition`), without
+        waiting; nothing without a group."""
+        if self.group is None:
+            return
+        with self._consumer() as consumer:
+            consumer.commit(
+                offsets=[TopicPartition(self.endpoint.topic, partition, offset)], asynchronous=True
+            )
+
     def close(self) -> None:
         with self._lock:
             consumers, self._all, self._idle = self._all, [], []
@@ -122,6 +141,11 @@ class KafkaSource:
             f"{self.endpoint.topic}[{partition}]: offsets [{start}, {end}) not all readable after "
             f"{READ_TIMEOUT_S:.0f}s (got {len(kept)})"
         )
+
+
+def _log_failed_commit(error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+    if error is not None:
+        log.warning("committing positions %s to the consumer group failed: %s", partitions, error)
 
 
 def records_table(messages: list[Message]) -> pa.Table:

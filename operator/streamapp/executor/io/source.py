@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +51,16 @@ class Source(Protocol):
 
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
         """Records with `start <= offset < end` as a DataFrame of the record columns."""
+        ...
+
+
+@runtime_checkable
+class ReportsPosition(Protocol):
+    """A source with a place of its own for consumed positions (Kafka: a consumer group), which lag
+    tools read. Never read back: the commit manifests are the position."""
+
+    def report_position(self, partition: int, offset: int) -> None:
+        """The owner committed `partition`'s input up to `offset` (exclusive)."""
         ...
 
 
