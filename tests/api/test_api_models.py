@@ -76,10 +76,11 @@ def test_kopf_like_body_without_envelope_is_accepted() -> None:
     assert StreamApp.from_resource(body).metadata.name == "counts"
 
 
-def test_sample_manifest_is_a_valid_app() -> None:
+@pytest.mark.parametrize("name", ["streamapp.yaml", "streamapp-kafka.yaml"])
+def test_sample_manifest_is_a_valid_app(name: str) -> None:
     sample = next(
         doc
-        for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+        for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / name).read_text())
         if doc["kind"] == "StreamApp"
     )
     parsed = StreamApp.from_resource(sample)

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from streamapp.api.crd import crds
+from streamapp.api.names import consumer_group
 from streamapp.controller.metrics import INPUT_LAG_METRIC
 
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
@@ -19,7 +20,7 @@ def sample(name: str) -> dict[str, Any]:
     return loaded
 
 
-@pytest.mark.parametrize("name", ["hpa.yaml", "keda-scaledobject.yaml"])
+@pytest.mark.parametrize("name", ["hpa.yaml", "keda-scaledobject.yaml", "keda-kafka-scaledobject.yaml"])
 def test_the_scale_target_is_a_streamapp_with_a_scale_subresource(name: str) -> None:
     target = sample(name)["spec"]["scaleTargetRef"]
     crd = next(d for d in crds() if d["spec"]["names"]["kind"] == target["kind"])
@@ -34,3 +35,14 @@ def test_both_scale_on_the_operators_input_lag_metric() -> None:
     assert hpa["describedObject"] == sample("hpa.yaml")["spec"]["scaleTargetRef"]
     trigger = sample("keda-scaledobject.yaml")["spec"]["triggers"][0]
     assert trigger["type"] == "prometheus" and INPUT_LAG_METRIC in trigger["metadata"]["query"]
+
+
+def test_the_kafka_trigger_reads_the_group_the_executors_commit_to() -> None:
+    scaled = sample("keda-kafka-scaledobject.yaml")
+    target = next(d for d in yaml.safe_load_all((SAMPLES / "streamapp-kafka.yaml").read_text()) if d)
+    assert scaled["spec"]["scaleTargetRef"]["name"] == target["metadata"]["name"]
+    trigger = scaled["spec"]["triggers"][0]["metadata"]
+    source = target["spec"]["pipeline"]["source"]["kafka"]
+    assert trigger["consumerGroup"] == consumer_group("default", target["metadata"]["name"])
+    assert (trigger["topic"], trigger["bootstrapServers"]) == (source["topic"], source["bootstrapServers"])
+    assert scaled["spec"]["maxReplicaCount"] == target["spec"]["partitions"]

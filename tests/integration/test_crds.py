@@ -251,10 +251,11 @@ def test_member_task_lists_are_tracked_as_one_field(objects: client.CustomObject
     assert "k:{" not in fields, "no entry per list item"
 
 
-def test_sample_is_accepted(objects: client.CustomObjectsApi, namespace: str) -> None:
+@pytest.mark.parametrize("name", ["streamapp.yaml", "streamapp-kafka.yaml"])
+def test_sample_is_accepted(objects: client.CustomObjectsApi, namespace: str, name: str) -> None:
     sample = next(
         doc
-        for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / "streamapp.yaml").read_text())
+        for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / name).read_text())
         if doc["kind"] == "StreamApp"
     )
     created = _create(objects, namespace, sample)

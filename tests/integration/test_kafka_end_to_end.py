@@ -17,6 +17,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 from kubernetes import client
 from operator_support import APP, Operators, app, scale
@@ -26,7 +27,7 @@ from kafkabroker import checks, records
 from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from realapps import app_on_process_node
-from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.api.names import APPS, GROUP, VERSION, consumer_group
 from streamapp.executor.io.generate import make_records
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, ensure_topic
 from streamapp.executor.io.kafkasource import KafkaSource
@@ -180,3 +181,15 @@ def test_a_kafka_app_publishes_exactly_once_through_a_partition_mismatch_scaling
     assert checks.differences(state, inputs, records.read_all(kafka_bootstrap, sink_topic)) == []
     epochs = {p: {m.epoch for m in accepted_manifests(state, p)} for p in range(PARTITIONS)}
     assert any(len(seen) > 1 for seen in epochs.values()), f"no task changed owner: {epochs}"
+    group = consumer_group(namespace, APP)
+    wait_for(lambda: group_offsets(kafka_bootstrap, group, source_topic) == ends, 60, f"{group} at the ends")
+
+
+def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """What Kafka's lag tools read: the offsets committed to `group` for each partition of `topic`."""
+    monitor = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        found = monitor.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
+        return {tp.partition: tp.offset for tp in found}
+    finally:
+        monitor.close()

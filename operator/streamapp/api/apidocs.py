@@ -96,7 +96,8 @@ def _checks(node: Mapping[str, Any]) -> str:
         found.append(f"at most {node['maxItems']} items")
     if "pattern" in node:
         found.append(f"matches `{node['pattern']}`")
-    found += [str(rule["message"]) for rule in node.get("x-kubernetes-validations") or []]
+    messages = (str(rule["message"]) for rule in node.get("x-kubernetes-validations") or [])
+    found += dict.fromkeys(messages)  # several rules may share a message: say it once
     if node.get("x-kubernetes-preserve-unknown-fields") and node.get("properties"):
         found.append("other fields kept as written")
     return "; ".join(found)
