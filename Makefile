@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ demo-sim: $(STAMP)
 ## test: lint, type-check, build what the tests run (control plane, helm, the S3 server, image), then every tier but long and demo (their own targets).
 ## The builds run side by side: the image build mostly downloads while the Go builds compile.
 test: $(STAMP)
-	$(MAKE) -j4 lint k8s-binaries helm s3server image
+	$(MAKE) -j4 lint k8s-binaries helm s3server promtool image
 	$(PY) -m pytest -m "not demo and not long"
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
@@ -100,12 +100,13 @@ bench-cluster-report: $(STAMP)
 chaos: $(STAMP) k8s-binaries
 	STREAMAPP_CHAOS=long $(PY) -m pytest tests/integration/test_chaos.py -q
 
-## crds: regenerate the CRDs, install manifests, chart and docs/api.md from the resource models (a test checks they match)
+## crds: regenerate the CRDs, install manifests, chart, docs/api.md and the monitoring objects from the resource models (a test checks they match)
 crds: $(STAMP)
 	$(VENV)/bin/streamapp crd --write crds
 	$(VENV)/bin/streamapp manifests --write manifests
 	$(VENV)/bin/streamapp chart --write charts/streamapp-operator
 	$(VENV)/bin/streamapp api-docs --write docs
+	$(VENV)/bin/streamapp monitoring --write manifests/monitoring
 
 ## k8s-binaries: build (once, cached in ~/.cache/streamapp/k8s/<version>) the control-plane binaries
 k8s-binaries: $(STAMP)
@@ -118,6 +119,10 @@ helm: $(STAMP)
 ## s3server: build (once, cached in ~/.cache/streamapp/seaweedfs/<version>) the SeaweedFS S3 server the S3 tests run on
 s3server: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m s3server install
+
+## promtool: build (once, cached in ~/.cache/streamapp/promtool/<version>) Prometheus's promtool, which checks and unit-tests the shipped alerts
+promtool: $(STAMP)
+	PYTHONPATH=e2e $(PY) -m promtool.install
 
 ## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
 image: $(STAMP) system-packages

@@ -3,6 +3,7 @@ with several value sets (no cluster: `helm template` renders against helm's buil
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from helmtool import build as helmbuild
-from streamapp.api import manifests
+from streamapp.api import alerts, dashboard, manifests
 from streamapp.api.chart import (
     chart_files,
     cluster_scoped_rules,
@@ -21,6 +22,7 @@ from streamapp.api.chart import (
     namespaced_rules,
 )
 from streamapp.api.crd import crd_files
+from streamapp.api.names import APP_LABEL
 from streamapp.api.rbac import covers, operator_cluster_role_rules, operator_lease_rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,6 +233,28 @@ def test_the_executors_pod_monitor_selects_every_member_pod(helm: list[str], tmp
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["team-a"]}
     assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == EXECUTOR_PORT_NAME
     assert monitor["spec"]["podMetricsEndpoints"][0]["honorLabels"] is True
+    (relabel,) = monitor["spec"]["podMetricsEndpoints"][0]["relabelings"]
+    pod_label = "__meta_kubernetes_pod_label_" + APP_LABEL.replace(".", "_").replace("/", "_")
+    assert relabel == {"sourceLabels": [pod_label], "targetLabel": "app"}, "executors' series carry the app"
+
+
+def test_alerts_and_dashboard_render_with_their_values(helm: list[str], tmp_path: Path) -> None:
+    assert not any(o["kind"] in ("PrometheusRule", "ConfigMap") for o in template(helm, None, tmp_path))
+    values = {
+        "metrics": {
+            "prometheusRule": {"enabled": True, "labels": {"release": "kps"}, "inputLagRecords": 5000},
+            "grafanaDashboard": {"enabled": True},
+        }
+    }
+    objects = template(helm, values, tmp_path)
+    rule = one(objects, "PrometheusRule", FULLNAME)
+    assert rule["metadata"]["labels"]["release"] == "kps"
+    assert rule["spec"]["groups"] == alerts.rule_groups(lag_records=5000), (
+        "the model's rules, as Helm renders them"
+    )
+    board = one(objects, "ConfigMap", f"{FULLNAME}-dashboard")
+    assert board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["streamapp-dashboard.json"]) == dashboard.dashboard()
 
 
 def test_flow_schema_matches_the_operator_s_service_account(helm: list[str], tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import yaml
 from streamapp.api.apidocs import api_files
 from streamapp.api.crd import crd_files
 from streamapp.api.manifests import manifest_files
+from streamapp.api.monitoring import monitoring_files
 from streamapp.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.parametrize(
     ("directory", "command", "generate"),
-    [("crds", "crd", crd_files), ("manifests", "manifests", manifest_files), ("docs", "api-docs", api_files)],
+    [
+        ("crds", "crd", crd_files),
+        ("manifests", "manifests", manifest_files),
+        ("docs", "api-docs", api_files),
+        ("manifests/monitoring", "monitoring", monitoring_files),
+    ],
 )
 def test_checked_in_files_match_the_model(
     directory: str, command: str, generate: Callable[[], dict[str, str]]

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import flowcontrol, manifests
+from streamapp.api import alerts, flowcontrol, manifests
 from streamapp.api.yamlfiles import HEADER
 
 NAME = manifests.NAME
@@ -184,6 +184,43 @@ VALUES: tuple[Value, ...] = (
         False,
         {"type": "boolean"},
         "Create a prometheus-operator PodMonitor for the executors' /metrics (every member pod).",
+    ),
+    Value(
+        "metrics.prometheusRule.enabled",
+        False,
+        {"type": "boolean"},
+        "Create a prometheus-operator PrometheusRule with the alerts of `streamapp.api.alerts` (lag growing, "
+        "tasks held or unassigned, fenced owners, no leader, a task not committing, full restores).",
+    ),
+    Value(
+        "metrics.prometheusRule.labels",
+        {},
+        _STRINGS,
+        "Labels a Prometheus selects PrometheusRules by.",
+    ),
+    Value(
+        "metrics.prometheusRule.inputLagRecords",
+        alerts.LAG_RECORDS,
+        {"type": "integer", "minimum": 0},
+        "Input lag (records) above which a growing lag alerts; size it to a few minutes of input.",
+    ),
+    Value(
+        "metrics.prometheusRule.noCommitSeconds",
+        alerts.NO_COMMIT_SECONDS,
+        {"type": "integer", "minimum": 1},
+        "Seconds without a commit, while its app has input waiting, before an active task alerts.",
+    ),
+    Value(
+        "metrics.grafanaDashboard.enabled",
+        False,
+        {"type": "boolean"},
+        "Create a ConfigMap holding the StreamApp Grafana dashboard (`streamapp.api.dashboard`).",
+    ),
+    Value(
+        "metrics.grafanaDashboard.labels",
+        {"grafana_dashboard": "1"},
+        _STRINGS,
+        "Labels Grafana's dashboard sidecar selects ConfigMaps by.",
     ),
     Value(
         "flowControl.enabled",

@@ -14,6 +14,7 @@ from streamapp.api.apidocs import api_files
 from streamapp.api.chart import chart_files
 from streamapp.api.crd import crd_files, crds
 from streamapp.api.manifests import manifest_files
+from streamapp.api.monitoring import monitoring_files
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, differences, write
 
 # command: (generator, what it generates, whether its files print as one YAML stream)
@@ -22,6 +23,11 @@ GENERATORS: dict[str, tuple[Callable[[], Files], str, bool]] = {
     "manifests": (manifest_files, "the install manifests: namespace, RBAC, operator (manifests/)", True),
     "chart": (chart_files, "the Helm chart (charts/streamapp-operator/)", False),
     "api-docs": (api_files, "the API reference (docs/api.md)", False),
+    "monitoring": (
+        monitoring_files,
+        "the PrometheusRule and Grafana dashboard (manifests/monitoring/)",
+        False,
+    ),
 }
 FIELD_MANAGER = "streamapp"
 APPLY_PATCH = "application/apply-patch+yaml"
