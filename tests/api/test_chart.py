@@ -412,3 +412,15 @@ def test_hardening_values(helm: list[str], tmp_path: Path) -> None:
     assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"memory": "256Mi"}
     single = template(helm, {"replicaCount": 1}, tmp_path)
     assert "PodDisruptionBudget" not in kinds(single), "a budget of one replica would block every drain"
+
+
+def test_rbac_create_false_leaves_the_operators_rbac_to_the_cluster(helm: list[str], tmp_path: Path) -> None:
+    values = {
+        "rbac": {"create": False, "aggregateToDefaultRoles": False},
+        "crds": {"upgradeJob": {"enabled": False}},
+    }
+    kinds = {o["kind"] for o in template(helm, values, tmp_path)}
+    assert not kinds & {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}, kinds
+    assert {"Deployment", "ServiceAccount"} <= kinds
+    with_rbac = {o["kind"] for o in template(helm, None, tmp_path)}
+    assert {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= with_rbac

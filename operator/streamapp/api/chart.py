@@ -304,6 +304,7 @@ subjects:
 {{{{- $sa := include "streamapp-operator.serviceAccountName" . }}}}
 {{{{- $global := include "streamapp-operator.globalName" . }}}}
 {{{{- $name := include "streamapp-operator.fullname" . }}}}
+{{{{- if .Values.rbac.create }}}}
 # What the operator may do: rules generated from streamapp.api.rbac.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -381,6 +382,7 @@ roleRef:
   kind: Role
   name: {{{{ $name }}}}-leader-election
 {subject}
+{{{{- end }}}}
 {{{{- end }}}}
 """
 

@@ -133,6 +133,13 @@ VALUES: tuple[Value, ...] = (
         "Extra operator flags, e.g. `--min-reconcile-interval=5` or `--verbose` (`streamapp operator -h`).",
     ),
     Value(
+        "rbac.create",
+        True,
+        {"type": "boolean"},
+        "Create the operator's ClusterRole (or Roles) and bindings; false where RBAC is managed elsewhere: grant "
+        "what `streamapp manifests` prints in rbac.yaml (the CRD upgrade hook keeps its own).",
+    ),
+    Value(
         "rbac.aggregateToDefaultRoles",
         True,
         {"type": "boolean"},
