@@ -227,7 +227,20 @@ def report(raw: dict[str, Any]) -> str:
                 "seconds", "python_anon", "python_file", "python_rss", "jvm_rss", "lmdb_mib", "shared_mib"
             )]  # fmt: skip
             lines.append(f"| {int(size):,} | {phase} | " + " | ".join(cells) + " |")
-    lines += ["", "Ratios of the largest size to the smallest (medians):", ""]
+    lines += [
+        "",
+        "How to read it: *RssAnon* is the memory the member process allocated (Python objects, Arrow "
+        "buffers, LMDB's dirty pages of a write transaction); it is what would grow if the state were held "
+        "in memory, and what a snapshot of the whole state as one table used to cost. *RssFile* is LMDB's "
+        "memory map: pages of the store's file the process touched, clean page cache that counts in RSS "
+        "while mapped but that the kernel reclaims under memory pressure (the table under a memory limit "
+        "below shows the member running in less memory than its store's file). The Spark JVM's resident "
+        "set is bounded by its heap setting (`spark.driver.memory`, 1g by default). The restore member "
+        "never starts Spark (there is no input left to process), so its JVM column is 0.",
+        "",
+        "Ratios of the largest size to the smallest (medians):",
+        "",
+    ]
     small, large = sizes[0], sizes[-1]
     for phase in ("hold", "restore"):
         for key, label in (
@@ -240,13 +253,27 @@ def report(raw: dict[str, Any]) -> str:
             if not a:
                 continue  # a restore with no input left never starts Spark
             lines.append(f"- {phase}, {label}: {b / a:.2f}× ({a:,.0f} → {b:,.0f} MiB)")
+    member = [
+        statistics.median(run["hold"]["python_anon"] + run["hold"]["jvm_rss"] for run in raw["sizes"][size])
+        for size in (small, large)
+    ]
+    lines.append(
+        f"- hold, the member's own memory (Python RssAnon + JVM RSS): {member[1] / member[0]:.2f}× "
+        f"({member[0]:,.0f} → {member[1]:,.0f} MiB)"
+    )
+    snaps = raw["sizes"][large][0]["hold"]["snapshots"]
+    uploads = [snap["bytes"] / 2**20 for snap in snaps]
     lines += [
         "",
-        "Snapshots of the largest size, first run (each uploads only the rows changed since the last):",
+        f"Snapshots of the largest size, first run: {len(snaps)}, each uploading the rows changed since the "
+        f"previous one and the runs it merged: median {statistics.median(uploads):,.1f} MiB, "
+        f"{sum(uploads):,.0f} MiB in all for a final {snaps[-1]['rows']:,} rows in {snaps[-1]['runs']} runs. "
+        "The largest, when a merge reached the oldest run:",
         "",
+        "| seq | runs after | rows listed | uploaded MiB | seconds |",
+        "|---:|---:|---:|---:|---:|",
     ]
-    lines += ["| seq | runs | rows listed | uploaded MiB | seconds |", "|---:|---:|---:|---:|---:|"]
-    for snap in raw["sizes"][large][0]["hold"]["snapshots"]:
+    for snap in sorted(snaps, key=lambda snap: snap["bytes"], reverse=True)[:5]:
         lines.append(
             f"| {snap['seq']} | {snap['runs']} | {snap['rows']:,} | {snap['bytes'] / 2**20:,.1f} | {snap['seconds']:.1f} |"
         )
