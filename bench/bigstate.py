@@ -233,8 +233,8 @@ def report(raw: dict[str, Any]) -> str:
         "buffers, LMDB's dirty pages of a write transaction); it is what would grow if the state were held "
         "in memory, and what a snapshot of the whole state as one table used to cost. *RssFile* is LMDB's "
         "memory map: pages of the store's file the process touched, clean page cache that counts in RSS "
-        "while mapped but that the kernel reclaims under memory pressure (the table under a memory limit "
-        "below shows the member running in less memory than its store's file). The Spark JVM's resident "
+        "while mapped but that the kernel reclaims under memory pressure (see the run under a memory limit "
+        "below for what that costs). The Spark JVM's resident "
         "set is bounded by its heap setting (`spark.driver.memory`, 1g by default). The restore member "
         "never starts Spark (there is no input left to process), so its JVM column is 0.",
         "",
@@ -277,6 +277,21 @@ def report(raw: dict[str, Any]) -> str:
         lines.append(
             f"| {snap['seq']} | {snap['runs']} | {snap['rows']:,} | {snap['bytes'] / 2**20:,.1f} | {snap['seconds']:.1f} |"
         )
+    seen = raw.get("limited_observation")
+    if seen:
+        lines += [
+            "",
+            f"Under a memory limit (one run, stopped): the {seen['keys']:,}-key hold in a cgroup of "
+            f"{seen['limit_mib']:,} MiB, less than the process memory plus LMDB's file. It was never "
+            f"OOM-killed ({seen['oom_kills']} kills; the group's charge sat at the limit, {seen['cgroup_peak_mib']:,} "
+            "MiB, the kernel reclaiming LMDB's pages), but once the store's pages no longer fitted in the page "
+            "cache left beside the processes, each batch's random keys faulted them in from disk: "
+            f"{seen['major_faults']:,} major faults, {seen['iowait_percent']}% I/O wait, and the member went from "
+            f"{seen['keys_per_minute_before']:,} to {seen['keys_per_minute_after']:,} keys a minute near "
+            f"{seen['keys_reached']:,} keys, where it was stopped after {seen['minutes']} minutes. Memory is "
+            "bounded; speed with random keys needs the store's working set in page cache: size a member's "
+            "memory limit to its processes plus the LMDB file of its hot keys.",
+        ]
     loads = [
         f"{run['load_before']:.1f}→{run['load_after']:.1f}" for size in sizes for run in raw["sizes"][size]
     ]
