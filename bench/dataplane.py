@@ -179,8 +179,8 @@ since the transform must see one partition at a time), while Structured Streamin
 once; at small batches those per-branch costs are what remains between the two.
 
 Where StreamApp stands (the run below, each case three times): ahead at one partition and at 8 × 1,000,
-behind at 8 × 10,000 (by about an eighth) and at 32 partitions (about 1.5× at 1,000 records per batch,
-3.5× at 10,000). Why, profiled at 32 × 10,000 (`bench/roundprofile.py` under py-spy: the batch
+behind at 8 × 10,000 (by about an eighth) and at 32 partitions (about 1.6× at 1,000 records per batch,
+3.6× at 10,000). Why, profiled at 32 × 10,000 (`bench/roundprofile.py` under py-spy: the batch
 lane's samples within a round; one run, shares rather than times): it is not the Python state work — folding, changelog and outputs, and
 the commits all together take about 3% of the round. The round waits on Spark's driver: the one job
 that computes every partition's updates (39%, the Arrow transfer included), building its plan — a union
@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         lines += [
             "",
-            f"## Restore of {restore_keys:,} keys (no Spark: Parquet snapshot + changelog segments → dict)",
+            f"## Restore of {restore_keys:,} keys (no Spark: a snapshot's sorted runs + changelog segments → dict)",
             "",
             "| history | keys | seconds | keys/s | rows applied/s |",
             "|---|---:|---:|---:|---:|",
