@@ -214,14 +214,14 @@ class RuntimeDataPlane:
             ["reason"],
             registry=registry,
         )
-        self._full_restores_seen: dict[str, int] = {}
+        self.full_restore_totals = Totals(self.full_restores, "reason")
         self.committed_records = Counter(
             "streamapp_executor_committed_records",
             "Input records the active task committed on this executor",
             ["task"],
             registry=registry,
         )
-        self._committed_seen: dict[int, int] = {}
+        self.committed_totals = Totals(self.committed_records, "task")
         self.last_commit = Gauge(
             "streamapp_executor_last_commit_timestamp_seconds",
             "When the active task's last batch committed (an alert: no commit for N batch intervals)",
@@ -277,23 +277,35 @@ class RuntimeDataPlane:
         return rows
 
     def _count_commits(self, statuses: list[TaskStatus]) -> None:
-        """Add the records each task committed since the last report; a task that came back to this
-        executor counts from zero again."""
+        """The records each task committed here, and when it last committed."""
         self.last_commit.clear()
         for s in statuses:
-            seen = self._committed_seen.get(s.partition, 0)
-            grown = s.committed_records - seen if s.committed_records >= seen else s.committed_records
-            if grown:
-                self.committed_records.labels(task=str(s.partition)).inc(grown)
-            self._committed_seen[s.partition] = s.committed_records
+            self.committed_totals.report(str(s.partition), s.committed_records)
             if s.last_commit_at is not None:
                 self.last_commit.labels(task=str(s.partition)).set(s.last_commit_at)
 
     def _count_full_restores(self) -> None:
-        """Add the full restores counted since the last report (`RestoreMeter.fell_back`)."""
+        """The full restores counted so far (`RestoreMeter.fell_back`), by reason."""
         for reason, count in self.executor.full_restore_counts().items():
-            self.full_restores.labels(reason=reason).inc(count - self._full_restores_seen.get(reason, 0))
-            self._full_restores_seen[reason] = count
+            self.full_restore_totals.report(reason, count)
+
+
+class Totals:
+    """A Counter fed with running totals the data plane keeps, one per value of `label`: each report
+    adds what grew since the last. A total that went down (a task back on this executor counts from
+    zero again) adds all of itself."""
+
+    def __init__(self, counter: Counter, label: str) -> None:
+        self.counter = counter
+        self.label = label
+        self.seen: dict[str, int] = {}
+
+    def report(self, value: str, total: int) -> None:
+        seen = self.seen.get(value, 0)
+        grown = total - seen if total >= seen else total
+        if grown:
+            self.counter.labels(**{self.label: value}).inc(grown)
+        self.seen[value] = total
 
 
 def register(subparsers: Any) -> None:
