@@ -525,8 +525,7 @@ class Task:
         layout, partition, config = self.ctx.layout, self.partition, self.ctx.config
         written = snapshots.write(layout, partition, head, self.ctx.pipeline.value_type)
         faults.reached("snapshot.written")
-        snapshots.prune(layout, partition, config.keep_snapshots)
-        covered = snapshots.covered_seq(layout, partition, config.keep_snapshots)
+        covered = snapshots.prune(layout, partition, config.keep_snapshots)
         changelog.compact(layout, partition, covered, config.retention, time.time())
         history.prune(layout, partition, history.readers_start(layout, partition, covered))
         return SnapshotWritten(head.seq, written.rows, rows_before)

@@ -92,13 +92,6 @@ def newest_seq(layout: StateLayout, partition: int) -> int:
     return seq_of(names[0]) if names else -1
 
 
-def covered_seq(layout: StateLayout, partition: int, keep: int) -> int:
-    """The sequence of the oldest of the `keep` newest snapshots (what a restore needs segments after),
-    -1 when there is none."""
-    names = newest_first(layout, partition)[:keep]
-    return seq_of(names[-1]) if names else -1
-
-
 def read(layout: StateLayout, name: str) -> Snapshot:
     """A snapshot by name; FileNotFoundError when it is gone."""
     data = layout.store.get(name)
@@ -224,15 +217,16 @@ def _deltas(layout: StateLayout, partition: int, base: Head, head: Head) -> Iter
         yield runs.newest_per_key(group, drop_tombstones=False)
 
 
-def prune(layout: StateLayout, partition: int, keep: int) -> None:
-    """Delete all but the `keep` newest snapshots, and the runs none of those lists.
+def prune(layout: StateLayout, partition: int, keep: int) -> int:
+    """Delete all but the `keep` newest snapshots, and the runs none of those lists; returns the
+    sequence of the oldest kept one (what a restore needs segments after), -1 when there is none.
 
     A run nobody lists whose sequence is above the newest kept snapshot may belong to a snapshot being
     written (a previous owner's, still running): it stays until a newer snapshot is kept.
     """
     names = newest_first(layout, partition)
     if not names:
-        return
+        return -1
     listed: set[str] = set()
     for name in names[:keep]:
         if not name.endswith(SUFFIX):
@@ -249,3 +243,5 @@ def prune(layout: StateLayout, partition: int, keep: int) -> None:
         name = f"{folder}/{entry}"
         if entry.endswith(runs.SUFFIX) and name not in listed and changelog.file_seq(entry) <= newest:
             layout.store.delete(name)
+    kept = names[:keep]
+    return seq_of(kept[-1]) if kept else -1
