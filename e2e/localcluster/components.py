@@ -1,8 +1,9 @@
 """Command lines of the control-plane components, as pure functions of paths and ports.
 
-Only 127.0.0.1 is ever bound. Flags follow what kubeadm/envtest use, trimmed to a single-node control
+Only 127.0.0.1 is bound, except the API server's address when the cluster has a real node
+(:mod:`realnode.network`: a bridge address, never an external interface). Flags follow what kubeadm/envtest use, trimmed to a single-node control
 plane: no leader election (one instance of each), the kubernetes Service's endpoint reconciler off
-(a loopback address is not a valid endpoint), and etcd without fsync (a throw-away test cluster).
+when the API server is on loopback (a loopback address is not a valid endpoint), and etcd without fsync (a throw-away test cluster).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
@@ -74,13 +76,17 @@ def etcd(bin_dir: Path, data_dir: Path, ports: Ports) -> list[str]:
     ]
 
 
-def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports) -> list[str]:
-    """kube-apiserver with Node+RBAC authorization and the default admission chain plus NodeRestriction."""
+def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports, address: str = LOOPBACK) -> list[str]:
+    """kube-apiserver with Node+RBAC authorization and the default admission chain plus NodeRestriction.
+
+    ``address`` is loopback unless a real node's pods must reach it (then the node's bridge address,
+    and the ``kubernetes`` Service gets that endpoint from the lease reconciler)."""
+    reconciler = "none" if address == LOOPBACK else "lease"
     return [
         str(bin_dir / "kube-apiserver"),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        f"--bind-address={address}",
+        f"--advertise-address={address}",
         f"--secure-port={ports.apiserver}",
         f"--tls-cert-file={pki.apiserver_cert}",
         f"--tls-private-key-file={pki.apiserver_key}",
@@ -95,7 +101,7 @@ def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports) -> list[str]:
         f"--kubelet-certificate-authority={pki.ca_cert}",
         "--kubelet-preferred-address-types=InternalIP",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
-        "--endpoint-reconciler-type=none",
+        f"--endpoint-reconciler-type={reconciler}",
         "--allow-privileged=true",
         "--profiling=false",
         "--v=1",

@@ -18,7 +18,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,9 @@ from kubernetes import client, config
 from localcluster import build, certs, components, kubeconfig, nodes, processes, provisioner
 from localcluster.processes import ProcessRecord
 from processnode import pidfiles, procfs
+from realnode import build as node_build
+from realnode import network as node_network
+from realnode import node as real_node
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO_ROOT / "e2e"
@@ -85,6 +88,11 @@ class Layout:
     @property
     def process_node(self) -> Path:
         return self.root / "process-node"
+
+    @property
+    def real_node(self) -> real_node.NodeLayout:
+        """The real node's files, when the cluster has one (see :mod:`realnode`)."""
+        return real_node.NodeLayout(self.root / "node")
 
     @property
     def volumes(self) -> Path:
@@ -153,9 +161,14 @@ def _insecure_context() -> ssl.SSLContext:
 class LocalCluster:
     """A single-node-control-plane cluster of local processes; see ``e2e/README.md``."""
 
-    def __init__(self, root: Path | None = None, process_path: list[str] | None = None) -> None:
+    def __init__(
+        self, root: Path | None = None, process_path: list[str] | None = None, with_real_node: bool = False
+    ) -> None:
+        """``with_real_node``: a kubelet on containerd instead of kwok and the process node (the real-node
+        tier; its pods run as containers of the built image)."""
         self.layout = Layout(root or default_root())
         self.process_path = process_path if process_path is not None else default_process_path()
+        self.with_real_node = with_real_node
         self._state = ClusterState()
 
     @property
@@ -176,6 +189,8 @@ class LocalCluster:
             self._stop_and_clean()
             if not (build.is_built() and provisioner.is_built()):
                 build.ensure_built()
+            if self.with_real_node and not node_build.is_built():
+                node_build.ensure_built()
             for attempt in range(1, START_ATTEMPTS + 1):
                 try:
                     self._start(timeout_s)
@@ -285,10 +300,18 @@ class LocalCluster:
         for record in reversed(state.processes):
             processes.stop(record)
         self._kill_leftover_pod_processes()
+        if self.with_real_node or self.layout.real_node.base.exists():
+            real_node.tear_down(self.layout.real_node)
         for port in state.ports.values():
             processes.wait_until(_port_closed(port), 10, f"port {port} to close")
         layout = self.layout
-        for path in (layout.etcd_data, layout.pki, layout.component_kubeconfigs, layout.volumes):
+        for path in (
+            layout.etcd_data,
+            layout.pki,
+            layout.component_kubeconfigs,
+            layout.volumes,
+            layout.real_node.base,
+        ):
             shutil.rmtree(path, ignore_errors=True)
         for path in (self.layout.state, self.layout.kubeconfig):
             path.unlink(missing_ok=True)
@@ -306,21 +329,34 @@ class LocalCluster:
         for directory in (layout.root, layout.pki, layout.logs, layout.component_kubeconfigs):
             directory.mkdir(parents=True, exist_ok=True)
         ports = components.Ports(*processes.free_ports(len(dataclasses.fields(components.Ports))))
-        self._state = ClusterState(server=f"https://127.0.0.1:{ports.apiserver}", ports=vars(ports).copy())
+        address = self._apiserver_address()
+        self._state = ClusterState(server=f"https://{address}:{ports.apiserver}", ports=vars(ports).copy())
         self._state.save(layout.state)
-        pki, configs = self._write_pki_and_kubeconfigs()
+        ca, pki, configs = self._write_pki_and_kubeconfigs()
         bin_dir = build.bin_dir()
         self._start_etcd(bin_dir, ports, timeout_s)
-        self._start_apiserver(bin_dir, pki, ports, timeout_s)
+        self._start_apiserver(bin_dir, pki, ports, address, timeout_s)
         self._start_controllers(bin_dir, pki, configs, ports, timeout_s)
         self._start_provisioner(configs["provisioner"], ports, timeout_s)
-        self._start_kwok(bin_dir, configs["kwok"], ports)
-        self._register_kwok_nodes()
-        self._start_process_node(configs["node"], ports)
+        if self.with_real_node:
+            real_node.start(layout.real_node, ca, self._state.server, self._spawn, timeout_s)
+        else:
+            self._start_kwok(bin_dir, configs["kwok"], ports)
+            self._register_kwok_nodes()
+            self._start_process_node(configs["node"], ports)
         self._wait_for_workloads_ready(timeout_s)
         print(f"cluster up in {time.monotonic() - started:.1f}s; KUBECONFIG={layout.kubeconfig}", flush=True)
 
-    def _write_pki_and_kubeconfigs(self) -> tuple[components.Pki, dict[str, Path]]:
+    def _apiserver_address(self) -> str:
+        """Loopback, or with a real node the node's bridge address (created first, so it can be bound)."""
+        if not self.with_real_node:
+            return components.LOOPBACK
+        node_network.ensure_bridge()
+        return node_network.GATEWAY
+
+    def _write_pki_and_kubeconfigs(
+        self,
+    ) -> tuple[certs.CertificateAuthority, components.Pki, dict[str, Path]]:
         """CA, serving and client certificates, SA keys, and one kubeconfig per client identity."""
         ca = certs.CertificateAuthority(self.layout.pki)
         serving = ca.issue(
@@ -333,7 +369,7 @@ class LocalCluster:
                 "kubernetes.default.svc",
                 "kubernetes.default.svc.cluster.local",
             ),
-            server_ips=("127.0.0.1", "10.0.0.1"),
+            server_ips=("127.0.0.1", "10.0.0.1", node_network.GATEWAY),
         )
         sa = certs.service_account_keys(self.layout.pki)
         # kube-apiserver's identity towards nodes (kubectl logs), as kubeadm issues it
@@ -374,9 +410,9 @@ class LocalCluster:
                 else self.layout.component_kubeconfigs / f"{name}.kubeconfig"
             )
             configs[name] = kubeconfig.write(target, server, ca.pair.cert, pair, identity.user)
-        return pki, configs
+        return ca, pki, configs
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> ProcessRecord:
+    def _spawn(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> ProcessRecord:
         record = processes.spawn(name, argv, self.layout.logs / f"{name}.log", env)
         self._state.processes.append(record)
         self._state.save(self.layout.state)
@@ -388,9 +424,9 @@ class LocalCluster:
         processes.wait_until(lambda: _http_ok(url), timeout_s, "etcd /health", record)
 
     def _start_apiserver(
-        self, bin_dir: Path, pki: components.Pki, ports: components.Ports, timeout_s: float
+        self, bin_dir: Path, pki: components.Pki, ports: components.Ports, address: str, timeout_s: float
     ) -> None:
-        record = self._spawn("kube-apiserver", components.kube_apiserver(bin_dir, pki, ports))
+        record = self._spawn("kube-apiserver", components.kube_apiserver(bin_dir, pki, ports, address))
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
         admin = self.layout.pki
         context.load_cert_chain(admin / "client-admin.crt", admin / "client-admin.key")
@@ -461,7 +497,9 @@ class LocalCluster:
     def _wait_for_workloads_ready(self, timeout_s: float) -> None:
         """Nodes Ready and the ``default`` ServiceAccount created (i.e. the controllers work)."""
         api = self._core_api()
-        expected = {*nodes.KWOK_NODES, nodes.PROCESS_NODE_NAME}
+        expected = (
+            {real_node.NODE_NAME} if self.with_real_node else {*nodes.KWOK_NODES, nodes.PROCESS_NODE_NAME}
+        )
 
         def nodes_ready() -> bool:
             ready = {

@@ -73,3 +73,44 @@ KUBERNETES = Product(
     replace_staging=True,
 )
 PRODUCTS = (ETCD, KWOK, KUBERNETES)
+
+# The real node (e2e/realnode), built only when a real node is asked for: the kubelet and kube-proxy of
+# the same Kubernetes build, containerd with its runc shim and `ctr` (images are imported with it), and
+# the CNI plugins a bridge network needs.
+KUBERNETES_NODE = Product(
+    "kubernetes-node",
+    "k8s.io/kubernetes",
+    versions.KUBERNETES,
+    {name: f"k8s.io/kubernetes/cmd/{name}" for name in ("kubelet", "kube-proxy")},
+    tags=KUBERNETES.tags,
+    ldflag_templates=KUBERNETES.ldflag_templates,
+    replace_staging=True,
+)
+CONTAINERD = Product(
+    "containerd",
+    "github.com/containerd/containerd/v2",
+    versions.CONTAINERD,
+    {
+        name: f"github.com/containerd/containerd/v2/cmd/{name}"
+        for name in ("containerd", "containerd-shim-runc-v2", "ctr")
+    },
+    # the snapshotters that need cgo or kernel modules this host lacks; overlayfs and native remain
+    tags="no_btrfs,no_devmapper,no_zfs",
+    ldflag_templates=(f"-X github.com/containerd/containerd/v2/version.Version={versions.CONTAINERD}",),
+)
+CNI_PLUGINS = Product(
+    "cni-plugins",
+    "github.com/containernetworking/plugins",
+    versions.CNI_PLUGINS,
+    {
+        "bridge": "github.com/containernetworking/plugins/plugins/main/bridge",
+        "loopback": "github.com/containernetworking/plugins/plugins/main/loopback",
+        "host-local": "github.com/containernetworking/plugins/plugins/ipam/host-local",
+        "portmap": "github.com/containernetworking/plugins/plugins/meta/portmap",
+    },
+    ldflag_templates=(
+        "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion="
+        f"{versions.CNI_PLUGINS}",
+    ),
+)
+NODE_PRODUCTS = (KUBERNETES_NODE, CONTAINERD, CNI_PLUGINS)

@@ -8,7 +8,8 @@ The volume provisioner is our own small command (``e2e/provisioner``) on sig-sto
 v13.0.0, the newest major on the proxy (go.mod ``go 1.24.0``, built for client-go v0.34), compiled
 against the client-go of the pinned Kubernetes. Its pins live in its own cache stamp
 (:func:`localcluster.provisioner.stamp`), not in :func:`as_dict`, so they never invalidate the
-Kubernetes binaries.
+Kubernetes binaries. The real node's parts have their own stamp (:func:`realnode.build.stamp`) for the
+same reason.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ KUBERNETES = "v1.35.4"
 ETCD = "v3.6.6"
 KWOK = "v0.7.0"
 PROVISIONER_LIBRARY = "v13.0.0"
+# The real node's runtime (e2e/realnode): containerd 2.2 is the newest minor whose go.mod still accepts
+# Go 1.25 (2.3 wants 1.26.8) and speaks the CRI v1 the 1.35 kubelet requires; CNI plugins 1.9 likewise.
+CONTAINERD = "v2.2.9"
+CNI_PLUGINS = "v1.9.1"
 
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:

@@ -38,6 +38,11 @@ func (p *hostPath) Provision(_ context.Context, options controller.ProvisionOpti
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		return nil, controller.ProvisioningFinished, err
 	}
+	// Writable by any pod user: the kubelet applies no fsGroup to hostPath volumes, and the umask
+	// took group and other write away (pods of the real node run as non-root users).
+	if err := os.Chmod(dir, 0o777); err != nil {
+		return nil, controller.ProvisioningFinished, err
+	}
 	directory := v1.HostPathDirectory
 	reclaim := v1.PersistentVolumeReclaimDelete
 	if options.StorageClass.ReclaimPolicy != nil {

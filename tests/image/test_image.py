@@ -7,7 +7,6 @@ the suite installs podman there and a silent skip would hide a broken image.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -19,23 +18,6 @@ from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 pytestmark = pytest.mark.image
-
-
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-@pytest.fixture(scope="session")
-def image() -> str:
-    """The current ``streamapp:<version>`` image, built if its inputs changed."""
-    try:
-        podman.binary()
-        result = build.ensure_image()
-    except podman.ToolMissing as missing:
-        if _under_ci():
-            pytest.fail(f"CI is set but {missing}")
-        pytest.skip(str(missing))
-    return result.reference
 
 
 def test_the_tag_matches_the_project_version_and_the_manifests(image: str) -> None:

@@ -20,7 +20,6 @@ import yaml
 from kubernetes import client
 from operator_support import APP, app, create_app, scale
 
-from helmtool import build as helmbuild
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
 from streamapp.api.names import GROUP, MEMBERS, VERSION
@@ -30,20 +29,6 @@ RELEASE = "sa"
 FULLNAME = "sa-streamapp-operator"
 INSTANCE = f"app.kubernetes.io/instance={RELEASE}"
 HELM_TIMEOUT = "240s"
-
-
-@pytest.fixture(scope="session")
-def helm(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The pinned helm (built from Go modules once, cached), with its own config and cache dirs."""
-    helmbuild.ensure_built()
-    home = tmp_path_factory.mktemp("helm-home")
-    return [
-        "env",
-        f"HELM_CACHE_HOME={home / 'cache'}",
-        f"HELM_CONFIG_HOME={home / 'config'}",
-        f"HELM_DATA_HOME={home / 'data'}",
-        str(helmbuild.helm_path()),
-    ]
 
 
 @pytest.fixture

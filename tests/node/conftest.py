@@ -1,0 +1,59 @@
+"""The real-node tier: a cluster of its own whose only node is a kubelet on containerd (``e2e/realnode``),
+so pods run as containers of the built image, as users run them.
+
+Every test here is marked ``node``. The cluster lives in ``<repo>/.cluster-node`` (or
+``$STREAMAPP_NODE_CLUSTER_DIR``), beside the process-node cluster the integration tier uses, and is
+stopped when the session ends. Off CI, a host that cannot run the node (not root, no runc) skips these
+tests; under ``CI`` they fail instead (see the root conftest's ``unavailable``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+from kubernetes import client, config
+
+from imagebuild import podman
+from localcluster.controlplane import REPO_ROOT, LocalCluster
+from realnode import node
+
+NODE_TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if NODE_TESTS in Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.node)
+
+
+@pytest.fixture(scope="session")
+def node_cluster(image: str, host_unavailable: Callable[[str], NoReturn]) -> Iterator[LocalCluster]:
+    """The cluster with the real node up, the image (``streamapp:<version>``, podman's
+    ``localhost/streamapp:<version>``) imported under both names."""
+    missing = node.requirements_missing()
+    if missing:
+        host_unavailable(f"the real node needs {', '.join(missing)}")
+    root = Path(os.environ.get("STREAMAPP_NODE_CLUSTER_DIR") or REPO_ROOT / ".cluster-node")
+    cluster = LocalCluster(root, with_real_node=True)
+    cluster.up()
+    try:
+        started = time.monotonic()
+        node.load_image(cluster.layout.real_node, podman.command(), f"localhost/{image}", also_as=(image,))
+        print(f"image {image} imported into the node in {time.monotonic() - started:.0f}s", flush=True)
+        yield cluster
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def node_api(node_cluster: LocalCluster) -> Iterator[client.ApiClient]:
+    api = config.new_client_from_config(config_file=str(node_cluster.kubeconfig))
+    try:
+        yield api
+    finally:
+        api.close()
