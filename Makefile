@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long test-node node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,14 +37,20 @@ demo-sim: $(STAMP)
 ## test: lint, type-check, build what the tests run (control plane, helm, the S3 server, image), then every tier but long and demo (their own targets).
 ## The builds run side by side: the image build mostly downloads while the Go builds compile.
 test: $(STAMP)
-	$(MAKE) -j4 lint k8s-binaries helm s3server promtool image
+	$(MAKE) -j4 lint k8s-binaries node-binaries helm s3server promtool image
 	$(PY) -m pytest -m "not demo and not long"
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
 ## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem)
 test-long: $(STAMP) k8s-binaries helm
-	$(PY) -m pytest -m long
+	$(PY) -m pytest -m "long and not node"
+
+## test-node: the real-node tier: a kubelet on containerd running the built image (root, runc; e2e/realnode).
+## The chart and the shipped sample under restricted Pod Security with container kills (also in make test),
+## plus the long ones
+test-node: $(STAMP) k8s-binaries node-binaries helm image
+	$(PY) -m pytest -m node
 
 ## test-demo: make demo's whole story as a test, in a short mode (about 4-6 min; kept out of make test's budget)
 test-demo: $(STAMP) k8s-binaries helm
@@ -112,6 +118,11 @@ crds: $(STAMP)
 k8s-binaries: $(STAMP)
 	$(PY) e2e/cluster.py build
 
+## node-binaries: build (once, cached in ~/.cache/streamapp/node/<versions>) the real node's kubelet, kube-proxy,
+## containerd and CNI plugins
+node-binaries: $(STAMP)
+	$(PY) e2e/cluster.py build --real-node
+
 ## helm: build (once, cached in ~/.cache/streamapp/helm/<version>) the helm binary the chart tests use
 helm: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m helmtool build
@@ -143,6 +154,7 @@ cluster-up: $(STAMP) k8s-binaries
 
 cluster-down: $(STAMP)
 	$(PY) e2e/cluster.py down
+	$(PY) e2e/cluster.py down --real-node
 	PYTHONPATH=e2e $(PY) -m s3server down
 	PYTHONPATH=e2e $(PY) -m kafkabroker down
 

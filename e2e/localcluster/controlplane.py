@@ -39,8 +39,11 @@ STARTUP_TIMEOUT_S = 180.0
 START_ATTEMPTS = 2
 
 
-def default_root() -> Path:
-    """Where the cluster keeps its state: ``$STREAMAPP_CLUSTER_DIR`` or ``<repo>/.cluster`` (gitignored)."""
+def default_root(real_node: bool = False) -> Path:
+    """Where the cluster keeps its state: ``$STREAMAPP_CLUSTER_DIR`` or ``<repo>/.cluster``; the cluster
+    with a real node ``$STREAMAPP_NODE_CLUSTER_DIR`` or ``<repo>/.cluster-node`` (both gitignored)."""
+    if real_node:
+        return Path(os.environ.get("STREAMAPP_NODE_CLUSTER_DIR") or REPO_ROOT / ".cluster-node")
     return Path(os.environ.get("STREAMAPP_CLUSTER_DIR") or REPO_ROOT / ".cluster")
 
 

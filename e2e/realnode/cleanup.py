@@ -53,20 +53,21 @@ def kill_containers(shim: Path) -> int:
     return count
 
 
-def mounts_under(base: Path) -> list[str]:
-    """Mount points below ``base`` from /proc/self/mountinfo, deepest first (octal escapes decoded)."""
-    prefix = str(base.resolve()).rstrip("/") + "/"
-    found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        point = line.split()[4].encode().decode("unicode_escape")
+def mounts_under(base: Path, mountinfo: str) -> list[str]:
+    """Mount points below ``base`` in a mountinfo text, deepest first (octal escapes such as ``\\040``
+    decoded)."""
+    prefix = str(base).rstrip("/") + "/"
+    found = set()
+    for line in mountinfo.splitlines():
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
         if point.startswith(prefix):
-            found.append(point)
-    return sorted(set(found), key=lambda p: p.count("/"), reverse=True)
+            found.add(point)
+    return sorted(found, key=lambda p: (p.count("/"), p), reverse=True)
 
 
 def unmount_all(base: Path) -> None:
     """Lazily detach every mount under ``base`` (overlay rootfs, secret tmpfs, netns bind mounts)."""
-    for point in mounts_under(base):
+    for point in mounts_under(base.resolve(), Path("/proc/self/mountinfo").read_text()):
         subprocess.run(["umount", "--lazy", point], check=False, capture_output=True)
 
 

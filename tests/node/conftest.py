@@ -1,7 +1,7 @@
 """The real-node tier: a cluster of its own whose only node is a kubelet on containerd (``e2e/realnode``),
 so pods run as containers of the built image, as users run them.
 
-Every test here is marked ``node``. The cluster lives in ``<repo>/.cluster-node`` (or
+Its tests are marked ``node``. The cluster lives in ``<repo>/.cluster-node`` (or
 ``$STREAMAPP_NODE_CLUSTER_DIR``), beside the process-node cluster the integration tier uses, and is
 stopped when the session ends. Off CI, a host that cannot run the node (not root, no runc) skips these
 tests; under ``CI`` they fail instead (see the root conftest's ``unavailable``).
@@ -9,26 +9,16 @@ tests; under ``CI`` they fail instead (see the root conftest's ``unavailable``).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import NoReturn
 
 import pytest
 from kubernetes import client, config
 
 from imagebuild import podman
-from localcluster.controlplane import REPO_ROOT, LocalCluster
+from localcluster.controlplane import LocalCluster, default_root
 from realnode import node
-
-NODE_TESTS = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if NODE_TESTS in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.node)
 
 
 @pytest.fixture(scope="session")
@@ -38,8 +28,7 @@ def node_cluster(image: str, host_unavailable: Callable[[str], NoReturn]) -> Ite
     missing = node.requirements_missing()
     if missing:
         host_unavailable(f"the real node needs {', '.join(missing)}")
-    root = Path(os.environ.get("STREAMAPP_NODE_CLUSTER_DIR") or REPO_ROOT / ".cluster-node")
-    cluster = LocalCluster(root, with_real_node=True)
+    cluster = LocalCluster(default_root(real_node=True), with_real_node=True)
     cluster.up()
     try:
         started = time.monotonic()

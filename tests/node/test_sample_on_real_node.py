@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
 
@@ -27,6 +28,8 @@ CHART = REPO_ROOT / "charts" / "streamapp-operator"
 SAMPLE = REPO_ROOT / "manifests" / "samples" / "streamapp.yaml"
 APP = "counts"
 PARTITIONS = 12
+pytestmark = pytest.mark.node
+
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
 
 
