@@ -61,8 +61,8 @@ unit: $(STAMP)
 	$(PY) -m pytest -m "not integration and not image and not kafka"
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check operator tests e2e bench
-	$(VENV)/bin/ruff format --check operator tests e2e bench
+	$(VENV)/bin/ruff check operator tests e2e bench images
+	$(VENV)/bin/ruff format --check operator tests e2e bench images
 	$(VENV)/bin/mypy
 
 ## bench: run the benchmarks (data plane, local stores, a member holding 50M keys, shared stores, Kafka, then engine and simulator) and rewrite bench/RESULTS.md

@@ -51,8 +51,8 @@ def _podman_build(base_ref: str, base_key: str, entries: dict[str, bytes], wante
         context_dir = workdir / "context"
         context.write(entries, context_dir)
         secrets = context.pip_secrets(workdir)
-        requirements = context.digest({"requirements.txt": entries["requirements.txt"]})
-        sources = context.digest({k: v for k, v in entries.items() if k.startswith("src/")})
+        requirements = context.requirements_digest()
+        sources = context.digest({k: v for k, v in entries.items() if k != context.CONTAINERFILE})
         command = podman.command(
             "build",
             "--pull=never",
@@ -65,7 +65,7 @@ def _podman_build(base_ref: str, base_key: str, entries: dict[str, bytes], wante
             f"--label={settings.HASH_LABEL}={wanted}",
             f"--label={settings.BASE_LABEL}={base_key}",
             f"--tag={tag}",
-            f"--file={context_dir / 'Containerfile'}",
+            f"--file={context_dir / context.CONTAINERFILE}",
             str(context_dir),
         )
         log = settings.cache_root() / "logs" / f"image-{wanted}.log"

@@ -1,9 +1,10 @@
 """The build context, its content hash, and the host's pip settings handed to the build as secrets.
 
 The context is assembled from an explicit file list rather than sent from the repository root (which
-holds a virtualenv, caches and cluster state): the Containerfile, ``requirements.txt`` generated from
-pyproject's dependencies, and ``src/`` with what ``pip install .`` needs. The same list is hashed, so
-the hash changes exactly when what the image is built from changes.
+holds a virtualenv, caches and cluster state), in the repository's own layout, so the Containerfile
+reads it as it reads the root a user builds from (``.dockerignore`` keeps the same files there):
+``images/Containerfile``, ``pyproject.toml``, ``README.md`` and ``operator/``. The same list is hashed,
+so the hash changes exactly when what the image is built from changes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from imagebuild import settings
 
+CONTAINERFILE = "images/Containerfile"
 SKIPPED_PARTS = ("__pycache__", ".mypy_cache", ".pytest_cache")
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 # pip options worth carrying into the build; find-links names host paths the build cannot see.
@@ -25,8 +27,14 @@ PIP_KEYS |= {"timeout": "timeout", "default-timeout": "timeout"}
 
 
 def requirements_text() -> str:
-    """pyproject's runtime dependencies, one per line (dev extras are never installed)."""
+    """pyproject's runtime dependencies, one per line, as the build derives them (no dev extras)."""
     return "".join(f"{requirement}\n" for requirement in settings.dependencies())
+
+
+def requirements_digest() -> str:
+    """The ``REQUIREMENTS_HASH`` build argument: it names the dependency layer in podman's layer cache
+    (bind-mounted files are not part of a RUN step's cache key)."""
+    return digest({"requirements": requirements_text().encode()})
 
 
 def _source_files() -> list[Path]:
@@ -43,12 +51,9 @@ def _source_files() -> list[Path]:
 
 def files() -> dict[str, bytes]:
     """Context-relative path → content, for everything the build sees."""
-    content = {
-        "Containerfile": settings.CONTAINERFILE.read_bytes(),
-        "requirements.txt": requirements_text().encode(),
-    }
+    content = {CONTAINERFILE: settings.CONTAINERFILE.read_bytes()}
     for path in _source_files():
-        content[f"src/{path.relative_to(settings.REPO).as_posix()}"] = path.read_bytes()
+        content[path.relative_to(settings.REPO).as_posix()] = path.read_bytes()
     return content
 
 

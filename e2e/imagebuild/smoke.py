@@ -41,10 +41,14 @@ def pod_like_args(mounts: dict[Path, str] | None = None) -> list[str]:
 
 
 def run_in_image(
-    args: Sequence[str], mounts: dict[Path, str] | None = None, timeout: float = RUN_TIMEOUT_S
+    args: Sequence[str],
+    mounts: dict[Path, str] | None = None,
+    timeout: float = RUN_TIMEOUT_S,
+    image: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run a command in the image, pod-like; raises with its output when it fails."""
-    command = podman.command("run", *pod_like_args(mounts), settings.image_tag(), *args)
+    """Run a command in the image (or an ``image`` built from it), pod-like; raises with its output
+    when it fails."""
+    command = podman.command("run", *pod_like_args(mounts), image or settings.image_tag(), *args)
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
         raise RuntimeError(
@@ -67,8 +71,11 @@ def generate_input(data: Path, count: int = 2000, keys: int = 20, seed: int = 1)
     generate(FileLog(data / "log"), GenerateSpec(partitions=PARTITIONS, count=count, keys=keys, seed=seed))
 
 
-def run_dataplane(data: Path, max_batch_records: int = 300) -> list[dict[str, Any]]:
-    """Process ``data/log`` into ``data/state`` inside the image until idle; returns the status JSON."""
+def run_dataplane(
+    data: Path, max_batch_records: int = 300, image: str | None = None, pipeline: str = COUNTS
+) -> list[dict[str, Any]]:
+    """Process ``data/log`` into ``data/state`` with ``pipeline`` inside the image until idle; returns
+    the status JSON."""
     active = ",".join(f"{partition}=1" for partition in range(PARTITIONS))
     run_in_image(
         [
@@ -76,7 +83,7 @@ def run_dataplane(data: Path, max_batch_records: int = 300) -> list[dict[str, An
             "dataplane",
             f"--state={MOUNT}/state",
             f"--log={MOUNT}/log",
-            f"--pipeline={COUNTS}",
+            f"--pipeline={pipeline}",
             f"--active={active}",
             "--member=m0",
             f"--max-batch-records={max_batch_records}",
@@ -84,6 +91,7 @@ def run_dataplane(data: Path, max_batch_records: int = 300) -> list[dict[str, An
             "--until-idle",
         ],
         mounts={data: MOUNT},
+        image=image,
     )
     status: list[dict[str, Any]] = json.loads((data / "status.json").read_text())
     return status

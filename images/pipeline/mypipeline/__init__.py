@@ -1,0 +1,1 @@
+"""An example pipeline package, built into an image by ``images/pipeline/Containerfile``."""
