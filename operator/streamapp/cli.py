@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "streamapp.sim.cli",
     "streamapp.executor.cli",
     "streamapp.executor.agent",
+    "streamapp.executor.sparkk8s",
     "streamapp.executor.io.read",
     "streamapp.api.cli",
     "streamapp.appstatus",

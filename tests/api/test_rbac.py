@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from streamapp.api.manifests import NAME, NAMESPACE, OPERATOR_REPLICAS, manifest_files, rbac
-from streamapp.api.rbac import covers, executor_role_rules, operator_cluster_role_rules, operator_lease_rules
+from streamapp.api.rbac import (
+    covers,
+    executor_role_rules,
+    operator_cluster_role_rules,
+    operator_lease_rules,
+    spark_driver_rules,
+)
 
 
 def _verbs(group: str, resource: str) -> set[str]:
@@ -23,9 +29,21 @@ def test_executor_reads_its_member_and_writes_only_its_status() -> None:
     assert all(rule["resourceNames"] == ["counts-1"] for rule in executor_role_rules("counts-1"))
 
 
+def test_a_spark_driver_member_may_run_executor_pods_and_others_may_not() -> None:
+    plain = executor_role_rules("counts-1")
+    driver = executor_role_rules("counts-1", spark_driver=True)
+    assert driver == plain + spark_driver_rules()
+    wanted = {
+        "apiGroups": [""],
+        "resources": ["pods", "services", "configmaps"],
+        "verbs": ["create", "delete"],
+    }
+    assert covers(driver, wanted) and not covers(plain, wanted)
+
+
 def test_operator_holds_every_permission_it_grants_so_it_needs_no_escalate() -> None:
     operator = operator_cluster_role_rules()
-    assert all(covers(operator, rule) for rule in executor_role_rules("counts-1"))
+    assert all(covers(operator, rule) for rule in executor_role_rules("counts-1", spark_driver=True))
     verbs = {verb for rule in operator for verb in rule["verbs"]}
     assert not verbs & {"escalate", "bind", "impersonate", "*"}
     assert all("*" not in rule["resources"] and "*" not in rule["apiGroups"] for rule in operator)

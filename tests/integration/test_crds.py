@@ -132,6 +132,11 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
             },
             "a kafka endpoint needs kafka (bootstrapServers and topic)",
         ),
+        (
+            {"executor": {"image": "i", "sparkConf": {"spark.master": "local[2]"}, "sparkExecutors": {}}},
+            "sparkConf must not set spark.master with sparkExecutors",
+        ),
+        ({"executor": {"image": "i", "sparkExecutors": {"memory": "lots"}}}, "sparkExecutors.memory must be"),
     ],
 )
 def test_invalid_specs_are_refused_with_the_rules_message(

@@ -9,16 +9,20 @@ tests; under ``CI`` they fail instead (see the root conftest's ``unavailable``).
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
 import pytest
 from kubernetes import client, config
+from node_support import restricted_namespace
 
 from imagebuild import podman
-from localcluster.controlplane import LocalCluster, default_root
+from localcluster.controlplane import REPO_ROOT, LocalCluster, default_root
 from realnode import node
+
+CHART = REPO_ROOT / "charts" / "streamapp-operator"
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +50,28 @@ def node_api(node_cluster: LocalCluster) -> Iterator[client.ApiClient]:
         yield api
     finally:
         api.close()
+
+
+@pytest.fixture(scope="session")
+def operator_release(node_cluster: LocalCluster, node_api: client.ApiClient, helm: list[str]) -> str:
+    """The chart installed as shipped (two replicas, leader election) in a restricted namespace, once
+    per session."""
+    system = restricted_namespace(node_api, "streamapp-system")
+    subprocess.run(
+        [
+            *helm,
+            "--kubeconfig",
+            str(node_cluster.kubeconfig),
+            "install",
+            "streamapp-operator",
+            str(CHART),
+            "-n",
+            system,
+            "--wait",
+            "--timeout",
+            "300s",
+        ],
+        check=True,
+        timeout=360,
+    )
+    return system

@@ -50,6 +50,11 @@ EXECUTOR_PORT_NAME = "http"
 # On a member's ServiceAccount: the annotation keys the operator set from
 # spec.executor.serviceAccountAnnotations, so a key removed from the spec is removed from the account.
 MANAGED_ANNOTATIONS = "streamapp.dev/managed-annotations"
+# Environment of the member pods the executor reads beside the others: the pod's own image (Spark's
+# executor pods run it too) and `spec.executor.sparkExecutors` as JSON, set only when Spark runs on the
+# cluster.
+IMAGE_ENV = "STREAMAPP_IMAGE"
+SPARK_EXECUTORS_ENV = "STREAMAPP_SPARK_EXECUTORS"
 
 
 def member_name(app: str, member: int) -> str:

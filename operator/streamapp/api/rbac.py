@@ -26,18 +26,33 @@ def _named(group: str, resources: list[str], verbs: list[str], name: str) -> Rul
     return {**_rule(group, resources, verbs), "resourceNames": [name]}
 
 
-def executor_role_rules(member: str) -> list[Rule]:
+# What Spark's driver does in its namespace to run executors as pods (client mode): create, watch and
+# delete them and the config maps and claims it may give them.
+SPARK_DRIVER_VERBS = [*READ, "create", "delete", "deletecollection"]
+SPARK_DRIVER_RESOURCES = ["pods", "services", "configmaps", "persistentvolumeclaims"]
+
+
+def spark_driver_rules() -> list[Rule]:
+    """A member whose Spark runs on the cluster (`spec.executor.sparkExecutors`) is Spark's driver: it
+    creates its executor pods (and their config maps) and deletes them. RBAC cannot narrow this to its
+    own executors, so it reaches every pod of the namespace: such apps belong in a namespace of their own."""
+    return [_rule("", SPARK_DRIVER_RESOURCES, SPARK_DRIVER_VERBS)]
+
+
+def executor_role_rules(member: str, spark_driver: bool = False) -> list[Rule]:
     """One executor's rights, on its own objects only (`member` names both its StreamAppMember and its
     pod): read its target (a watch with a `metadata.name` field selector), write only that member's
     status (its progress: it cannot change its own assignment, nor report for another member) and read
     its pod (to report the pod's UID). Executors run user code; a token that could forge another
-    member's acknowledgement or lag would cause premature or cold handoffs."""
+    member's acknowledgement or lag would cause premature or cold handoffs. With `spark_driver`, also
+    what Spark's driver needs (`spark_driver_rules`)."""
     members = StreamAppMember.PLURAL
-    return [
+    own = [
         _named(GROUP, [members], READ, member),
         _named(GROUP, [f"{members}/status"], ["get", "patch"], member),
         _named("", ["pods"], ["get"], member),
     ]
+    return own + (spark_driver_rules() if spark_driver else [])
 
 
 def operator_cluster_role_rules() -> list[Rule]:
@@ -66,6 +81,9 @@ def operator_cluster_role_rules() -> list[Rule]:
         _rule("policy", ["poddisruptionbudgets"], [*READ, "create", "patch"]),
         _rule("", ["serviceaccounts"], [*READ, "create", "patch", "delete"]),
         _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], [*READ, "create", "patch", "delete"]),
+        # Held only so that it may grant them to the members of apps whose Spark runs on the cluster
+        # (`spark_driver_rules`): the operator itself never touches configmaps or other apps' pods.
+        *spark_driver_rules(),
         # Events on apps for `kubectl describe`.
         _rule("", ["events"], ["create"]),
         # Nodes' zones, so standbys are placed in another zone than their active.

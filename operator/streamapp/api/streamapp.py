@@ -53,6 +53,7 @@ DNS_1123_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 S3_SECRET_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
 IMAGE_PATTERN = "^[!-~]+$"
 CPU_PATTERN = "^([0-9]+|[0-9]*[.][0-9]+)m?$"
+SPARK_MEMORY_PATTERN = "^[1-9][0-9]*[kmgt]?$"
 # How long, and up to how many bytes per task, the changelog after a member's local checkpoint is kept
 # (executor.state.retention). An hour covers a node drain or upgrade; Kafka Streams keeps a task's
 # local state 10 min after it left by default (state.cleanup.delay.ms), too short for those.
@@ -325,10 +326,51 @@ class MemberCapacity(Model):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SparkExecutors(Model):
+    """Spark on Kubernetes: each member's Spark session uses the cluster as its master, and its Spark
+    executors run as pods of the member's image in the app's namespace, owned by the member pod (they go
+    with it)."""
+
+    instances: int = field(
+        default=1,
+        metadata=prop("Spark executor pods per member (spark.executor.instances).", minimum=1, maximum=64),
+    )
+    cores: int = field(
+        default=1, metadata=prop("Cores of each (spark.executor.cores).", minimum=1, maximum=64)
+    )
+    memory: str = field(
+        default="1g",
+        metadata=prop(
+            "JVM heap of each (spark.executor.memory); Spark adds its overhead to the pod's memory.",
+            max_length=16,
+            pattern=SPARK_MEMORY_PATTERN,
+            pattern_message="sparkExecutors.memory must be a JVM size such as 512m or 2g",
+        ),
+    )
+    cpu_request: str = field(
+        default="500m",
+        metadata=prop(
+            "CPU request of each executor pod (spark.kubernetes.executor.request.cores).",
+            max_length=32,
+            pattern=CPU_PATTERN,
+            pattern_message="sparkExecutors.cpuRequest must be CPU cores such as 2, 1.5 or 500m",
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Executor(Model):
     """The executor pods: image, command, resources and Spark settings of every member."""
 
     PATH: ClassVar[str] = "spec.executor"
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            "!has(self.sparkExecutors) || !has(self.sparkConf) || !('spark.master' in self.sparkConf)",
+            "sparkConf must not set spark.master with sparkExecutors (the master is the cluster)",
+            lambda e: e.spark_executors is None or "spark.master" not in (e.spark_conf or {}),
+            ".sparkConf",
+        ),
+    )
 
     image: str = field(
         metadata=prop(
@@ -360,6 +402,15 @@ class Executor(Model):
     )
     spark_conf: dict[str, str] | None = field(
         default=None, metadata=prop("Spark settings, e.g. spark.master or spark.sql.shuffle.partitions.")
+    )
+    spark_executors: SparkExecutors | None = field(
+        default=None,
+        metadata=prop(
+            "Run each member's Spark on the cluster (a k8s:// master) with this many executor pods, instead "
+            "of inside the member pod. The member's ServiceAccount then may create, list and delete pods, "
+            "services and configmaps in the namespace, as Spark's driver must: give such an app a "
+            "namespace of its own."
+        ),
     )
     pod_template: dict[str, Any] | None = field(
         default=None,

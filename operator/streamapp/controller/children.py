@@ -22,9 +22,11 @@ from streamapp.api.names import (
     EXECUTOR_PORT,
     EXECUTOR_PORT_NAME,
     GROUP,
+    IMAGE_ENV,
     MANAGED_ANNOTATIONS,
     MANAGED_BY,
     REVISION_LABEL,
+    SPARK_EXECUTORS_ENV,
     VERSION,
     executor_account,
     member_labels,
@@ -312,7 +314,10 @@ def executor_identity(app: StreamApp, member: int) -> list[dict[str, Any]]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": meta,
-            "rules": executor_role_rules(member_name(app.metadata.name, member)),
+            "rules": executor_role_rules(
+                member_name(app.metadata.name, member),
+                spark_driver=app.spec.executor.spark_executors is not None,
+            ),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -332,8 +337,11 @@ def _env(app: StreamApp, member: int) -> list[dict[str, Any]]:
         "STREAMAPP_PARTITIONS": str(spec.partitions),
         "STREAMAPP_PIPELINE": json.dumps(spec.pipeline.to_dict(), sort_keys=True),
         "STREAMAPP_SPARK_CONF": json.dumps(spec.executor.spark_conf or {}, sort_keys=True),
+        IMAGE_ENV: spec.executor.image,
         "STREAMAPP_STATE_DIR": STATE_MOUNT,
     }
+    if spec.executor.spark_executors is not None:
+        plain[SPARK_EXECUTORS_ENV] = json.dumps(spec.executor.spark_executors.to_dict(), sort_keys=True)
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in plain.items()]
     for var, path in (
         ("STREAMAPP_NAMESPACE", "metadata.namespace"),

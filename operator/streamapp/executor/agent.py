@@ -38,9 +38,14 @@ from prometheus_client import (
 )
 
 from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
-from streamapp.api.names import consumer_group
-from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE, LocalStoreKind
-from streamapp.executor import drain
+from streamapp.api.names import SPARK_EXECUTORS_ENV, consumer_group
+from streamapp.api.streamapp import (
+    DEFAULT_DELTA_RETENTION,
+    DEFAULT_DELTA_RETENTION_SIZE,
+    LocalStoreKind,
+    SparkExecutors,
+)
+from streamapp.executor import drain, sparkk8s
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.kafkaclient import (
     KafkaEndpoint,
@@ -94,6 +99,8 @@ class PodSettings:
     local_store: LocalStoreKind
     spark: SparkSettings
     partitions: int = 0
+    # Where the executors' pod template goes when Spark runs on the cluster (`sparkk8s`), else None.
+    spark_template: Path | None = None
     kafka_source: KafkaEndpoint | None = None
     kafka_sink: KafkaEndpoint | None = None
     exactly_once: bool = True
@@ -130,6 +137,7 @@ class PodSettings:
             )
         except ValueError as error:
             raise SetupError(f"STREAMAPP_PIPELINE: stateStore.{error}") from None
+        spark, template = _spark(env, conf)
         return PodSettings(
             app=_required(env, "STREAMAPP_APP"),
             namespace=_required(env, "STREAMAPP_NAMESPACE"),
@@ -148,7 +156,8 @@ class PodSettings:
             state_uri=state_uri,
             local_path=Path(local) if local else None,
             local_store=local_store,
-            spark=SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf),
+            spark=spark,
+            spark_template=template,
             partitions=int(env.get("STREAMAPP_PARTITIONS") or 0),
             kafka_source=kafka_source,
             kafka_sink=kafka_sink,
@@ -428,12 +437,28 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spark(env: Mapping[str, str], conf: dict[str, str]) -> tuple[SparkSettings, Path | None]:
+    """Spark in the pod (`spark.master` from sparkConf, local by default), or on the cluster when the
+    operator passed `spec.executor.sparkExecutors` (then with the path of its executors' pod template)."""
+    raw = env.get(SPARK_EXECUTORS_ENV)
+    if not raw:
+        return SparkSettings(master=conf.pop("spark.master", "local[*]"), conf=conf), None
+    try:
+        executors = SparkExecutors.from_dict(_json(env, SPARK_EXECUTORS_ENV), "spec.executor.sparkExecutors")
+        template = sparkk8s.template_path(env)
+        return sparkk8s.driver_settings(executors, conf, env, template), template
+    except ValueError as error:  # the model's ValidationError, or a variable the pod lacks
+        raise SetupError(f"{SPARK_EXECUTORS_ENV}: {error}") from None
+
+
 def start_spark(settings: PodSettings, pipeline: pipelines.Pipeline) -> str | None:
     """Start the process's Spark session with the app's sparkConf and run the pipeline's warm-up round;
     what went wrong, in a line or two, or None. A sparkConf Spark refuses (or a pipeline that fails on
     made-up rows) is the spec's fault, not a crash: it is reported in the member's status, where the
     operator shows it in the app's Degraded condition, instead of a crash loop that says nothing."""
     try:
+        if settings.spark_template is not None:
+            sparkk8s.write_template(settings.spark_template)
         pipelines.warm_up(pipeline, session(settings.spark))
     except Exception as error:  # whatever Spark or the user's code raises, it is said, not thrown
         first = " ".join(str(error).split())[:SETUP_MESSAGE_CHARS]
