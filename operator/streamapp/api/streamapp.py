@@ -406,10 +406,10 @@ class Executor(Model):
     spark_executors: SparkExecutors | None = field(
         default=None,
         metadata=prop(
-            "Run each member's Spark on the cluster (a k8s:// master) with this many executor pods, instead "
-            "of inside the member pod. The member's ServiceAccount then may create, list and delete pods, "
-            "services and configmaps in the namespace, as Spark's driver must: give such an app a "
-            "namespace of its own."
+            "Run each member's Spark on the cluster (a k8s:// master), its Spark executors pods of the "
+            "member's image owned by the member pod, instead of inside the member pod. The member's "
+            "ServiceAccount then may create, list and delete pods, services, configmaps and claims in "
+            "the namespace, as Spark's driver must: give such an app a namespace of its own."
         ),
     )
     pod_template: dict[str, Any] | None = field(
