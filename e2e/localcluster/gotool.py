@@ -15,10 +15,13 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from localcluster.products import Product
+
+T = TypeVar("T")
 
 GO_ENV_DEFAULTS = {"GOTOOLCHAIN": "local", "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod -trimpath"}
 PROGRESS_INTERVAL_S = 15.0
@@ -128,6 +131,19 @@ def cache_lock(directory: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def build_once(
+    root: Path, built: Callable[[], bool], build: Callable[[], T], force: bool = False
+) -> T | None:
+    """Run ``build`` under the cache's lock unless ``built()`` finds the entry there (None then). Killed
+    builds' temporary siblings (``.v*-*``) are removed first: safe, since the lock is held."""
+    with cache_lock(root):
+        if built() and not force:
+            return None
+        for leftover in root.glob(".v*-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        return build()
 
 
 def swap_in(staging: Path, final: Path) -> None:

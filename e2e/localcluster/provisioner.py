@@ -62,12 +62,7 @@ def is_built() -> bool:
 
 def ensure_built(force: bool = False) -> float | None:
     """Build the provisioner unless cached; returns the build's wall seconds, None on a cache hit."""
-    with gotool.cache_lock(cache_root()):
-        if is_built() and not force:
-            return None
-        for leftover in cache_root().glob(".v*-*"):  # killed builds; safe under the lock
-            shutil.rmtree(leftover, ignore_errors=True)
-        return _build_atomically()
+    return gotool.build_once(cache_root(), is_built, _build_atomically, force)
 
 
 def _build_atomically() -> float:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localcluster import build
-from localcluster.gotool import cache_base, cache_lock, module_info, swap_in
+from localcluster.gotool import build_once, cache_base, module_info, swap_in
 from localcluster.products import Product
 
 
@@ -43,12 +43,8 @@ class Tool:
 
 def ensure_built(tool: Tool, force: bool = False) -> float | None:
     """Build ``tool`` unless cached; returns the build's wall seconds, None on a cache hit."""
-    with cache_lock(tool.cache_root()):  # two test sessions fixture-building it at once
-        if tool.path().is_file() and not force:
-            return None
-        for leftover in tool.cache_root().glob(".v*-*"):  # killed builds; safe under the lock
-            shutil.rmtree(leftover, ignore_errors=True)
-        return _build_atomically(tool)
+    # Under a lock: two test sessions may fixture-build it at once.
+    return build_once(tool.cache_root(), tool.path().is_file, lambda: _build_atomically(tool), force)
 
 
 def _build_atomically(tool: Tool) -> float:

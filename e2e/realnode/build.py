@@ -63,12 +63,7 @@ def is_built() -> bool:
 
 def ensure_built(force: bool = False) -> dict[str, float] | None:
     """Build the node's binaries unless cached; returns seconds per product, None on a cache hit."""
-    with gotool.cache_lock(cache_root()):
-        if is_built() and not force:
-            return None
-        for leftover in cache_root().glob(".v*-*"):  # killed builds; safe under the lock
-            shutil.rmtree(leftover, ignore_errors=True)
-        return _build_atomically()
+    return gotool.build_once(cache_root(), is_built, _build_atomically, force)
 
 
 def _build_atomically() -> dict[str, float]:

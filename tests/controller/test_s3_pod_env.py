@@ -9,7 +9,8 @@ from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 
 
-def app(store: dict[str, Any]) -> StreamApp:
+def app(store: dict[str, Any], executor: dict[str, Any] | None = None) -> StreamApp:
+    """An app of one member with this state store (and these `spec.executor` fields besides the image)."""
     return StreamApp.from_resource(
         {
             "apiVersion": "streamapp.dev/v1alpha1",
@@ -23,15 +24,20 @@ def app(store: dict[str, Any]) -> StreamApp:
                     "source": {"type": "file", "path": "/data/input"},
                     "stateStore": store,
                 },
-                "executor": {"image": "img"},
+                "executor": {"image": "img", **(executor or {})},
             },
         }
     )
 
 
-def env_of(store: dict[str, Any]) -> dict[str, Any]:
-    (container,) = [c for c in children.pod(app(store), 0)["spec"]["containers"] if c["name"] == "executor"]
+def pod_env(found: StreamApp) -> dict[str, Any]:
+    """The executor container's environment in member 0's pod: values, or their sources."""
+    (container,) = [c for c in children.pod(found, 0)["spec"]["containers"] if c["name"] == "executor"]
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
+def env_of(store: dict[str, Any]) -> dict[str, Any]:
+    return pod_env(app(store))
 
 
 def test_endpoint_region_and_secret_references_become_pod_env() -> None:
