@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -144,6 +144,15 @@ def build_once(
         for leftover in root.glob(".v*-*"):
             shutil.rmtree(leftover, ignore_errors=True)
         return build()
+
+
+def finish(staging: Path, final: Path, report: Mapping[str, object], stamp: Mapping[str, str]) -> None:
+    """Record in a finished build what it cost and what it was built from, drop its wrapper sources
+    (``work/``: only the binaries are used) and swap it in as the cache entry ``final``."""
+    (staging / "build-report.json").write_text(json.dumps(report, indent=2) + "\n")
+    (staging / "stamp.json").write_text(json.dumps(stamp, indent=2) + "\n")
+    shutil.rmtree(staging / "work", ignore_errors=True)
+    swap_in(staging, final)
 
 
 def swap_in(staging: Path, final: Path) -> None:

@@ -80,10 +80,7 @@ def _build_atomically() -> float:
         gotool.run_go(["mod", "tidy"], work, log)
         gotool.compile_with_progress(PRODUCT, "", work, out, log)
         seconds = round(time.monotonic() - started, 1)
-        (staging / "build-report.json").write_text(json.dumps({"seconds": seconds}, indent=2) + "\n")
-        (staging / "stamp.json").write_text(json.dumps(stamp(), indent=2) + "\n")
-        shutil.rmtree(work)
-        gotool.swap_in(staging, entry_dir())
+        gotool.finish(staging, entry_dir(), {"seconds": seconds}, stamp())
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return seconds

@@ -83,11 +83,7 @@ def _build_atomically() -> dict[str, float]:
             seconds[product.name] = round(time.monotonic() - product_started, 1)
         seconds["total"] = round(time.monotonic() - started, 1)
         peak = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-        report = {"seconds": seconds, "peak_rss_mib": peak}
-        (staging / "build-report.json").write_text(json.dumps(report, indent=2) + "\n")
-        (staging / "stamp.json").write_text(json.dumps(stamp(), indent=2) + "\n")
-        shutil.rmtree(work)
-        gotool.swap_in(staging, entry_dir())
+        gotool.finish(staging, entry_dir(), {"seconds": seconds, "peak_rss_mib": peak}, stamp())
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return seconds
