@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from realnode import network
 
 POD_CGROUP_PREFIX = "/kubepods"
 # The bridge plugin's masquerade rule in nat POSTROUTING carries the network's name in its comment.
-_CNI_RULE = re.compile(
+CNI_MASQUERADE_RULE = re.compile(
     r'^-A POSTROUTING .*name: \\"' + re.escape(network.NETWORK_NAME) + r'\\".* -j (CNI-\S+)'
 )
 
@@ -98,9 +99,9 @@ def remove_rules() -> None:
     masquerade = {
         match.group(1)
         for line in _run("iptables", "-t", "nat", "-S", "POSTROUTING").stdout.splitlines()
-        if (match := _CNI_RULE.match(line))
+        if (match := CNI_MASQUERADE_RULE.match(line))
     }
-    for tool in ("iptables", "ip6tables"):
+    for tool in filter(shutil.which, ("iptables", "ip6tables")):
         drop_chains(tool, "nat", set(KUBELET_CHAINS) | (masquerade if tool == "iptables" else set()))
         for table in ("filter", "mangle"):
             drop_chains(tool, table, set(KUBELET_CHAINS))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ from localcluster.processes import ProcessRecord
 from realnode import build, cleanup, images, kubelet, network, proxy, runtime
 
 NODE_NAME = "real-0"
-RUNC = "/usr/sbin/runc"
 
 Spawn = Callable[[str, list[str], Mapping[str, str] | None], ProcessRecord]
 
@@ -50,12 +50,7 @@ class NodeLayout:
 def requirements_missing() -> list[str]:
     """What this host lacks to run the node (root, runc, iptables, gcc, ip), for a clear skip or error."""
     missing = [] if os.geteuid() == 0 else ["root"]
-    missing += [tool for tool in ("runc", "iptables", "gcc", "ip") if not _which(tool)]
-    return missing
-
-
-def _which(tool: str) -> bool:
-    return subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode == 0
+    return missing + [tool for tool in ("runc", "iptables", "gcc", "ip") if shutil.which(tool) is None]
 
 
 def _ctr(layout: NodeLayout) -> list[str]:
@@ -70,7 +65,8 @@ def start_runtime(layout: NodeLayout, spawn: Spawn, timeout_s: float) -> None:
     """containerd with the node's config, and the pause image imported before any pod needs it."""
     paths = layout.runtime
     paths.config.parent.mkdir(parents=True, exist_ok=True)
-    paths.config.write_text(runtime.config_toml(paths, build.cni_dir(), RUNC, images.PAUSE_IMAGE))
+    runc = shutil.which("runc") or "runc"  # Debian's, with libseccomp (requirements_missing checks it)
+    paths.config.write_text(runtime.config_toml(paths, build.cni_dir(), runc, images.PAUSE_IMAGE))
     network.write_conflist(paths.cni_conf)
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(build.bin_dir()), env.get("PATH", "")])  # the shim is found on PATH

@@ -148,6 +148,6 @@ def test_cleanup_recognises_the_masquerade_rule_of_our_network_only() -> None:
     podman = (
         '-A POSTROUTING -s 10.88.0.4/32 -m comment --comment "name: \\"podman\\" id: \\"f00\\"" -j CNI-def456'
     )
-    match = cleanup._CNI_RULE.match(ours)
+    match = cleanup.CNI_MASQUERADE_RULE.match(ours)
     assert match is not None and match.group(1) == "CNI-abc123"
-    assert cleanup._CNI_RULE.match(podman) is None
+    assert cleanup.CNI_MASQUERADE_RULE.match(podman) is None
