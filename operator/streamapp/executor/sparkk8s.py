@@ -1,5 +1,6 @@
 """Spark on Kubernetes for a member (`spec.executor.sparkExecutors`): the member is Spark's driver in
-client mode and its Spark executors are pods of the same image, owned by the member pod.
+client mode and its Spark executors are pods of the same image, owned by the member pod (why:
+docs/design.md, "Spark on Kubernetes").
 
 Two sides, both pure but for the last step:
 
