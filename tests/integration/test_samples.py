@@ -12,12 +12,11 @@ import os
 from pathlib import Path
 
 import yaml
-from cluster_tools import kubectl
 from dataplane_checks import check_partition
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 from operator_support import Operators
 
+from cluster_tools import claim_directory, kubectl
 from localcluster.waiting import wait_for
 from realapps import committed_everything
 from streamapp.executor.io.source import FileLog
@@ -25,22 +24,6 @@ from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 LOCAL_SAMPLE = Path(__file__).resolve().parents[2] / "e2e" / "local-install" / "sample"
-
-
-def claim_directory(api: client.ApiClient, namespace: str, claim: str) -> Path | None:
-    """Where the bound volume of `claim` lives on this machine (hostPath volumes of the local cluster)."""
-    core = client.CoreV1Api(api)
-    try:
-        volume = core.read_namespaced_persistent_volume_claim(claim, namespace).spec.volume_name
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    if not volume:
-        return None
-    spec = core.read_persistent_volume(volume).spec
-    source = spec.host_path or spec.local
-    return Path(source.path) if source else None
 
 
 def processing_every_partition(state: StateLayout, partitions: int) -> bool:

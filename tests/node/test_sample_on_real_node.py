@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
-from node_support import ctr, host_path, kubectl, pod, ready, restricted_namespace
+from node_support import ctr, pod, ready, restricted_namespace
 
+from cluster_tools import claim_directory, kubectl
 from localcluster.controlplane import REPO_ROOT, LocalCluster
 from localcluster.waiting import wait_for
 from realapps import committed_everything
@@ -66,8 +67,10 @@ def sample(
         node_api, f"counts-{request.node.name[5:30].replace('_', '-').strip('-')}"
     )
     try:
-        kubectl(node_cluster, "apply", "-n", namespace, "-f", str(SAMPLE))
-        data = wait_for(lambda: host_path(node_api, namespace, "counts-data"), 120, "the shared claim bound")
+        kubectl(node_cluster.kubeconfig, "apply", "-n", namespace, "-f", str(SAMPLE))
+        data = wait_for(
+            lambda: claim_directory(node_api, namespace, "counts-data"), 120, "the shared claim bound"
+        )
         running = Sample(namespace, data)
         state = running.state
         wait_for(
@@ -173,7 +176,7 @@ def test_a_second_image_tag_rolls_every_member_and_a_deleted_pod_keeps_its_local
     # 2. A member pod deleted by hand: the operator re-creates it on the same claim, whose local state
     # (a checkpoint per task it held) is still there for it.
     name = member_name(APP, 0)
-    local = host_path(node_api, namespace, state_claim_name(APP, 0))
+    local = claim_directory(node_api, namespace, state_claim_name(APP, 0))
     assert local is not None
     checkpoints = sorted(p.relative_to(local) for p in local.glob(f"p=*/{CHECKPOINT}"))
     assert checkpoints, "member 0 checkpointed the tasks it held"
@@ -188,7 +191,7 @@ def test_a_second_image_tag_rolls_every_member_and_a_deleted_pod_keeps_its_local
         300,
         "member 0's pod re-created and ready",
     )
-    assert host_path(node_api, namespace, state_claim_name(APP, 0)) == local, "the same volume"
+    assert claim_directory(node_api, namespace, state_claim_name(APP, 0)) == local, "the same volume"
     kept = sorted(p.relative_to(local) for p in local.glob(f"p=*/{CHECKPOINT}"))
     assert set(checkpoints) <= set(kept), "the local state survived the pod"
 

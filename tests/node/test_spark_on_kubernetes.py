@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
-from node_support import host_path, kubectl, restricted_namespace
+from node_support import restricted_namespace
 
+from cluster_tools import claim_directory, kubectl
 from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from realapps import committed_everything
@@ -97,7 +98,7 @@ def spark_executors(api: client.ApiClient, namespace: str) -> dict[str, list[Any
 
 def ran_tasks(cluster: LocalCluster, namespace: str, pod_name: str) -> bool:
     """Spark's own log of the executor pod says it ran tasks."""
-    return "Running task" in kubectl(cluster, "logs", "-n", namespace, pod_name)
+    return "Running task" in kubectl(cluster.kubeconfig, "logs", "-n", namespace, pod_name)
 
 
 def active_members(api: client.ApiClient, namespace: str) -> int:
@@ -123,7 +124,9 @@ def test_members_run_their_batches_on_spark_executor_pods_through_a_handoff(
 ) -> None:
     core, custom = client.CoreV1Api(node_api), client.CustomObjectsApi(node_api)
     core.create_namespaced_persistent_volume_claim(namespace, claim(f"{APP}-data"))
-    data = wait_for(lambda: host_path(node_api, namespace, f"{APP}-data"), 120, "the shared claim bound")
+    data = wait_for(
+        lambda: claim_directory(node_api, namespace, f"{APP}-data"), 120, "the shared claim bound"
+    )
     state, log = StateLayout(data / "state"), FileLog(data / "input")
     feed(data, seed=1)
     custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, app_body(image))
