@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 import yaml
-from cluster_tools import kubectl
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import app, create_app, scale
 
+from cluster_tools import kubectl
 from localcluster.waiting import wait_for
 from streamapp.api.manifests import LABELS, NAME
 from streamapp.api.names import MEMBERS
