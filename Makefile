@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long test-node node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long test-node kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ test-long: $(STAMP) k8s-binaries helm
 ## plus the long ones
 test-node: $(STAMP) k8s-binaries node-binaries helm image
 	$(PY) -m pytest -m node
+
+## kind-test: the real-node tier on a one-node kind cluster, for people with Docker and kind (e2e/kind/node-tests.sh:
+## docker build, kind create with the volumes mount, kind load, pytest -m node, kind delete). Not run on our machines.
+kind-test: $(STAMP) k8s-binaries helm
+	bash e2e/kind/node-tests.sh
 
 ## test-demo: make demo's whole story as a test, in a short mode (about 4-6 min; kept out of make test's budget)
 test-demo: $(STAMP) k8s-binaries helm

@@ -84,9 +84,13 @@ def unavailable(reason: str) -> NoReturn:
 
 @pytest.fixture(scope="session")
 def image() -> str:
-    """The current ``streamapp:<version>`` image, built if its inputs changed (podman's build)."""
+    """The current ``streamapp:<version>`` image, built if its inputs changed (podman's build) — or
+    ``$STREAMAPP_IMAGE``, one built and loaded elsewhere (``e2e/kind/node-tests.sh`` builds with docker)."""
     from imagebuild import build, podman
 
+    prebuilt = os.environ.get("STREAMAPP_IMAGE")
+    if prebuilt:
+        return prebuilt
     try:
         podman.binary()
         result = build.ensure_image()

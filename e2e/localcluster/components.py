@@ -160,11 +160,11 @@ def kwok(bin_dir: Path, stages_dir: Path, kubeconfig: Path, ports: Ports) -> lis
     ]
 
 
-def provisioner(binary: Path, kubeconfig: Path, volumes: Path, ports: Ports) -> list[str]:
+def provisioner(binary: Path, kubeconfig: Path, volumes: Path, metrics_port: int) -> list[str]:
     """The hostpath provisioner (see :mod:`localcluster.provisioner`); its /metrics tells it runs."""
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
         f"--root={volumes}",
-        f"--metrics-port={ports.provisioner_metrics}",
+        f"--metrics-port={metrics_port}",
     ]

@@ -137,14 +137,6 @@ def _https_ok(url: str, context: ssl.SSLContext) -> bool:
         return False
 
 
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
-
-
 def _port_closed(port: int) -> Callable[[], bool]:
     return lambda: not processes.port_open(port)
 
@@ -285,7 +277,7 @@ class LocalCluster:
         elif record.name == "etcd":
             state = self._load_state()
             url = f"http://127.0.0.1:{state.ports['etcd_client']}/health"
-            processes.wait_until(lambda: _http_ok(url), timeout_s, "etcd /health", record)
+            processes.wait_until(lambda: processes.http_ok(url), timeout_s, "etcd /health", record)
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -424,7 +416,7 @@ class LocalCluster:
     def _start_etcd(self, bin_dir: Path, ports: components.Ports, timeout_s: float) -> None:
         record = self._spawn("etcd", components.etcd(bin_dir, self.layout.etcd_data, ports))
         url = f"http://127.0.0.1:{ports.etcd_client}/health"
-        processes.wait_until(lambda: _http_ok(url), timeout_s, "etcd /health", record)
+        processes.wait_until(lambda: processes.http_ok(url), timeout_s, "etcd /health", record)
 
     def _start_apiserver(
         self, bin_dir: Path, pki: components.Pki, ports: components.Ports, address: str, timeout_s: float
@@ -458,10 +450,12 @@ class LocalCluster:
 
     def _start_provisioner(self, config: Path, ports: components.Ports, timeout_s: float) -> None:
         """The hostpath provisioner, then the default StorageClass it serves (claims bind at once)."""
-        argv = components.provisioner(provisioner.binary_path(), config, self.layout.volumes, ports)
+        argv = components.provisioner(
+            provisioner.binary_path(), config, self.layout.volumes, ports.provisioner_metrics
+        )
         record = self._spawn("provisioner", argv)
         url = f"http://127.0.0.1:{ports.provisioner_metrics}/metrics"
-        processes.wait_until(lambda: _http_ok(url), timeout_s, "provisioner /metrics", record)
+        processes.wait_until(lambda: processes.http_ok(url), timeout_s, "provisioner /metrics", record)
         storage = client.StorageV1Api(self._core_api().api_client)
         storage.create_storage_class(body=client.V1StorageClass.model_validate(provisioner.storage_class()))
 

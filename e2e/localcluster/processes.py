@@ -11,6 +11,8 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -135,6 +137,15 @@ def port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.2)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def http_ok(url: str) -> bool:
+    """True when a plain-HTTP endpoint (a health or metrics page) answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
 
 
 def wait_until(

@@ -5,6 +5,9 @@ Its tests are marked ``node``. The cluster lives in ``<repo>/.cluster-node`` (or
 ``$STREAMAPP_NODE_CLUSTER_DIR``), beside the process-node cluster the integration tier uses, and is
 stopped when the session ends. Off CI, a host that cannot run the node (not root, no runc) skips these
 tests; under ``CI`` they fail instead (see the root conftest's ``unavailable``).
+
+With ``STREAMAPP_NODE=kind`` (``make kind-test``) the same tests run on a one-node kind cluster that
+``e2e/kind/node-tests.sh`` created and loaded the image into (:mod:`kindnode`).
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import NoReturn
 
 import pytest
 from kubernetes import client, config
-from node_support import restricted_namespace
+from node_support import LocalNode, Node, restricted_namespace
 
+import kindnode
 from imagebuild import podman
 from localcluster.controlplane import REPO_ROOT, LocalCluster, default_root
 from realnode import node
@@ -26,8 +30,18 @@ CHART = REPO_ROOT / "charts" / "streamapp-operator"
 
 
 @pytest.fixture(scope="session")
-def node_cluster(image: str, host_unavailable: Callable[[str], NoReturn]) -> Iterator[LocalCluster]:
-    """The cluster with the real node up, the image (``streamapp:<version>``, podman's
+def node_cluster(image: str, host_unavailable: Callable[[str], NoReturn]) -> Iterator[Node]:
+    """The cluster with a real node up and the image on it: kind's when selected, else this machine's."""
+    kind = kindnode.selected()
+    if kind is not None:
+        with kindnode.hostpath_storage(kind):
+            yield kind
+    else:
+        yield from local_node(image, host_unavailable)
+
+
+def local_node(image: str, host_unavailable: Callable[[str], NoReturn]) -> Iterator[Node]:
+    """The local cluster with the real node up, the image (``streamapp:<version>``, podman's
     ``localhost/streamapp:<version>``) imported under both names."""
     missing = node.requirements_missing()
     if missing:
@@ -38,13 +52,13 @@ def node_cluster(image: str, host_unavailable: Callable[[str], NoReturn]) -> Ite
         started = time.monotonic()
         node.load_image(cluster.layout.real_node, podman.command(), f"localhost/{image}", also_as=(image,))
         print(f"image {image} imported into the node in {time.monotonic() - started:.0f}s", flush=True)
-        yield cluster
+        yield LocalNode(cluster)
     finally:
         cluster.down()
 
 
 @pytest.fixture(scope="session")
-def node_api(node_cluster: LocalCluster) -> Iterator[client.ApiClient]:
+def node_api(node_cluster: Node) -> Iterator[client.ApiClient]:
     api = config.new_client_from_config(config_file=str(node_cluster.kubeconfig))
     try:
         yield api
@@ -53,7 +67,7 @@ def node_api(node_cluster: LocalCluster) -> Iterator[client.ApiClient]:
 
 
 @pytest.fixture(scope="session")
-def operator_release(node_cluster: LocalCluster, node_api: client.ApiClient, helm: list[str]) -> str:
+def operator_release(node_cluster: Node, node_api: client.ApiClient, helm: list[str]) -> str:
     """The chart installed as shipped (two replicas, leader election) in a restricted namespace, once
     per session."""
     system = restricted_namespace(node_api, "streamapp-system")

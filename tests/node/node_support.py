@@ -1,10 +1,12 @@
-"""What the real-node tests share beside `cluster_tools` (kubectl, where a claim lives): containerd's
-ctr as a user runs it, restricted namespaces, pods and their readiness."""
+"""What the real-node tests share beside `cluster_tools` (kubectl, where a claim lives): the node they
+run on (this machine's, or kind's: :mod:`kindnode`), restricted namespaces, pods and their readiness."""
 
 from __future__ import annotations
 
 import subprocess
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from kubernetes import client
 
@@ -15,20 +17,39 @@ from realnode import images
 RESTRICTED = {"pod-security.kubernetes.io/enforce": "restricted"}
 
 
-def ctr(cluster: LocalCluster, *args: str) -> None:
-    """containerd's own client on the node's socket, in the kubelet's namespace."""
-    socket = cluster.layout.real_node.runtime.socket
-    subprocess.run(
-        [
-            str(node_build.bin_dir() / "ctr"),
-            f"--address={socket}",
-            f"--namespace={images.CRI_NAMESPACE}",
-            *args,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+class Node(Protocol):
+    """What a real-node test needs of the cluster: its kubeconfig, and containerd's own client on its
+    node (to kill a container or tag an image as an operator of the node would)."""
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    def ctr(self, *args: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class LocalNode:
+    """The local cluster's real node (``e2e/realnode``): ``ctr`` on its containerd socket."""
+
+    cluster: LocalCluster
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.cluster.kubeconfig
+
+    def ctr(self, *args: str) -> None:
+        socket = self.cluster.layout.real_node.runtime.socket
+        subprocess.run(
+            [
+                str(node_build.bin_dir() / "ctr"),
+                f"--address={socket}",
+                f"--namespace={images.CRI_NAMESPACE}",
+                *args,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
 
 
 def restricted_namespace(api: client.ApiClient, name: str) -> str:

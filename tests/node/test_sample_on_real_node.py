@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
-from node_support import ctr, pod, ready, restricted_namespace
+from node_support import Node, pod, ready, restricted_namespace
 
 from cluster_tools import claim_directory, kubectl
-from localcluster.controlplane import REPO_ROOT, LocalCluster
+from localcluster.controlplane import REPO_ROOT
 from localcluster.waiting import wait_for
 from realapps import committed_everything
 from realnode import images
@@ -56,7 +56,7 @@ class Sample:
 
 @pytest.fixture
 def sample(
-    node_cluster: LocalCluster,
+    node_cluster: Node,
     node_api: client.ApiClient,
     operator_release: str,
     request: pytest.FixtureRequest,
@@ -106,14 +106,13 @@ def stop_input_and_check(api: client.ApiClient, running: Sample) -> None:
 
 
 def test_a_killed_executor_container_restarts_in_place_and_output_stays_exactly_once(
-    node_cluster: LocalCluster, node_api: client.ApiClient, sample: Sample
+    node_cluster: Node, node_api: client.ApiClient, sample: Sample
 ) -> None:
     name = member_name(APP, 1)
     victim = pod(node_api, sample.namespace, name)
     assert victim is not None
     (status,) = victim.status.container_statuses
-    ctr(
-        node_cluster,
+    node_cluster.ctr(
         "tasks",
         "kill",
         "--signal",
@@ -141,12 +140,12 @@ def app_status(api: client.ApiClient, namespace: str) -> dict[str, Any]:
 
 @pytest.mark.long
 def test_a_second_image_tag_rolls_every_member_and_a_deleted_pod_keeps_its_local_state(
-    node_cluster: LocalCluster, node_api: client.ApiClient, sample: Sample, image: str
+    node_cluster: Node, node_api: client.ApiClient, sample: Sample, image: str
 ) -> None:
     namespace = sample.namespace
     # 1. The image under a second tag (what a CI pipeline pushes), then the app's image changed to it.
     rolled = f"{image.rsplit(':', 1)[0]}:rolled"
-    ctr(node_cluster, "images", "tag", "--force", images.normalized(image), images.normalized(rolled))
+    node_cluster.ctr("images", "tag", "--force", images.normalized(image), images.normalized(rolled))
     before = {i: pod(node_api, namespace, member_name(APP, i)).metadata.uid for i in range(REPLICAS)}  # type: ignore[union-attr]
     old_revision = app_status(node_api, namespace)["updateRevision"]
     client.CustomObjectsApi(node_api).patch_namespaced_custom_object(

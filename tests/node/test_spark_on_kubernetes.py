@@ -14,10 +14,9 @@ from typing import Any
 import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
-from node_support import restricted_namespace
+from node_support import Node, restricted_namespace
 
 from cluster_tools import claim_directory, kubectl
-from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from realapps import committed_everything
 from streamapp.api.names import APPS, GROUP, VERSION, member_name
@@ -96,7 +95,7 @@ def spark_executors(api: client.ApiClient, namespace: str) -> dict[str, list[Any
     return owned
 
 
-def ran_tasks(cluster: LocalCluster, namespace: str, pod_name: str) -> bool:
+def ran_tasks(cluster: Node, namespace: str, pod_name: str) -> bool:
     """Spark's own log of the executor pod says it ran tasks."""
     return "Running task" in kubectl(cluster.kubeconfig, "logs", "-n", namespace, pod_name)
 
@@ -120,7 +119,7 @@ def namespace(node_api: client.ApiClient, operator_release: str) -> Iterator[str
 
 
 def test_members_run_their_batches_on_spark_executor_pods_through_a_handoff(
-    node_cluster: LocalCluster, node_api: client.ApiClient, namespace: str, image: str
+    node_cluster: Node, node_api: client.ApiClient, namespace: str, image: str
 ) -> None:
     core, custom = client.CoreV1Api(node_api), client.CustomObjectsApi(node_api)
     core.create_namespaced_persistent_volume_claim(namespace, claim(f"{APP}-data"))
