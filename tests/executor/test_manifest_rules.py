@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state import storage
 from streamapp.executor.state.blobstore import FileStore
+from streamapp.executor.state.expiry import WindowEnds
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest, advance, judge_conflict
 
@@ -58,6 +59,15 @@ def test_manifest_json_round_trips() -> None:
     assert Manifest.from_json(timed.to_json()) == timed
 
 
+@given(newest=st.floats(-1e12, 1e12), oldest=st.one_of(st.floats(-1e12, 1e12), st.just(math.inf)))
+def test_window_bounds_round_trip_through_strict_json(newest: float, oldest: float) -> None:
+    """Every window expired leaves an oldest of inf, which JSON cannot hold: it is written as null."""
+    found = Manifest(seq=3, epoch=1, kind=Kind.BATCH, start=0, end=4, windows=WindowEnds(newest, oldest))
+    text = found.to_json()
+    assert b"Infinity" not in text
+    assert Manifest.from_json(text) == found
+
+
 def test_a_manifest_written_before_commit_times_reads_and_serializes_as_it_was() -> None:
     """No commit time, and the same canonical JSON: a checkpoint's digest of it still matches."""
     old = (
@@ -65,7 +75,7 @@ def test_a_manifest_written_before_commit_times_reads_and_serializes_as_it_was()
         b'"owner": "m-0", "segments": ["s0"], "seq": 0}'
     )
     found = Manifest.from_json(old)
-    assert found.committed_at is None and found.owner == "m-0"
+    assert found.committed_at is None and found.owner == "m-0" and found.windows is None
     assert found.to_json() == old
 
 

@@ -3,6 +3,7 @@ deletes what the owner expired, and records for a window already final are dropp
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -19,8 +20,10 @@ from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.samples.windowed import LATENESS_SECONDS, WINDOW_SECONDS, window_end
 from streamapp.executor.state.expiry import Expiry, Sweep
+from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.replica import rebuild
+from streamapp.executor.task import Task
 
 pytestmark = pytest.mark.spark
 WINDOWED = "streamapp.executor.samples.windowed:windowed"
@@ -119,3 +122,71 @@ def test_rounds_go_on_while_an_expiry_sweep_is_held(
     owner.run_until_idle()
     assert len(task.replica.state) < grown, "the sweep's tombstones landed once it finished"
     assert rebuild(StateLayout(tmp_path / "state"), 0).state.values == dict(task.replica.state.items())
+
+
+def test_a_new_owner_takes_the_watermark_from_the_history_without_scanning_its_store(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    del spark
+    log = FileLog(tmp_path / "log")
+    log.append(0, records(range(120), per_minute=1))
+    owner = executor_for(tmp_path, log, "owner", WINDOWED, max_batch_records=400, snapshot_every=50)
+    standby = executor_for(tmp_path, log, "standby", WINDOWED, max_batch_records=400, snapshot_every=50)
+    owner.apply(Target(active={0: 1}))
+    standby.apply(Target(standby=frozenset({0})))
+    for _ in range(8):
+        assert owner.step() > 0
+        standby.step()
+    handed = owner.tasks[0].expiry
+    assert handed is not None
+    owner.apply(Target())
+    owner.step()
+
+    def scanned(self: object) -> object:
+        raise AssertionError("the takeover scanned the store")
+
+    task = standby.tasks[0]
+    with monkeypatch.context() as patched:
+        patched.setattr(type(task.replica.state), "items", scanned)
+        standby.apply(Target(active={0: 2}))
+        standby.step()
+    assert task.owning
+    state = dict(task.replica.state.items())
+    assert task.expiry is not None
+    assert task.expiry.newest == max(window_end(key) for key in state) == handed.newest
+    assert task.expiry.oldest <= min(window_end(key) for key in state)
+
+    standby.run_until_idle()
+    log.append(0, records(range(0, 1), per_minute=1))  # late records for windows long final
+    standby.run_until_idle()
+    held = dict(task.replica.state.items())
+    assert window_key("k0", 0) not in held
+    assert rebuild(StateLayout(tmp_path / "state"), 0).state.values == held
+
+
+def test_a_history_without_window_bounds_is_scanned_at_takeover(
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches committed before manifests recorded the bounds: the new owner scans, and gets the same
+    watermark."""
+    del spark
+    monkeypatch.setattr(Task, "_ends_after", staticmethod(lambda expiry, changed: None))
+    log = FileLog(tmp_path / "log")
+    log.append(0, records(range(60), per_minute=1))
+    owner = executor_for(tmp_path, log, "owner", WINDOWED, max_batch_records=400, snapshot_every=50)
+    owner.apply(Target(active={0: 1}))
+    owner.run_until_idle()
+    assert all(m.windows is None for m in accepted_manifests(StateLayout(tmp_path / "state"), 0))
+    handed = owner.tasks[0].expiry
+    assert handed is not None
+    owner.apply(Target())
+    owner.step()
+
+    caplog.set_level(logging.INFO, logger="streamapp.executor.task")
+    successor = executor_for(tmp_path, log, "successor", WINDOWED, max_batch_records=400, snapshot_every=50)
+    successor.apply(Target(active={0: 2}))
+    while not successor.tasks[0].owning:
+        successor.step()
+    assert "window bounds not in the history" in caplog.text
+    assert successor.tasks[0].expiry is not None
+    assert successor.tasks[0].expiry.newest == handed.newest

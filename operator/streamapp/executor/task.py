@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 from typing import Any
@@ -40,7 +40,7 @@ from streamapp.executor.merge import fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
 from streamapp.executor.state import changelog, history, snapshots
 from streamapp.executor.state import manifest as manifests
-from streamapp.executor.state.expiry import Expiry, Sweep
+from streamapp.executor.state.expiry import Expiry, Sweep, WindowEnds
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest
@@ -329,7 +329,7 @@ class Task:
         self.sweep()
         self.expiry, self.expiring = self.ctx.pipeline.expiry(), None  # a sweep of an earlier term is dropped
         if self.expiry is not None:
-            self.expiry.observe(key for key, _ in self.replica.state.items())
+            self._pick_up_watermark(self.expiry)
         self.owning = True
         self.previous_batch = self.replica.newest_batch()
         self.resumed = None
@@ -390,9 +390,11 @@ class Task:
             updates.column("value").to_pylist(),
             self.ctx.pipeline.merge,
         )
+        windows = None
         if self.expiry is not None:
             changed = self._with_expired(self.expiry, self.expiry.admit(changed))
-        committed = self._commit(start, end, changed)
+            windows = self._ends_after(self.expiry, changed)
+        committed = self._commit(start, end, changed, windows)
         self.committed_records += end - start
         self.last_commit_at = committed.committed_at
         self.replica.apply_own(committed, changed)
@@ -408,6 +410,21 @@ class Task:
         self.batches_since_snapshot += 1
         self._snapshot_when_due()
         return end - start
+
+    def _pick_up_watermark(self, expiry: Expiry) -> None:
+        """The bounds the last accepted batch recorded, or (when the history does not say) a scan of
+        the store, on the takeover's path."""
+        if self.replica.windows is not None:
+            expiry.resume(self.replica.windows)
+            return
+        began = time.monotonic()
+        expiry.observe(key for key, _ in self.replica.state.items())
+        log.info(
+            "partition %d: window bounds not in the history; scanned %d keys in %.1f s",
+            self.partition,
+            len(self.replica.state),
+            time.monotonic() - began,
+        )
 
     def _with_expired(self, expiry: Expiry, changed: dict[str, Any]) -> dict[str, Any]:
         """`changed` plus tombstones for the windows a finished sweep found expired; starts the next
@@ -459,7 +476,15 @@ class Task:
         self.took_over_at = None
         self.previous_batch = None
 
-    def _commit(self, start: int, end: int, changed: dict[str, Any]) -> Manifest:
+    @staticmethod
+    def _ends_after(expiry: Expiry, changed: dict[str, Any]) -> WindowEnds | None:
+        """The bounds once the batch is in, for its manifest; the tracker itself moves only after the
+        commit succeeds (a lost race must not move the watermark)."""
+        after = replace(expiry)
+        after.observe(key for key, value in changed.items() if value is not None)
+        return after.ends()
+
+    def _commit(self, start: int, end: int, changed: dict[str, Any], windows: WindowEnds | None) -> Manifest:
         seq = self.head.next_seq
         rows = rows_table(changed, self.ctx.pipeline.value_type)
         segment = changelog.write_segment(self.ctx.layout, self.partition, seq, self.epoch, rows)
@@ -476,6 +501,7 @@ class Task:
             outputs=outputs,
             owner=self.ctx.config.owner,
             committed_at=time.time(),
+            windows=windows,
         )
         try:
             manifests.create(self.ctx.layout, self.partition, committed)

@@ -16,7 +16,11 @@ state minus the lateness. At every batch the owner
   records out of it), so a sweep's result is still right a few batches later.
 
 The watermark is a function of the committed state alone, so whoever owns the partition computes the
-same one; the owner recomputes it from its store once when it takes over.
+same one. Each batch manifest records the bounds as of its commit (`WindowEnds`), and a copy keeps the
+last accepted batch's, so a new owner picks the watermark up with the history instead of scanning its
+store at takeover (a scan of a large state would hold the task still for as long as it takes); it scans
+only when the history does not say (batches committed before the bounds were recorded, or a copy whose
+head came from a snapshot or a checkpoint with no batch applied since).
 """
 
 from __future__ import annotations
@@ -26,6 +30,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WindowEnd = Callable[[str], float]
+
+
+@dataclass(frozen=True)
+class WindowEnds:
+    """The newest window end in a partition's state and a lower bound of its oldest (inf: no window
+    left), as of one committed batch."""
+
+    newest: float
+    oldest: float
+
+    def to_json(self) -> dict[str, float | None]:
+        """JSON has no infinity: an oldest of inf (every window expired) is written as null."""
+        return {"newest": self.newest, "oldest": None if self.oldest == float("inf") else self.oldest}
+
+    @staticmethod
+    def from_json(body: dict[str, Any]) -> WindowEnds:
+        oldest = body.get("oldest")
+        return WindowEnds(float(body["newest"]), float("inf") if oldest is None else float(oldest))
 
 
 @dataclass(frozen=True)
@@ -55,6 +77,14 @@ class Expiry:
     @property
     def watermark(self) -> float:
         return self.newest - self.lateness
+
+    def ends(self) -> WindowEnds | None:
+        """The bounds to record with a batch; None while no window was ever seen (nothing to record)."""
+        return WindowEnds(self.newest, self.oldest) if self.newest > float("-inf") else None
+
+    def resume(self, ends: WindowEnds) -> None:
+        """Take over the bounds the history recorded, instead of observing every key of the store."""
+        self.newest, self.oldest = ends.newest, ends.oldest
 
     def observe(self, keys: Iterable[str]) -> None:
         """Move the watermark by keys that are now in the state."""

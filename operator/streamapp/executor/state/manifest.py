@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from streamapp.executor.state.expiry import WindowEnds
 from streamapp.executor.state.layout import StateLayout
 
 
@@ -46,10 +47,11 @@ class Manifest:
     outputs: tuple[str, ...] = ()
     owner: str = ""
     committed_at: float | None = None
+    windows: WindowEnds | None = None  # a windowed pipeline's bounds after this batch (`expiry`)
 
     def to_json(self) -> bytes:
-        """The canonical JSON; `committed_at` only when known, so a manifest written before it existed
-        serializes (and digests, see `localstate.digest`) exactly as it was written."""
+        """The canonical JSON; `committed_at` and `windows` only when known, so a manifest written
+        before they existed serializes (and digests, see `localstate.digest`) exactly as it was written."""
         body: dict[str, Any] = {
             "seq": self.seq,
             "epoch": self.epoch,
@@ -61,6 +63,8 @@ class Manifest:
         }
         if self.committed_at is not None:
             body["committed_at"] = self.committed_at
+        if self.windows is not None:
+            body["windows"] = self.windows.to_json()
         return json.dumps(body, sort_keys=True).encode()
 
     @staticmethod
@@ -76,6 +80,7 @@ class Manifest:
             outputs=tuple(body["outputs"]),
             owner=str(body.get("owner", "")),
             committed_at=float(body["committed_at"]) if "committed_at" in body else None,
+            windows=WindowEnds.from_json(body["windows"]) if "windows" in body else None,
         )
 
 

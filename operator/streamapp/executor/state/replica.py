@@ -29,9 +29,10 @@ from streamapp.api.member import FullRestoreReason
 from streamapp.executor import faults
 from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.expiry import WindowEnds
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import Checkpoint, LocalState, digest
-from streamapp.executor.state.manifest import Head, Manifest
+from streamapp.executor.state.manifest import Head, Kind, Manifest
 from streamapp.executor.state.restores import RestoreMeter
 from streamapp.executor.state.retention import Mark
 from streamapp.executor.state.runs import CorruptRun
@@ -76,6 +77,9 @@ class Replica:
         self.cold_rows = 0
         self.state: KeyedStore = MemoryStore()
         self.head = Head()
+        # A windowed pipeline's bounds as the last accepted batch recorded them; None when unknown (the
+        # head came from a snapshot or a checkpoint and no batch was applied since).
+        self.windows: WindowEnds | None = None
         self.blocking = False
         self.restored_blocking = 0
         self.restored_background = 0
@@ -96,7 +100,7 @@ class Replica:
         self.state, found, discarded = self.local.open(self.partition)
         self.opened = True
         if found is not None and self._trusted(found):
-            self.head = found.head
+            self.head, self.windows = found.head, None
             self.cold_rows = len(self.state)
             return True
         if discarded:
@@ -238,7 +242,7 @@ class Replica:
                 continue
             self._restored(loaded)
             self.cold_rows = loaded
-            self.head = found.head
+            self.head, self.windows = found.head, None
             return loaded
         return 0
 
@@ -286,6 +290,8 @@ class Replica:
                     self._restored(rows)
                     self.cold_rows += table.num_rows
                     faults.reached("restore.segment-applied")
+            if found.kind is Kind.BATCH:
+                self.windows = found.windows
         self.head = step.head
         self._applied()
         return step.accepted
@@ -307,7 +313,7 @@ class Replica:
             raise RuntimeError(f"own manifest {committed.seq} refused: {step.reason}")
         self.state.upsert(list(changed.keys()), list(changed.values()))
         self.cold_rows += len(changed)
-        self.head = step.head
+        self.head, self.windows = step.head, committed.windows
         self._applied()
 
     def owner_offset(self) -> int:
