@@ -17,7 +17,12 @@ TOOL = toolbuild.Tool(
     MODULE,
     VERSION,
     "promtool",
-    lambda go_mod: Product("promtool", MODULE, VERSION, {"promtool": f"{MODULE}/cmd/promtool"}),
+    # `remove_all_sd` leaves out every service-discovery plugin but file and http (the AWS, Azure, GCE,
+    # Kubernetes, xDS... SDKs): the rules tests never discover targets, and the build takes 166 s of CPU
+    # instead of 412 s (measured cold, one run each, on 2 cores).
+    lambda go_mod: Product(
+        "promtool", MODULE, VERSION, {"promtool": f"{MODULE}/cmd/promtool"}, tags="remove_all_sd"
+    ),
 )
 
 
