@@ -10,10 +10,12 @@ from pathlib import Path
 
 from processnode.container import ContainerRunner, Placement, Runtime
 
-# The main process records, on SIGTERM, the state of its child (R/S running, Z dead), then exits.
+# The main process records, on SIGTERM, the state of its child (R/S running, Z dead), then exits. It
+# writes child.pid only once its trap is set: the test signals as soon as the file appears.
 SCRIPT = (
-    "sleep 1000 & child=$!; echo $child > child.pid; "
+    "sleep 1000 & child=$!; "
     "trap 'cut -d\" \" -f3 /proc/$child/stat > term.txt; exit 0' TERM; "
+    "echo $child > child.pid; "
     "while :; do sleep 0.1; done"
 )
 
