@@ -55,11 +55,11 @@ fi
 
 run docker build -f "$repo/images/Containerfile" -t "$tag" "$repo"
 
+run mkdir -p "$state/volumes"
 created=0
 if ((!dry_run)) && kind get clusters | grep -qx "$name"; then
   echo "kind cluster $name exists: reusing it"
 else
-  run mkdir -p "$state/volumes"
   if ((dry_run)); then
     printf '+ cat > %s <<EOF\n%s\nEOF\n' "$state/kind.yaml" "$(kind_config)"
   else
