@@ -77,6 +77,12 @@ def module_info(module: str, version: str, cwd: Path, log: Path) -> dict[str, st
     return info
 
 
+# The linker drops debug info anyway (-s -w), so the compiler need not write it: about 16% less CPU per
+# cold build (helm v3.22.0 alone, one run each: 156 against 132 CPU seconds); the stripped binaries are
+# the same size.
+GCFLAGS = "-gcflags=all=-dwarf=false"
+
+
 def compile_with_progress(product: Product, release_time: str, workdir: Path, out: Path, log: Path) -> None:
     """``go build -v`` the product's commands, printing how many packages are compiled so far."""
     packages = list(product.commands.values())
@@ -84,7 +90,7 @@ def compile_with_progress(product: Product, release_time: str, workdir: Path, ou
     ldflags = " ".join(["-s", "-w", *product.ldflags(release_time)])
     # One package: name the binary (etcd's main package path ends in /v3); several: go names each.
     output = str(out / next(iter(product.commands))) if len(packages) == 1 else f"{out}/"
-    args = ["build", "-v", f"-tags={product.tags}", f"-ldflags={ldflags}", "-o", output, *packages]
+    args = ["build", "-v", f"-tags={product.tags}", GCFLAGS, f"-ldflags={ldflags}", "-o", output, *packages]
     started = last = time.monotonic()
     done = 0
     with log.open("a") as sink:
