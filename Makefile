@@ -34,11 +34,27 @@ demo-sim: $(STAMP)
 	  --protocol eager --protocol cooperative --protocol streamapp \
 	  --plot $(OUT)/demo-timeline.png
 
-## test: lint, type-check, build what the tests run (control plane, helm, the S3 server, image), then every tier but long and demo (their own targets).
-## The builds run side by side: the image build mostly downloads while the Go builds compile.
+## test: lint, type-check, build what the tests run (control plane, helm, promtool, the S3 server, the image,
+## the real node), then every tier but long and demo (their own targets). From nothing the builds take most of
+## the time, so they overlap the tests: the control plane builds while the tests that need no build run
+## (tests/conftest.py marks the others `built`); then those run while the rest builds at low priority
+## (nice 19) in the background, and the tests that need the rest come last (they wait on its build lock if it
+## is not done). Build output: out/test-build-first.log and out/test-build-late.log, shown as each ends.
+TEST_MARKS := not demo and not long
 test: $(STAMP)
-	$(MAKE) -j4 lint k8s-binaries node-binaries helm s3server promtool image
-	$(PY) -m pytest -m "not demo and not long"
+	@mkdir -p $(OUT)
+	@echo "make test: building the control plane ($(OUT)/test-build-first.log); at low priority lint, helm, promtool,"
+	@echo "  the S3 server, the image and the real node's binaries ($(OUT)/test-build-late.log); meanwhile the tests that need none of it"
+	@$(MAKE) -j2 system-packages k8s-binaries > $(OUT)/test-build-first.log 2>&1 & first=$$!; \
+	( nice -n 19 $(MAKE) -j3 lint helm s3server promtool image && nice -n 19 $(MAKE) node-binaries ) \
+	  > $(OUT)/test-build-late.log 2>&1 & late=$$!; \
+	$(PY) -m pytest -m "not built and $(TEST_MARKS)"; unbuilt=$$?; \
+	echo "make test: the control plane's build:"; tail -n +1 -f --pid=$$first $(OUT)/test-build-first.log; \
+	if ! wait $$first; then echo "make test: that build failed"; wait $$late; exit 1; fi; \
+	$(PY) -m pytest -m "built and $(TEST_MARKS)"; built=$$?; \
+	echo "make test: lint and the low-priority builds:"; tail -n +1 -f --pid=$$late $(OUT)/test-build-late.log; \
+	if ! wait $$late; then echo "make test: lint or a build failed (above)"; exit 1; fi; \
+	exit $$(( unbuilt || built ))
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
@@ -149,7 +165,8 @@ image: $(STAMP) system-packages
 ## (maven resolves its jars; it brings a JRE) need, installed when missing (as root)
 SYSTEM_PACKAGES := podman runc mmdebstrap maven
 system-packages:
-	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	@exec 9>"$${TMPDIR:-/tmp}/streamapp-system-packages.lock"; flock 9; \
+	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:" $$missing; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \

@@ -13,6 +13,36 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+# What `make test` builds or installs before the tests that use it: a test that asks for one of these
+# fixtures (or for the S3 store through a ``stores`` parameter) or carries one of these markers is marked
+# ``built``; make test runs the others while it builds (Makefile: test).
+BUILT_FIXTURES = frozenset({"helm", "promtool", "s3_server", "image", "kafka_bootstrap", "local_cluster"})
+BUILT_MARKERS = ("integration", "image", "kafka", "node", "demo", "long")
+# What make test builds last, at low priority, while the first built tests run: the tests that need it
+# run last, so they find it ready (or wait for it on its build lock) without holding up the others.
+LATE_FIXTURES = frozenset({"helm", "promtool", "s3_server", "image"})
+
+
+def _fixtures(item: pytest.Item) -> set[str]:
+    """The fixtures a test uses, counting the S3 server a ``stores="s3"`` parameter asks for."""
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("stores") == "s3":
+        names.add("s3_server")
+    return names
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``built`` every test that needs something make test builds first, and move the tests that
+    need one of the late builds to the end (a stable sort: the order is otherwise kept). Runs before
+    ``-m`` deselects (pytest's own hook comes last) and after the deeper conftests' hooks (called
+    first), so the ``integration`` marker that tests/integration adds is seen."""
+    for item in items:
+        if _fixtures(item) & BUILT_FIXTURES or any(item.get_closest_marker(name) for name in BUILT_MARKERS):
+            item.add_marker(pytest.mark.built)
+    items.sort(key=lambda item: bool(_fixtures(item) & LATE_FIXTURES))
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     """One local SparkSession for the whole test session, started only if a test asks for it.
