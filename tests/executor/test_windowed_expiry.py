@@ -23,7 +23,6 @@ from streamapp.executor.state.expiry import Expiry, Sweep
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.replica import rebuild
-from streamapp.executor.task import Task
 
 pytestmark = pytest.mark.spark
 WINDOWED = "streamapp.executor.samples.windowed:windowed"
@@ -170,7 +169,7 @@ def test_a_history_without_window_bounds_is_scanned_at_takeover(
     """Batches committed before manifests recorded the bounds: the new owner scans, and gets the same
     watermark."""
     del spark
-    monkeypatch.setattr(Task, "_ends_after", staticmethod(lambda expiry, changed: None))
+    monkeypatch.setattr(Expiry, "ends", lambda self: None)  # what the manifests of that time recorded
     log = FileLog(tmp_path / "log")
     log.append(0, records(range(60), per_minute=1))
     owner = executor_for(tmp_path, log, "owner", WINDOWED, max_batch_records=400, snapshot_every=50)

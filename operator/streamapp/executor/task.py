@@ -390,18 +390,18 @@ class Task:
             updates.column("value").to_pylist(),
             self.ctx.pipeline.merge,
         )
-        windows = None
+        after = None
         if self.expiry is not None:
             changed = self._with_expired(self.expiry, self.expiry.admit(changed))
-            windows = self._ends_after(self.expiry, changed)
-        committed = self._commit(start, end, changed, windows)
+            after = self._observed(self.expiry, changed)
+        committed = self._commit(start, end, changed, after.ends() if after is not None else None)
         self.committed_records += end - start
         self.last_commit_at = committed.committed_at
         self.replica.apply_own(committed, changed)
         if self.took_over_at is not None:
             self._first_committed(committed, end - start, self.took_over_at)
-        if self.expiry is not None:
-            self.expiry.observe(key for key, value in changed.items() if value is not None)
+        if after is not None:
+            self.expiry = after
         self._publish()
         if isinstance(self.ctx.source, ReportsPosition):
             self.ctx.source.report_position(self.partition, self.head.offset)
@@ -477,12 +477,13 @@ class Task:
         self.previous_batch = None
 
     @staticmethod
-    def _ends_after(expiry: Expiry, changed: dict[str, Any]) -> WindowEnds | None:
-        """The bounds once the batch is in, for its manifest; the tracker itself moves only after the
-        commit succeeds (a lost race must not move the watermark)."""
+    def _observed(expiry: Expiry, changed: dict[str, Any]) -> Expiry:
+        """The tracker once the batch is in: a copy (its fields are plain numbers), whose bounds go into
+        the batch's manifest and which replaces the task's only after the commit succeeds (a lost race
+        must not move the watermark)."""
         after = replace(expiry)
         after.observe(key for key, value in changed.items() if value is not None)
-        return after.ends()
+        return after
 
     def _commit(self, start: int, end: int, changed: dict[str, Any], windows: WindowEnds | None) -> Manifest:
         seq = self.head.next_seq
