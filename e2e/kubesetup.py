@@ -41,7 +41,9 @@ def install_crds(api: client.ApiClient) -> None:
         wait_for(established, READY_TIMEOUT_S, f"CRD {crd} Established")
 
 
-def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -> None:
+def create_namespace(
+    api: client.ApiClient, name: str, labels: dict[str, str], timeout_s: float = READY_TIMEOUT_S
+) -> None:
     """Create `name` and wait for its `default` ServiceAccount, without which no pod is admitted."""
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": name, "labels": labels}})
@@ -49,7 +51,7 @@ def create_namespace(api: client.ApiClient, name: str, labels: dict[str, str]) -
     def default_service_account() -> bool:
         return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(name).items)
 
-    wait_for(default_service_account, READY_TIMEOUT_S, f"ServiceAccount default in {name}")
+    wait_for(default_service_account, timeout_s, f"ServiceAccount default in {name}")
 
 
 def kwok_app(name: str, replicas: int, partitions: int, image: str, **rebalance: Any) -> dict[str, Any]:

@@ -12,8 +12,12 @@ test waits until the API server answers /readyz again.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
+import functools
 import time
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -21,6 +25,7 @@ from fleet import Fleet
 from kubernetes import client
 from operator_support import APP, Operator, Operators, app, create_app, scale
 
+from kubesetup import create_namespace
 from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from streamapp.executor.membership import MembershipClient
@@ -33,6 +38,16 @@ PAUSE_SECONDS = 30.0
 DOWN_SECONDS = 5.0
 # The bound of "acted on soon after the API server is back": generous, the machine is shared.
 SETTLE_SECONDS = 180.0
+CAUGHT_UP_SECONDS = 300.0
+
+
+def wait_controllers_caught_up(api: client.ApiClient) -> None:
+    """Wait until the controller-manager acts on new objects again, so the tests after this one find a
+    working cluster: after an outage its watches come back with a jittered backoff of up to a minute per
+    try, and until then a new namespace gets no `default` ServiceAccount (seen: none within 60 s)."""
+    name = f"t-caught-up-{uuid.uuid4().hex[:6]}"
+    create_namespace(api, name, {"streamapp.dev/test": "true"}, timeout_s=CAUGHT_UP_SECONDS)
+    client.CoreV1Api(api).delete_namespace(name)
 
 
 @contextlib.contextmanager
@@ -70,23 +85,43 @@ FAULTS: list[tuple[str, Callable[[LocalCluster], None], int]] = [
 ]
 
 
-def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int) -> bool:
+@dataclasses.dataclass(frozen=True)
+class Balance:
+    """Whether the app is balanced, and what the test saw: a timeout then says which part was missing."""
+
+    ok: bool
+    seen: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return self.seen
+
+
+def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int) -> Balance:
     """Every task active on exactly one live member, spread ≤ 1, nothing in flight, Ready — as the
     executors apply it and as the app's status says."""
     try:
         status = app(api, namespace).get("status") or {}
-    except Exception:  # the API server still settling
-        return False
+    except Exception as error:  # the API server still settling
+        return Balance(False, f"the app unreadable: {error.__class__.__name__}")
     conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
     owners = {task: m for m, target in fleet.targets().items() for task in target.active_epochs()}
     counts = [list(owners.values()).count(m) for m in range(replicas)]
-    return (
+    ok = (
         len(owners) == PARTITIONS
         and set(owners.values()) == set(range(replicas))
         and max(counts) - min(counts) <= 1
         and conditions.get("Ready") == "True"
         and conditions.get("Rebalancing") == "False"
     )
+    seen = (
+        f"tasks active per member {dict(sorted(collections.Counter(owners.values()).items()))}, "
+        f"members running {sorted(fleet.running)}, conditions {conditions}, "
+        f"replicas {status.get('replicas')}, ready {status.get('readyReplicas')}, tasks {status.get('tasks')}"
+    )
+    return Balance(ok, seen)
 
 
 def retried(call: Callable[[], None], what: str) -> None:
@@ -125,7 +160,9 @@ def test_scales_are_acted_on_after_the_api_server_restarts_pauses_and_dies(
     operator = operators.start()
     pid = operator.process.pid
     create_app(api_client, namespace, replicas=2, partitions=PARTITIONS)
-    with Fleet(api_client, namespace, APP) as fleet:
+    with contextlib.ExitStack() as stack:
+        stack.callback(wait_controllers_caught_up, api_client)
+        fleet = stack.enter_context(Fleet(api_client, namespace, APP))
         wait_for(lambda: balanced(api_client, namespace, fleet, 2), 120, "a balanced app on 2 members")
         for name, fault, replicas in FAULTS:
             before = dict(fleet.clients)
@@ -134,7 +171,7 @@ def test_scales_are_acted_on_after_the_api_server_restarts_pauses_and_dies(
             back = time.monotonic()
             retried(lambda r=replicas: scale(api_client, namespace, r), f"scaling to {replicas} after {name}")
             wait_for(
-                lambda r=replicas: balanced(api_client, namespace, fleet, r),
+                functools.partial(balanced, api_client, namespace, fleet, replicas),
                 SETTLE_SECONDS,
                 f"the app balanced on {replicas} members after the API server's {name}",
             )
