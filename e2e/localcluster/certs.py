@@ -66,11 +66,12 @@ def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
 class CertificateAuthority:
     """A self-signed CA that signs the cluster's serving and client certificates."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, common_name: str = "streamapp-local-ca") -> None:
         self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
         self._key = _new_key()
         now = datetime.datetime.now(datetime.UTC)
-        subject = _name("streamapp-local-ca")
+        subject = _name(common_name)
         self._cert = (
             x509.CertificateBuilder()
             .subject_name(subject)
@@ -108,12 +109,17 @@ class CertificateAuthority:
         *,
         server_names: tuple[str, ...] = (),
         server_ips: tuple[str, ...] = (),
+        client_too: bool = False,
     ) -> KeyPair:
-        """Sign a leaf certificate: a server certificate when names/IPs are given, else a client one."""
+        """Sign a leaf certificate: a server certificate when names/IPs are given, else a client one;
+        ``client_too`` makes a server certificate a client one as well (one pair for both ends of a
+        mutual-TLS link, as KEDA's operator and adapter use)."""
         key = _new_key()
         now = datetime.datetime.now(datetime.UTC)
         is_server = bool(server_names or server_ips)
-        usage = ExtendedKeyUsageOID.SERVER_AUTH if is_server else ExtendedKeyUsageOID.CLIENT_AUTH
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH] if is_server else []
+        if client_too or not is_server:
+            usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
         builder = (
             x509.CertificateBuilder()
             .subject_name(_name(identity.user, identity.groups))
@@ -123,7 +129,7 @@ class CertificateAuthority:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + VALIDITY)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self._key.public_key()), critical=False
             )

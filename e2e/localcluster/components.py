@@ -15,6 +15,7 @@ LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node=fake"
+FRONT_PROXY_CLIENT = "front-proxy-client"
 # The disruption controller maps a custom owner (StreamApp) to its /scale through a discovery cache
 # that is refreshed only every 30 s; a PDB evaluated in the seconds after the CRD appeared fails
 # ("no matches for kind") and is parked at disruptionsAllowed 0 without a retry until the next event
@@ -56,6 +57,11 @@ class Pki:
     sa_private: Path
     kubelet_client_cert: Path
     kubelet_client_key: Path
+    # The aggregation layer: the CA of the identity the API server proxies to extension API servers
+    # with (KEDA's metrics adapter), and that identity's pair.
+    front_proxy_ca_cert: Path
+    proxy_client_cert: Path
+    proxy_client_key: Path
 
 
 def etcd(bin_dir: Path, data_dir: Path, ports: Ports) -> list[str]:
@@ -100,6 +106,15 @@ def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports, address: str = LOOPBAC
         f"--kubelet-client-key={pki.kubelet_client_key}",
         f"--kubelet-certificate-authority={pki.ca_cert}",
         "--kubelet-preferred-address-types=InternalIP",
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki.proxy_client_cert}",
+        f"--proxy-client-key-file={pki.proxy_client_key}",
+        # An APIService's Service is reached at its endpoints' addresses: nothing here routes ClusterIPs.
+        "--enable-aggregator-routing=true",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         f"--endpoint-reconciler-type={reconciler}",
         "--allow-privileged=true",

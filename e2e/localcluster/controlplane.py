@@ -377,6 +377,10 @@ class LocalCluster:
             server_names=(nodes.PROCESS_NODE_NAME, "localhost"),
             server_ips=("127.0.0.1",),
         )
+        # A CA of its own, as kubeadm does: a certificate it signs can assert any user to extension API
+        # servers, so the cluster CA's client certificates must not be able to.
+        front_proxy = certs.CertificateAuthority(self.layout.pki / "front-proxy", "streamapp-front-proxy-ca")
+        proxy_client = front_proxy.issue("proxy-client", certs.Identity(components.FRONT_PROXY_CLIENT))
         pki = components.Pki(
             ca.pair.cert,
             ca.pair.key,
@@ -386,6 +390,9 @@ class LocalCluster:
             sa.key,
             kubelet_client.cert,
             kubelet_client.key,
+            front_proxy.pair.cert,
+            proxy_client.cert,
+            proxy_client.key,
         )
         identities = {
             "admin": certs.Identity("admin", ("system:masters",)),
