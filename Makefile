@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long test-node kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool keda image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,8 @@ demo-sim: $(STAMP)
 	  --protocol eager --protocol cooperative --protocol streamapp \
 	  --plot $(OUT)/demo-timeline.png
 
-## test: lint, type-check, build what the tests run (control plane, helm, promtool, the S3 server, the image,
-## the real node), then every tier but long and demo (their own targets). From nothing the builds take most of
+## test: lint, type-check, build what the tests run (control plane, helm, Prometheus, KEDA, the S3 server, the
+## image, the real node), then every tier but long and demo (their own targets). From nothing the builds take most of
 ## the time, so they overlap the tests: the control plane builds while the tests that need no build run
 ## (tests/conftest.py marks the others `built`); then those run while the rest builds at low priority
 ## (nice 19) in the background, and the tests that need the rest come last (they wait on its build lock if it
@@ -43,10 +43,10 @@ demo-sim: $(STAMP)
 TEST_MARKS := not demo and not long
 test: $(STAMP)
 	@mkdir -p $(OUT)
-	@echo "make test: building the control plane ($(OUT)/test-build-first.log); at low priority lint, helm, promtool,"
-	@echo "  the S3 server, the image and the real node's binaries ($(OUT)/test-build-late.log); meanwhile the tests that need none of it"
+	@echo "make test: building the control plane ($(OUT)/test-build-first.log); at low priority lint, helm, Prometheus,"
+	@echo "  KEDA, the S3 server, the image and the real node's binaries ($(OUT)/test-build-late.log); meanwhile the tests that need none of it"
 	@$(MAKE) -j2 system-packages k8s-binaries > $(OUT)/test-build-first.log 2>&1 & first=$$!; \
-	( nice -n 19 $(MAKE) -j3 lint helm s3server promtool image && nice -n 19 $(MAKE) node-binaries ) \
+	( nice -n 19 $(MAKE) -j3 lint helm s3server promtool keda image && nice -n 19 $(MAKE) node-binaries ) \
 	  > $(OUT)/test-build-late.log 2>&1 & late=$$!; \
 	$(PY) -m pytest -m "not built and $(TEST_MARKS)"; unbuilt=$$?; \
 	echo "make test: the control plane's build:"; tail -n +1 -f --pid=$$first $(OUT)/test-build-first.log; \
@@ -61,6 +61,11 @@ test: $(STAMP)
 ## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem)
 test-long: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m "long and not node"
+
+## test-autoscaling: input lag scales real executors out and back in through Prometheus, KEDA and the
+## controller-manager's HPA (tests/integration/test_autoscaling.py; also in make test)
+test-autoscaling: $(STAMP) k8s-binaries helm promtool keda
+	$(PY) -m pytest tests/integration/test_autoscaling.py
 
 ## test-node: the real-node tier: a kubelet on containerd running the built image (root, runc; e2e/realnode).
 ## The chart and the shipped sample under restricted Pod Security with container kills (also in make test),
@@ -153,9 +158,15 @@ helm: $(STAMP)
 s3server: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m s3server install
 
-## promtool: build (once, cached in ~/.cache/streamapp/promtool/<version>) Prometheus's promtool, which checks and unit-tests the shipped alerts
+## promtool: build (once, cached in ~/.cache/streamapp/{promtool,prometheus}/<version>) Prometheus's promtool, which
+## checks and unit-tests the shipped alerts, and the Prometheus server the autoscaling test scrapes the operator with
 promtool: $(STAMP)
 	PYTHONPATH=e2e $(PY) -m promtool.install
+
+## keda: build (once, cached in ~/.cache/streamapp/keda/<version>) KEDA's operator and metrics adapter, with only
+## the Prometheus and CPU/memory scalers (e2e/kedatool/build.py), for the autoscaling test
+keda: $(STAMP)
+	PYTHONPATH=e2e $(PY) -m kedatool build
 
 ## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
 image: $(STAMP) system-packages

@@ -14,9 +14,10 @@ import fcntl
 import json
 import resource
 import shutil
+import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,6 +96,26 @@ def build_product(product: Product, scratch: Path, out: Path, log: Path) -> None
     compile_with_progress(product, release_time, workdir, out, log)
     if product is products.KWOK:
         copy_kwok_stages(Path(info["Dir"]) / "kustomize" / "stage", out.parent / "kwok-stages")
+
+
+def build_from_source(
+    product: Product,
+    info: Mapping[str, str],
+    prepare: Callable[[Path, Path], None],
+    scratch: Path,
+    out: Path,
+    log: Path,
+) -> None:
+    """Compile ``product`` in a writable copy of its module (``info``: `go mod download -json`), which
+    is then the main module: its own go.mod and replaces apply, and ``prepare(copy, out)`` may edit it
+    first. For a module too large to build whole where a wrapper cannot leave packages out."""
+    source = scratch / product.name
+    shutil.copytree(info["Dir"], source)
+    for path in (source, *source.rglob("*")):  # the module cache's files and dirs are read-only
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    prepare(source, out)
+    release_time = json.loads(Path(info["Info"]).read_text())["Time"]
+    compile_with_progress(product, release_time, source, out, log)
 
 
 def copy_kwok_stages(source: Path, target: Path) -> None:

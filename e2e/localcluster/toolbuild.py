@@ -24,14 +24,20 @@ from localcluster.products import Product
 
 @dataclass(frozen=True)
 class Tool:
-    """A pinned Go module whose one command is cached as ``binary``; ``product`` builds its
-    :class:`Product` from the upstream go.mod (ldflags can depend on it)."""
+    """A pinned Go module whose commands are cached beside ``binary``; ``product`` builds its
+    :class:`Product` from the upstream go.mod (ldflags can depend on it).
+
+    With ``prepare``, the module is built from an editable copy of its source instead of a wrapper
+    module: ``prepare(source, out)`` may change the copy (leave packages out) and copy files the tool
+    needs at run time into the cache entry ``out``.
+    """
 
     name: str
     module: str
     version: str
     binary: str
     product: Callable[[str], Product]
+    prepare: Callable[[Path, Path], None] | None = None
 
     def cache_root(self) -> Path:
         return cache_base() / self.name
@@ -59,7 +65,11 @@ def _build_atomically(tool: Tool) -> float:
         probe.mkdir(parents=True)
         print(f"building {tool.name} {tool.version} (log: {log})", flush=True)
         info = module_info(tool.module, tool.version, probe, log)
-        build.build_product(tool.product(Path(info["GoMod"]).read_text()), work, staging, log)
+        product = tool.product(Path(info["GoMod"]).read_text())
+        if tool.prepare is None:
+            build.build_product(product, work, staging, log)
+        else:
+            build.build_from_source(product, info, tool.prepare, work, staging, log)
         seconds = round(time.monotonic() - started, 1)
         report = {"version": tool.version, "seconds": seconds}
         (staging / "build-report.json").write_text(json.dumps(report, indent=2) + "\n")
