@@ -16,11 +16,13 @@ if TYPE_CHECKING:
 # What `make test` builds or installs before the tests that use it: a test that asks for one of these
 # fixtures (or for the S3 store through a ``stores`` parameter) or carries one of these markers is marked
 # ``built``; make test runs the others while it builds (Makefile: test).
-BUILT_FIXTURES = frozenset({"helm", "promtool", "s3_server", "image", "kafka_bootstrap", "local_cluster"})
+BUILT_FIXTURES = frozenset(
+    {"helm", "promtool", "prometheus", "keda", "s3_server", "image", "kafka_bootstrap", "local_cluster"}
+)
 BUILT_MARKERS = ("integration", "image", "kafka", "node", "demo", "long")
 # What make test builds last, at low priority, while the first built tests run: the tests that need it
 # run last, so they find it ready (or wait for it on its build lock) without holding up the others.
-LATE_FIXTURES = frozenset({"helm", "promtool", "s3_server", "image"})
+LATE_FIXTURES = frozenset({"helm", "promtool", "prometheus", "keda", "s3_server", "image"})
 
 
 def _fixtures(item: pytest.Item) -> set[str]:

@@ -108,6 +108,27 @@ def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None)
     started.stop_all()
 
 
+@pytest.fixture
+def keda(local_cluster: LocalCluster | None, api_client: client.ApiClient, tmp_path: Path) -> Iterator[None]:
+    """KEDA's operator and metrics adapter serving the external metrics API (built first if needed);
+    only on the local cluster, whose API server this suite configures for the aggregation layer."""
+    if local_cluster is None:
+        pytest.skip("needs the local control plane, started with the aggregation layer configured")
+    from kedatool import run
+
+    with run.running(api_client, local_cluster.kubeconfig, tmp_path / "keda"):
+        yield
+
+
+@pytest.fixture(scope="session")
+def prometheus() -> Path:
+    """The Prometheus server binary (built from Go modules once, cached)."""
+    from promtool import install
+
+    install.ensure_server_installed()
+    return install.server_binary()
+
+
 @pytest.fixture(scope="session")
 def s3_server(local_cluster: LocalCluster | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The real S3 test server, recorded in the cluster directory so `make cluster-down` stops it too

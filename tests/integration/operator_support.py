@@ -28,6 +28,7 @@ class Operator:
         identity: str,
         leader_election: bool,
         extra: tuple[str, ...] = (),
+        metrics_port: int = 0,
     ) -> None:
         args = [
             str(STREAMAPP),
@@ -37,7 +38,7 @@ class Operator:
             "--kubeconfig",
             str(kubeconfig),
             "--metrics-port",
-            "0",
+            str(metrics_port),
             "--lease-namespace",
             namespace,
             "--identity",
@@ -73,10 +74,17 @@ class Operators:
         self.started: list[Operator] = []
 
     def start(
-        self, identity: str = "op-1", leader_election: bool = False, extra: tuple[str, ...] = ()
+        self,
+        identity: str = "op-1",
+        leader_election: bool = False,
+        extra: tuple[str, ...] = (),
+        metrics_port: int = 0,
     ) -> Operator:
+        """An operator process; ``metrics_port`` 0 serves no /metrics."""
         log = self.logs / f"{identity}.log"
-        operator = Operator(self.kubeconfig, self.namespace, log, identity, leader_election, extra)
+        operator = Operator(
+            self.kubeconfig, self.namespace, log, identity, leader_election, extra, metrics_port
+        )
         self.started.append(operator)
         return operator
 
