@@ -9,6 +9,7 @@ address, since nothing routes a Service's ClusterIP here.
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -52,26 +53,46 @@ class Prometheus:
         return f"http://127.0.0.1:{self.port}"
 
     def query(self, expression: str) -> list[dict[str, Any]]:
-        """An instant query's result vector (`/api/v1/query`)."""
+        """An instant query's result vector (`/api/v1/query`); raises with Prometheus's error."""
         query = urllib.parse.urlencode({"query": expression})
-        with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=10) as response:
-            body = json.load(response)
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v1/query?{query}", timeout=10) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as error:  # a query Prometheus refuses: 400 with its reason
+            raise RuntimeError(
+                f"query {expression!r} failed: {error.read().decode(errors='replace')}"
+            ) from None
         if body.get("status") != "success":
             raise RuntimeError(f"query {expression!r} failed: {body}")
         return list(body["data"]["result"])
 
+    def rules(self) -> list[dict[str, Any]]:
+        """Every loaded rule with its health and last error (`/api/v1/rules`)."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/rules", timeout=10) as response:
+            body = json.load(response)
+        return [rule for group in body["data"]["groups"] for rule in group["rules"]]
+
 
 @contextmanager
-def running(workdir: Path, jobs: list[dict[str, Any]]) -> Iterator[Prometheus]:
-    """Prometheus with ``jobs`` (building it first if needed), ready, stopped when the block ends."""
+def running(
+    workdir: Path, jobs: list[dict[str, Any]], rules: Mapping[str, Any] | None = None
+) -> Iterator[Prometheus]:
+    """Prometheus with ``jobs`` and the rule ``groups`` of ``rules`` (evaluated every second), built
+    first if needed, ready; stopped when the block ends."""
     install.ensure_server_installed()
     workdir.mkdir(parents=True, exist_ok=True)
-    config = workdir / "prometheus.yml"
-    config.write_text(yaml.safe_dump({"global": {"scrape_interval": "15s"}, "scrape_configs": jobs}))
+    config: dict[str, Any] = {
+        "global": {"scrape_interval": "15s", "evaluation_interval": "1s"},
+        "scrape_configs": jobs,
+    }
+    if rules is not None:
+        (workdir / "rules.yml").write_text(yaml.safe_dump(dict(rules)))
+        config["rule_files"] = [str(workdir / "rules.yml")]
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = processes.free_port()
     argv = [
         str(install.server_binary()),
-        f"--config.file={config}",
+        f"--config.file={workdir / 'prometheus.yml'}",
         f"--storage.tsdb.path={workdir / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",
     ]

@@ -37,6 +37,8 @@ from localcluster import processes
 from localcluster.waiting import wait_for
 from promtool import server
 from realapps import app_on_process_node, committed_everything, feeding
+from streamapp.api import alerts, dashboard
+from streamapp.api.monitoring import prometheus_rule
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, consumer_group, selector
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, ensure_topic
@@ -159,6 +161,26 @@ class Observed:
         return [e.message for e in events.items]
 
 
+def check_alerts_and_dashboard(prom: server.Prometheus, namespace: str) -> None:
+    """The shipped alerts, loaded into this Prometheus, all evaluate without error on the live series;
+    every dashboard query, for this app, evaluates; and the lag panel's finds the app."""
+    names = {alert.name for alert in alerts.alerts()}
+
+    def evaluated() -> list[dict[str, Any]] | None:
+        loaded = [r for r in prom.rules() if r.get("name") in names]
+        return (
+            loaded
+            if {r["name"] for r in loaded} == names and all(r["health"] == "ok" for r in loaded)
+            else None
+        )
+
+    wait_for(evaluated, 60, "every shipped alert loaded and evaluated without error")
+    for query in dashboard.queries():
+        prom.query(query.replace("$namespace", namespace).replace("$app", APP))
+    lag = next(q for q in dashboard.queries() if q.startswith("streamapp_input_lag_records"))
+    assert prom.query(lag.replace("$namespace", namespace).replace("$app", APP)), lag
+
+
 @contextmanager
 def scaling(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> Iterator[None]:
     """The ScaledObject in place for the block; deleted while KEDA still runs, since its finalizer
@@ -198,7 +220,7 @@ def test_input_lag_scales_real_executors_out_and_in_through_keda_and_the_hpa(
     generate(log, GenerateSpec(partitions=PARTITIONS, count=3_000, keys=5_000, seed=1))
     observed = Observed(api_client, namespace)
     custom = client.CustomObjectsApi(api_client)
-    with server.running(tmp_path / "prometheus", [job]) as prom:
+    with server.running(tmp_path / "prometheus", [job], prometheus_rule()["spec"]) as prom:
         body = app_on_process_node(APP, tmp_path, PARTITIONS, replicas=MIN_REPLICAS)
         custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
         wait_for(lambda: committed_everything(state, log, PARTITIONS), STEP_TIMEOUT_S, "the app processing")
@@ -226,6 +248,7 @@ def test_input_lag_scales_real_executors_out_and_in_through_keda_and_the_hpa(
                 f"the HPA scaling the app back in to {MIN_REPLICAS} once the lag is gone",
             )
         wait_for(lambda: committed_everything(state, log, PARTITIONS), STEP_TIMEOUT_S, "all input committed")
+        check_alerts_and_dashboard(prom, namespace)
     rescales = observed.rescales()
     print("\n".join(["the HPA's rescales:", *rescales]))
     assert any(f"New size: {MAX_REPLICAS}" in m for m in rescales), rescales
