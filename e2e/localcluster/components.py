@@ -22,6 +22,7 @@ FRONT_PROXY_CLIENT = "front-proxy-client"
 # on the PDB or its pods, or an informer resync (12-24 h by default). Resyncing every 20-40 s lets
 # such a PDB recover in about a minute; the controllers' no-op work on a resync is negligible here.
 CONTROLLER_RESYNC = "20s"
+NODE_MONITOR_GRACE = "180s"
 KWOK_STAGE_FILES = (
     "node/fast/node-initialize.yaml",
     "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
@@ -140,6 +141,12 @@ def kube_controller_manager(bin_dir: Path, kubeconfig: Path, pki: Pki, ports: Po
         f"--cluster-signing-key-file={pki.ca_key}",
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         f"--min-resync-period={CONTROLLER_RESYNC}",
+        # Nodes are marked NotReady only after 3 minutes without a heartbeat, not 50 s. Tests stop and
+        # restart the API server; its RBAC answers "forbidden" until its caches fill, and the
+        # controller-manager's watches then back off (up to a minute per try, jittered), so its view of
+        # the node leases can lag 50 s although they were renewed. A node marked NotReady marks its pods
+        # NotReady, and kwok, unlike a kubelet, never marks them Ready again: the members stay lost.
+        f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",
         "--profiling=false",
         "--v=1",
     ]
