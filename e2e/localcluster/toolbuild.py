@@ -9,6 +9,7 @@ concurrent build never leaves a half cache.
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import tempfile
@@ -78,3 +79,20 @@ def _build_atomically(tool: Tool) -> float:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return seconds
+
+
+def main(tool: Tool, package: str, argv: list[str] | None = None) -> int:
+    """``python -m <package> build [--force]``: build ``tool`` unless cached, say where it is."""
+    root = argparse.ArgumentParser(prog=f"python -m {package}")
+    sub = root.add_subparsers(dest="command", required=True)
+    build_cmd = sub.add_parser("build", help=f"build {tool.name} {tool.version} from Go modules (cached)")
+    build_cmd.add_argument("--force", action="store_true", help="rebuild even when cached")
+    args = root.parse_args(argv)
+    seconds = ensure_built(tool, args.force)
+    where = tool.path().parent
+    print(
+        f"{tool.name} cached in {where}"
+        if seconds is None
+        else f"built {tool.name} into {where} in {seconds:.0f}s"
+    )
+    return 0
