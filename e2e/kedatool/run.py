@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
 
 from kedatool import build
 from localcluster import certs, processes
@@ -37,6 +38,7 @@ NAMESPACE = "keda"
 ADAPTER_SERVICE = "keda-metrics-apiserver"
 API_SERVICE = "v1beta1.external.metrics.k8s.io"
 READY_TIMEOUT_S = 120.0
+FIELD_MANAGER = "streamapp-e2e"
 
 
 def host_address() -> str:
@@ -55,42 +57,18 @@ def host_address() -> str:
 
 
 def _apply(api: client.ApiClient, body: dict[str, Any]) -> None:
-    """Create ``body``, or replace what is there (a run that died left it)."""
-    kind, name = body["kind"], body["metadata"]["name"]
-    namespace = body["metadata"].get("namespace")
-    core, registration = client.CoreV1Api(api), client.ApiregistrationV1Api(api)
-    extensions = client.ApiextensionsV1Api(api)
-    create, read, replace = {
-        "Namespace": (core.create_namespace, core.read_namespace, core.replace_namespace),
-        "APIService": (
-            registration.create_api_service,
-            registration.read_api_service,
-            registration.replace_api_service,
-        ),
-        "CustomResourceDefinition": (
-            extensions.create_custom_resource_definition,
-            extensions.read_custom_resource_definition,
-            extensions.replace_custom_resource_definition,
-        ),
-        "Service": (
-            lambda b: core.create_namespaced_service(namespace, b),
-            lambda n: core.read_namespaced_service(n, namespace),
-            lambda n, b: core.replace_namespaced_service(n, namespace, b),
-        ),
-        "Endpoints": (
-            lambda b: core.create_namespaced_endpoints(namespace, b),
-            lambda n: core.read_namespaced_endpoints(n, namespace),
-            lambda n, b: core.replace_namespaced_endpoints(n, namespace, b),
-        ),
-    }[kind]
-    try:
-        create(body)
-    except ApiException as error:
-        if error.status != 409:
-            raise
-        current = {**body, "metadata": {**body["metadata"], "resourceVersion": ""}}
-        current["metadata"]["resourceVersion"] = read(name).metadata.resource_version
-        replace(name, current)
+    """Server-side apply: creates ``body``, or brings back to it what a run that died left."""
+    dynamic = DynamicClient(api)
+    resource = dynamic.resources.get(api_version=body["apiVersion"], kind=body["kind"])
+    metadata = body["metadata"]
+    dynamic.server_side_apply(
+        resource,
+        body=body,
+        name=metadata["name"],
+        namespace=metadata.get("namespace"),
+        field_manager=FIELD_MANAGER,
+        force_conflicts=True,
+    )
 
 
 def _install_crds(api: client.ApiClient) -> None:
