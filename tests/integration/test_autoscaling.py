@@ -13,7 +13,15 @@ The test writes input and nothing else: it never touches `spec.replicas`. Input 
 scaled the app to its maximum and the app is balanced there, then stops; the lag falls to nothing and
 the HPA scales the app back to its minimum. The scale-down stabilization window is shortened from the
 sample's 10 minutes, and the HPA may scale down all at once. Output is checked exactly once against
-the input afterwards.
+the input afterwards, and the shipped alerts and dashboard queries are evaluated in that Prometheus.
+
+From zero: the Kafka sample (`keda-kafka-scaledobject.yaml`) drives a Kafka app through KEDA's Kafka
+scaler on the consumer group its executors commit their positions to, which keeps its lag while no
+member runs; the Prometheus sample cannot, since with no member the operator has no lag to export.
+
+The operator runs as a process with the admin kubeconfig (its ServiceAccount's rights are checked by
+the chart's test, tests/integration/test_helm.py): the process node's loopback pod addresses get no
+endpoints, so Prometheus could not find the chart's operator pods through their Service.
 """
 
 from __future__ import annotations
