@@ -34,11 +34,18 @@ def install_crds(api: client.ApiClient) -> None:
                 raise
             extensions.create_custom_resource_definition(body)
 
-        def established(crd: str = crd) -> bool:
-            conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
-            return any(c.type == "Established" and c.status == "True" for c in conditions)
+        wait_established(api, crd)
 
-        wait_for(established, READY_TIMEOUT_S, f"CRD {crd} Established")
+
+def wait_established(api: client.ApiClient, crd: str) -> None:
+    """Wait until the CRD ``crd`` is Established: a custom object created before that is refused."""
+    extensions = client.ApiextensionsV1Api(api)
+
+    def established() -> bool:
+        conditions = extensions.read_custom_resource_definition(crd).status.conditions or []
+        return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+    wait_for(established, READY_TIMEOUT_S, f"CRD {crd} Established")
 
 
 def create_namespace(

@@ -31,6 +31,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 
 from kedatool import build
+from kubesetup import wait_established
 from localcluster import certs, processes
 from localcluster.waiting import wait_for
 
@@ -73,16 +74,10 @@ def _apply(api: client.ApiClient, body: dict[str, Any]) -> None:
 
 def _install_crds(api: client.ApiClient) -> None:
     """KEDA's CRDs from the build, each Established before the operator watches it."""
-    extensions = client.ApiextensionsV1Api(api)
     for path in sorted((build.directory() / "crds").glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         _apply(api, crd)
-
-        def established(name: str = crd["metadata"]["name"]) -> bool:
-            conditions = extensions.read_custom_resource_definition(name).status.conditions or []
-            return any(c.type == "Established" and c.status == "True" for c in conditions)
-
-        wait_for(established, READY_TIMEOUT_S, f"CRD {crd['metadata']['name']} Established")
+        wait_established(api, crd["metadata"]["name"])
 
 
 def _certificates(directory: Path, address: str) -> Path:
