@@ -3,8 +3,10 @@ prediction beside each, the exactly-once check and the plots."""
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import statistics
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -236,28 +238,54 @@ def _median_cells(entry: dict[str, Any]) -> str:
     return " | ".join(cells)
 
 
-MEMORY_BYTES_PER_KEY = 3003 * 2**20 / 20_000_000
-"""The memory store's peak per key of the counts state (bench/results/localstores.md, 20M keys)."""
+BIG_STATE = Path(__file__).resolve().parents[1] / "results" / "bigstate.json"
+"""One member holding and restoring 50M keys (bench/bigstate.py): the large regime's sizes on this machine."""
+
+
+def _big_state() -> dict[str, float]:
+    """Per key and per second, from the largest all-new-keys row of bench/results/bigstate.json (medians)."""
+    raw = json.loads(BIG_STATE.read_text())
+    keys = max(int(size) for size in raw["sizes"] if ":" not in size)
+    runs = raw["sizes"][str(keys)]
+
+    def mid(phase: str, figure: str) -> float:
+        return float(statistics.median(run[phase][figure] for run in runs))
+
+    limited = raw["limited_observation"]
+    return {
+        "keys": keys,
+        "restore_s": mid("restore", "seconds"),
+        "load_rate": keys / mid("hold", "seconds"),
+        "lmdb_bytes": mid("hold", "lmdb_mib") * 2**20 / keys,
+        "run_bytes": mid("hold", "shared_mib") * 2**20 / keys,
+        "slowdown": limited["keys_per_minute_before"] / limited["keys_per_minute_after"],
+    }
 
 
 def _large_regime(first: dict[str, Any]) -> str:
-    """Why the large regime is not run on real executors, with this run's own figures."""
-    rate = first["calibration"]["restore_rate_per_task"] or 0.0
-    keys = rate * 60
-    preload = first["settings"]["preload"] / max(first["preload_s"].values(), default=1.0)
-    tasks = first["settings"]["partitions"]
-    hours = keys * tasks / max(preload, 1.0) / 3600
-    gib = keys * tasks * len(first["exactly_once"]) * MEMORY_BYTES_PER_KEY / 2**30
+    """Why the large regime is not run on real executors: what it takes on this machine, from this
+    run's settings and the big-state bench's figures."""
+    big = _big_state()
+    rate = big["keys"] / big["restore_s"]
+    per_task = rate * 60
+    apps = len(first["exactly_once"])
+    keys = per_task * first["settings"]["partitions"] * apps
+    reported = first["calibration"]["restore_rate_per_task"] or 0.0
     return (
         "*The large regime* (a cold restore well over a pod start, a minute or more) is not run on real "
-        f"executors: at the {rate:,.0f} rows/s the executors reported restoring at here, a one-minute restore "
-        f"is ~{keys / 1e6:.0f}M keys per task. The executors hold a task's state in memory (the memory "
-        "store peaks at 3,003 MiB for 20M keys, and LMDB at 2,478 MiB while it snapshots: "
-        f"bench/results/localstores.md), so {tasks} such tasks per app, {len(first['exactly_once'])} apps "
-        f"side by side, hold ~{gib:.0f} GiB before any copy, against the machine's "
-        f"{first['machine']['memory_gib']} GiB; and loading the state through the pipeline at this run's "
-        f"pre-load pace ({preload:,.0f} records/s) would take ~{hours:.0f} h per app before anything is "
-        "measured. It waits for state held in bounded memory. The simulator covers it "
+        f"executors: this machine is too small for it. A member restores a large partition at "
+        f"~{rate / 1e6:.1f}M rows/s (bench/results/bigstate.md: {big['keys'] / 1e6:.0f}M keys in "
+        f"{big['restore_s']:.0f} s, alone; the {reported:,.0f} rows/s the executors reported here are "
+        f"restores of ~{first['settings']['keys'] / first['settings']['partitions'] / 1e3:.0f}k keys, "
+        f"where fixed costs dominate), so a one-minute restore is ~{per_task / 1e6:.0f}M keys per task: "
+        f"{first['settings']['partitions']} tasks per app, {apps} apps side by side, ~{keys / 1e6:,.0f}M keys. "
+        f"That is ~{keys * big['lmdb_bytes'] / 2**30:.0f} GiB of LMDB files for one copy of each task, "
+        f"which random keys need in page cache to run at speed (bench/results/bigstate.md: below it a "
+        f"member slowed ~{big['slowdown']:.0f}×), against the machine's {first['machine']['memory_gib']} GiB of memory, "
+        f"plus ~{keys * big['run_bytes'] / 2**30:.0f} GiB of snapshot runs in the shared store; and "
+        f"loading it through the pipeline at the pace one member took 50M keys "
+        f"({big['load_rate']:,.0f} records/s) would take ~{keys / big['load_rate'] / 3600:.0f} h before "
+        "anything is measured. The simulator covers the regime "
         "(`bench/scenarios/*-large-state.yaml`, bench/RESULTS.md)."
     )
 
