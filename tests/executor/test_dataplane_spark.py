@@ -144,7 +144,7 @@ def test_a_transform_without_the_declared_columns_is_reported(spark: SparkSessio
         _run(tmp_path, log, pipeline)
 
 
-def test_the_warm_up_runs_both_kinds_of_round_on_records_read_from_a_file_log_and_survives_a_transform_that_rejects_them(
+def test_the_warm_up_runs_each_kind_of_round_on_records_read_from_a_file_log_and_survives_a_transform_that_rejects_them(
     spark: SparkSession,
 ) -> None:
     counts = pipelines.load("streamapp.executor.samples.counts:counts")
@@ -154,10 +154,16 @@ def test_the_warm_up_runs_both_kinds_of_round_on_records_read_from_a_file_log_an
         seen.append(batch)
         return counts.transform(batch)
 
+    def keys(batch: DataFrame) -> list[str]:
+        return sorted(row.key for row in batch.select("key").collect())
+
     assert pipelines.warm_up(Pipeline("recording", recording, counts.merge), spark)
     # one batch alone (a round of one due partition), then two in one shared job, each read from the log
-    assert len(seen) == 3
-    assert [batch.select("key").collect()[0].key for batch in seen] == ["streamapp-warm-up"] * 3
+    assert [keys(batch) for batch in seen] == [[f"streamapp-warm-up-{p}"] for p in (0, 0, 1)]
+    seen.clear()
+    assert pipelines.warm_up(Pipeline("recording", recording, counts.merge, keys_from_input=True), spark)
+    # and, for keys from the input, one transform over both partitions' records
+    assert [keys(batch) for batch in seen][3:] == [["streamapp-warm-up-0", "streamapp-warm-up-1"]]
 
     def needs_an_amount(batch: DataFrame) -> DataFrame:
         return batch.select("key", F.col("amount").alias("value"))

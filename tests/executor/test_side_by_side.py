@@ -6,14 +6,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from dataplane_checks import COUNTS, check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from streamapp.executor import faults
+from streamapp.executor import batches, faults
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.batches import run_round
 from streamapp.executor.io.generate import GenerateSpec, generate
@@ -109,6 +111,24 @@ PIPELINES = {
 }
 
 
+@pytest.mark.parametrize("partitions", [1, 2, 5, 8])
+def test_one_job_for_several_partitions_computes_each_partitions_own_updates(
+    spark: SparkSession, tmp_path: Path, partitions: int
+) -> None:
+    """The union of the partitions' frames (a tree of pairs, odd counts leaving one over at a level)
+    loses no partition and mixes none: each one's updates are what its own job computes."""
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=partitions, count=400 * partitions, keys=50, seed=partitions))
+    counts = pipelines.load(COUNTS)
+    frames = {p: log.read(spark, p, 0, log.end_offset(p)) for p in range(partitions)}
+    together = pipelines.keyed_updates_by_partition(counts, frames)
+    assert sorted(together) == list(range(partitions))
+    for partition, frame in frames.items():
+        alone = pipelines.keyed_updates(counts, frame)
+        assert together[partition].sort_by("key").to_pylist() == alone.sort_by("key").to_pylist()
+        assert together[partition].num_rows > 0
+
+
 def committed(
     root: Path, partition: int
 ) -> tuple[list[tuple[int, int, int]], list[pa.Table], dict[str, object]]:
@@ -142,6 +162,50 @@ def test_one_job_for_all_partitions_commits_what_one_job_each_does(
         assert (spans, outputs, state) == committed(roots[False], partition)
         if name == "count":
             check_partition(StateLayout(roots[True] / "state"), roots[True] / "outputs", log, partition)
+
+
+@pytest.mark.parametrize(
+    "case", ["keys from the input", "a key of no input record", "a key in two partitions"]
+)
+def test_one_transform_over_every_partitions_records_when_the_keys_come_from_the_input(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """A pipeline declaring `keys_from_input` gets one transform over all of a round's records, and
+    commits what one job per partition does; where the promise breaks (an update keyed by no input
+    record, or input keys that span partitions), the round runs one transform per partition instead."""
+    log = FileLog(tmp_path / "log")
+    if case == "a key in two partitions":
+        stamp = pa.array([datetime.now(UTC)] * 300, pa.timestamp("us", tz="UTC"))
+        for partition in range(3):
+            keys = [f"k{i % 40}" for i in range(300)]
+            log.append(partition, pa.table({"timestamp": stamp, "key": keys, "value": keys}))
+    else:
+        generate(log, GenerateSpec(partitions=3, count=900, keys=120, seed=5))
+
+    def transform(batch: DataFrame) -> DataFrame:
+        if case == "a key of no input record":
+            return batch.select(F.concat("key", F.lit("!")).alias("key"))
+        return batch.select("key")
+
+    per_partition = []
+    unioned = batches.combined_updates
+    monkeypatch.setattr(batches, "combined_updates", lambda *args: per_partition.append(1) or unioned(*args))
+    roots = {shared: tmp_path / ("shared" if shared else "alone") for shared in (True, False)}
+    for shared, root in roots.items():
+        executor = Executor(
+            StateLayout(root / "state"),
+            log,
+            FileSink(root / "outputs"),
+            Pipeline(name=case, transform=transform, merge=resolve("count"), keys_from_input=True),
+            TaskConfig(owner="m", max_batch_records=100, snapshot_every=3, shared_batches=shared),
+        )
+        executor.apply(Target(active={0: 1, 1: 1, 2: 1}))
+        executor.run_until_idle()
+    for partition in range(3):
+        spans, outputs, state = committed(roots[True], partition)
+        assert len(spans) >= 2 and spans[-1][2] == log.end_offset(partition)
+        assert (spans, outputs, state) == committed(roots[False], partition)
+    assert bool(per_partition) == (case != "keys from the input")
 
 
 def test_a_task_handed_over_is_taken_over_and_processed_without_waiting_for_the_idle_polls(

@@ -90,6 +90,10 @@ class KafkaSource:
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
         return arrow_frame(spark, self.read_arrow(partition, start, end))
 
+    def read_in_process(self, partition: int, start: int, end: int) -> pa.Table:
+        """`ReadsInProcess`: every span is fetched here (`read` does the same)."""
+        return self.read_arrow(partition, start, end)
+
     def read_arrow(self, partition: int, start: int, end: int) -> pa.Table:
         """Records with `start <= offset < end` as an Arrow table of the record columns."""
         if end <= start:

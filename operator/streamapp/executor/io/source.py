@@ -55,6 +55,16 @@ class Source(Protocol):
 
 
 @runtime_checkable
+class ReadsInProcess(Protocol):
+    """A source that can hand a span's records to this process as Arrow, without Spark."""
+
+    def read_in_process(self, partition: int, start: int, end: int) -> pa.Table | None:
+        """The records with `start <= offset < end` read here, or None when a Spark scan reads this
+        span better (then `read` scans it)."""
+        ...
+
+
+@runtime_checkable
 class ReportsPosition(Protocol):
     """A source with a place of its own for consumed positions (Kafka: a consumer group), which lag
     tools read. Never read back: the commit manifests are the position."""
@@ -107,11 +117,20 @@ class FileLog:
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
         """A span of up to `IN_PROCESS_READ_RECORDS` is read here and handed to Spark as Arrow; a
         longer one is scanned by Spark from the segment files."""
+        records = self.read_in_process(partition, start, end)
+        if records is not None:
+            return arrow_frame(spark, records)
         segments = overlapping(self.segments(partition), start, end)
-        if not segments or end - start <= IN_PROCESS_READ_RECORDS:
-            return arrow_frame(spark, _records(segments, start, end))
+        if not segments:
+            return arrow_frame(spark, RECORD_SCHEMA.empty_table())
         frame = spark.read.schema(SPARK_SCHEMA).parquet(*(str(s.path) for s in segments))
         return frame.where((frame["offset"] >= start) & (frame["offset"] < end))
+
+    def read_in_process(self, partition: int, start: int, end: int) -> pa.Table | None:
+        """`ReadsInProcess`: a span of up to `IN_PROCESS_READ_RECORDS`, as `read` reads it."""
+        if end - start > IN_PROCESS_READ_RECORDS:
+            return None
+        return _records(overlapping(self.segments(partition), start, end), start, end)
 
     def read_arrow(self, partition: int, start: int = 0, end: int | None = None) -> pa.Table:
         """The same records without Spark (for references, tests and tools)."""

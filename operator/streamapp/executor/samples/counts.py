@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from streamapp.executor.pipeline import transform
 
 
-@transform(merge="count")
+@transform(merge="count", keys_from_input=True)
 def counts(batch: DataFrame) -> DataFrame:
-    """One update per record; the `count` merge adds them up per key."""
+    """One update per record, keyed by the record's key; the `count` merge adds them up per key."""
     return batch.select("key")
