@@ -1,10 +1,13 @@
 """Big state: a member running the `counts` sample holds and snapshots N keys; its memory beside N.
 
-    .venv/bin/python bench/bigstate.py [--sizes 1000000,50000000] [--runs 3] [--workdir DIR] [--resume]
+    .venv/bin/python bench/bigstate.py [--sizes 1000000,1000000:50000000,50000000] [--runs 3] [--resume]
     .venv/bin/python bench/bigstate.py --limit-mib 2048 --sizes 50000000   # in a memory cgroup (root)
     .venv/bin/python bench/bigstate.py --from-raw          # the report again from the committed raw data
 
-For each size, a file log gets N distinct keys in a scrambled order, then, each run:
+A size is N (N records, every key new) or N:R (R records over N keys, each pass over the keys in a
+scrambled order): `1000000:50000000` is the like-for-like row for 50M keys, the same records, batches
+and snapshots, only fewer keys, so what grows with the state alone shows. For each
+size, a file log gets its records, then, each run:
 
 * **hold**: one member (`streamapp dataplane`, LMDB local store, a snapshot every 5 batches of 100,000
   records, so that the smallest size takes snapshots too) processes the whole log: every key is new, so
@@ -34,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,12 +59,40 @@ SNAPSHOT_LINE = re.compile(
 )
 
 
-def write_log(log_dir: Path, keys: int) -> None:
-    """N distinct keys, each once, in a scrambled order (a multiplicative permutation of 0..N-1)."""
+@dataclass(frozen=True, order=True)
+class Size:
+    """One row of the table: `records` records over `keys` distinct keys."""
+
+    keys: int
+    records: int
+
+    @staticmethod
+    def parse(text: str) -> Size:
+        keys, _, records = text.partition(":")
+        size = Size(int(keys), int(records or keys))
+        if size.records < size.keys or size.records % size.keys:
+            raise ValueError(f"size {text!r}: the records must be a whole number of passes over the keys")
+        return size
+
+    @property
+    def name(self) -> str:
+        """Its key in the raw data (N alone when every key is new, as recorded before N:R existed)."""
+        return str(self.keys) if self.records == self.keys else f"{self.keys}:{self.records}"
+
+    @property
+    def label(self) -> str:
+        if self.records == self.keys:
+            return f"{self.keys:,} keys"
+        return f"{self.keys:,} keys over {self.records:,} records"
+
+
+def write_log(log_dir: Path, size: Size) -> None:
+    """The records, key i mod N in a scrambled order (a multiplicative permutation of 0..N-1 per pass)."""
     log = FileLog(log_dir)
     stamp = datetime(2026, 1, 1, tzinfo=UTC)
-    for start in range(0, keys, CHUNK):
-        count = min(CHUNK, keys - start)
+    keys = size.keys
+    for start in range(0, size.records, CHUNK):
+        count = min(CHUNK, size.records - start)
         names = [f"k{(i * 7_919 + 13) % keys:09d}" for i in range(start, start + count)]
         log.append(
             0,
@@ -173,22 +205,22 @@ def du(path: Path) -> int:
     return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
 
 
-def measure(size: int, runs: int, root: Path, raw: dict[str, Any], limit_mib: int | None) -> None:
+def measure(size: Size, runs: int, root: Path, raw: dict[str, Any], limit_mib: int | None) -> None:
     """`runs` hold+restore runs of one size (in a memory cgroup of `limit_mib`, when given), each
     recorded into `raw` as it finishes."""
-    workdir = root / f"n{size}"
+    workdir = root / f"n{size.name.replace(':', 'x')}"
     if not (workdir / "log").exists():
-        print(f"writing a log of {size:,} distinct keys", flush=True)
+        print(f"writing a log: {size.label}", flush=True)
         write_log(workdir / "log", size)
-    done = raw.setdefault(table_of(limit_mib), {}).setdefault(str(size), [])
+    done = raw.setdefault(table_of(limit_mib), {}).setdefault(size.name, [])
     while len(done) < runs:
         shutil.rmtree(workdir / "state", ignore_errors=True)
         load = os.getloadavg()[0]
         group = memory_cgroup(limit_mib) if limit_mib is not None else None
         hold = member(workdir, "hold", group)
-        print(f"{size:,} keys, run {len(done) + 1}: held in {hold['seconds']:.0f} s", flush=True)
+        print(f"{size.label}, run {len(done) + 1}: held in {hold['seconds']:.0f} s", flush=True)
         restore = member(workdir, "restore", memory_cgroup(limit_mib) if limit_mib is not None else None)
-        print(f"{size:,} keys, run {len(done) + 1}: restored in {restore['seconds']:.0f} s", flush=True)
+        print(f"{size.label}, run {len(done) + 1}: restored in {restore['seconds']:.0f} s", flush=True)
         done.append({"hold": hold, "restore": restore, "load_before": load, "load_after": os.getloadavg()[0]})
         RAW.write_text(json.dumps(raw, indent=1) + "\n")
 
@@ -205,18 +237,45 @@ def spread(values: list[float], digits: int = 0) -> str:
     return f"{fmt.format(mid)} ({fmt.format(low)}–{fmt.format(high)})"
 
 
+def ratios(table: dict[str, Any], small: str, large: str) -> list[str]:
+    """The largest size's peaks over a smaller one's (medians), each figure and the member's own memory."""
+    lines = [f"Ratios of {Size.parse(large).label} to {Size.parse(small).label} (medians):", ""]
+    for phase in ("hold", "restore"):
+        for key, label in (
+            ("python_anon", "Python RssAnon"),
+            ("python_rss", "Python RSS"),
+            ("jvm_rss", "JVM RSS"),
+        ):
+            a = statistics.median(run[phase][key] for run in table[small])
+            b = statistics.median(run[phase][key] for run in table[large])
+            if not a:
+                continue  # a restore with no input left never starts Spark
+            lines.append(f"- {phase}, {label}: {b / a:.2f}× ({a:,.0f} → {b:,.0f} MiB)")
+    own = [
+        statistics.median(run["hold"]["python_anon"] + run["hold"]["jvm_rss"] for run in table[size])
+        for size in (small, large)
+    ]
+    lines += [
+        f"- hold, the member's own memory (Python RssAnon + JVM RSS): {own[1] / own[0]:.2f}× "
+        f"({own[0]:,.0f} → {own[1]:,.0f} MiB)",
+        "",
+    ]
+    return lines
+
+
 def report(raw: dict[str, Any]) -> str:
-    sizes = sorted(raw["sizes"], key=int)
+    sizes = [size.name for size in sorted(map(Size.parse, raw["sizes"]))]
     lines = [
         "# Big state: memory of a member beside the keys it holds",
         "",
         f"Regenerate: `.venv/bin/python bench/bigstate.py --from-raw` (raw: `bench/results/bigstate.json`, "
         f"measured {raw['date']} on {raw['machine']}). Medians of {raw['runs']} runs, range in brackets; "
         "MiB. The `counts` sample on one partition, LMDB local store, batches of "
-        f"{BATCH:,} records, a snapshot every {SNAPSHOT_EVERY} batches; every key is new, so the state "
-        "grows to N keys.",
+        f"{BATCH:,} records, a snapshot every {SNAPSHOT_EVERY} batches. A row of N keys processes N records, "
+        "every key new, so the state grows to N keys; a row of N keys over R records passes over the same "
+        "N keys R/N times (the same input, batches and snapshots as the R-key row, with a state of N keys).",
         "",
-        "| keys | phase | seconds | Python RssAnon | Python RssFile (LMDB map) | Python RSS | Spark JVM RSS |"
+        "| state | phase | seconds | Python RssAnon | Python RssFile (LMDB map) | Python RSS | Spark JVM RSS |"
         " LMDB on disk | runs in the store |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -226,7 +285,7 @@ def report(raw: dict[str, Any]) -> str:
             cells = [spread([row[key] for row in rows]) for key in (
                 "seconds", "python_anon", "python_file", "python_rss", "jvm_rss", "lmdb_mib", "shared_mib"
             )]  # fmt: skip
-            lines.append(f"| {int(size):,} | {phase} | " + " | ".join(cells) + " |")
+            lines.append(f"| {Size.parse(size).label} | {phase} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "How to read it: *RssAnon* is the memory the member process allocated (Python objects, Arrow "
@@ -238,29 +297,10 @@ def report(raw: dict[str, Any]) -> str:
         "set is bounded by its heap setting (`spark.driver.memory`, 1g by default). The restore member "
         "never starts Spark (there is no input left to process), so its JVM column is 0.",
         "",
-        "Ratios of the largest size to the smallest (medians):",
-        "",
     ]
-    small, large = sizes[0], sizes[-1]
-    for phase in ("hold", "restore"):
-        for key, label in (
-            ("python_anon", "Python RssAnon"),
-            ("python_rss", "Python RSS"),
-            ("jvm_rss", "JVM RSS"),
-        ):
-            a = statistics.median(run[phase][key] for run in raw["sizes"][small])
-            b = statistics.median(run[phase][key] for run in raw["sizes"][large])
-            if not a:
-                continue  # a restore with no input left never starts Spark
-            lines.append(f"- {phase}, {label}: {b / a:.2f}× ({a:,.0f} → {b:,.0f} MiB)")
-    member = [
-        statistics.median(run["hold"]["python_anon"] + run["hold"]["jvm_rss"] for run in raw["sizes"][size])
-        for size in (small, large)
-    ]
-    lines.append(
-        f"- hold, the member's own memory (Python RssAnon + JVM RSS): {member[1] / member[0]:.2f}× "
-        f"({member[0]:,.0f} → {member[1]:,.0f} MiB)"
-    )
+    large = sizes[-1]
+    for small in sizes[:-1]:
+        lines += ratios(raw["sizes"], small, large)
     snaps = raw["sizes"][large][0]["hold"]["snapshots"]
     uploads = [snap["bytes"] / 2**20 for snap in snaps]
     lines += [
@@ -303,7 +343,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sizes", default="1000000,50000000")
+    parser.add_argument("--sizes", default="1000000,1000000:50000000,50000000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "streamapp-bigstate")
     parser.add_argument(
@@ -323,7 +363,7 @@ def main() -> int:
             machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             runs=args.runs,
         )
-        for size in (int(s) for s in args.sizes.split(",")):
+        for size in sorted(Size.parse(s) for s in args.sizes.split(",")):
             measure(size, args.runs, args.workdir, raw, args.limit_mib)
     REPORT.write_text(report(json.loads(RAW.read_text())))
     print(REPORT.read_text())
