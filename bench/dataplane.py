@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -169,27 +169,28 @@ One executor owns P partitions of a file log holding, per partition, R segments 
 count (`groupBy(key).count()`, changed rows written out) and the same records per batch: a StreamApp
 round gives each partition one batch of B records (P·B records per round), and Structured Streaming
 reads P segments per trigger (`maxFilesPerTrigger` = P, so P·B records per trigger) with RocksDB state
-and changelog checkpointing. *one job per round* is this change: all due partitions' batches in one
-Spark job, split by partition at the fold, each with its own changelog segment, outputs and manifest;
-*one job per partition* is the data plane before it (kept for a single due partition). Latency is per
-round / trigger: every batch of the round has committed when it ends. Throughput is input records per
-wall second over the R rounds (takeover excluded). Reading the table: one job per round costs less than
-one per partition, but each partition's batch is still its own branch of the job (its own file scan,
-since the transform must see one partition at a time), while Structured Streaming scans all P files at
-once; at small batches those per-branch costs are what remains between the two.
+and changelog checkpointing. Three ways of running a StreamApp round: *one transform per round* is
+this version, for a pipeline whose keys come from its input (the counts sample declares
+`keys_from_input`): the round's records, read in process, go to Spark as one DataFrame, the transform
+and the combine run once, and each update goes to the partition whose input holds its key; *one job per
+round, a transform per partition* is the version before it (each partition's batch transformed on its
+own and unioned into one job; what a pipeline without the declaration still runs); *one job per
+partition* is the one before that (kept for a single due partition). Every way commits each partition
+on its own (its own changelog segment, outputs and manifest). Latency is per round / trigger: every
+batch of the round has committed when it ends. Throughput is input records per wall second over the R
+rounds (takeover excluded).
 
-Where StreamApp stands (the run below, each case three times): ahead at one partition and at 8 × 1,000,
-behind at 8 × 10,000 (by about an eighth) and at 32 partitions (about 1.6× at 1,000 records per batch,
-3.6× at 10,000). Why, profiled at 32 × 10,000 (`bench/roundprofile.py` under py-spy: the batch
-lane's samples within a round; one run, shares rather than times): it is not the Python state work — folding, changelog and outputs, and
-the commits all together take about 3% of the round. The round waits on Spark's driver: the one job
-that computes every partition's updates (39%, the Arrow transfer included), building its plan — a union
-of 32 branches, each analysed again as the union grows (25%) —, each partition's transform and column
-selection as its own DataFrame (18%), and handing each partition's records to Spark as an Arrow
-DataFrame (12%). Structured Streaming plans one scan of all the files once. Closing this gap means one
-DataFrame for all partitions' records, which a transform may only see if it never mixes keys across
-partitions (keys never span partitions, but a transform may aggregate over all its records): a
-pipeline-level promise not made yet."""
+Where StreamApp stands (the run below, each case three times): ahead in every case, by the least at
+32 × 10,000 (a round 460 ms against Structured Streaming's 632, medians; the ranges overlap, 459–510
+against 488–632). *One transform per round* is what closed the gap at 8 and 32 partitions: the version
+before spent most of a 32-partition round on Spark's driver, planning a transform and a union branch
+per partition and handing each partition's records over as Arrow on its own (profiled at 32 × 10,000
+with `bench/roundprofile.py` under py-spy: 25%, 18% and 12% of the round); it now plans one. A round
+of more than 50,000 records is scanned by Spark from the log's files in one scan (`batches.SCAN_RECORDS`:
+handing 320,000 records over as Arrow cost more than the scan and the job together), a smaller one
+handed over. What is left of a 32 × 10,000 round (py-spy, one run, shares of the batch lane's
+samples): the Spark job that counts the keys and returns them as Arrow 61%, defining the scan of the
+32 files 20%, waiting for the 32 partitions' commits 9%."""
 
 
 def partitioned_log(root: Path, partitions: int, per_batch: int, rounds: int, keys: int) -> FileLog:
@@ -207,13 +208,24 @@ def partitioned_log(root: Path, partitions: int, per_batch: int, rounds: int, ke
     return log
 
 
-def run_rounds(root: Path, log: FileLog, partitions: int, per_batch: int, shared: bool) -> Run:
+ONE_TRANSFORM = "StreamApp, one transform per round"
+TRANSFORM_EACH = "StreamApp, one job per round, a transform per partition"
+JOB_EACH = "StreamApp, one job per partition"
+WAYS = {ONE_TRANSFORM: (True, True), TRANSFORM_EACH: (True, False), JOB_EACH: (False, False)}
+"""How StreamApp runs a round: (one Spark job for all partitions, one transform over all their
+records). The counts sample declares `keys_from_input`, so a round of several partitions read in
+process takes the first way; the others are the data plane before it, kept to compare."""
+
+
+def run_rounds(root: Path, log: FileLog, partitions: int, per_batch: int, way: str = ONE_TRANSFORM) -> Run:
     """All partitions active on one executor; one timed `step` (a round of batches) at a time."""
+    shared, one_transform = WAYS[way]
+    tag = list(WAYS).index(way)
     executor = Executor(
-        StateLayout(root / f"sa-state-{shared}"),
+        StateLayout(root / f"sa-state-{tag}"),
         log,
-        FileSink(root / f"sa-out-{shared}"),
-        pipelines.load(COUNTS),
+        FileSink(root / f"sa-out-{tag}"),
+        replace(pipelines.load(COUNTS), keys_from_input=one_transform),
         TaskConfig(max_batch_records=per_batch, snapshot_every=20, shared_batches=shared),
     )
     executor.apply(Target(active=dict.fromkeys(range(partitions), 1)))
@@ -229,8 +241,7 @@ def run_rounds(root: Path, log: FileLog, partitions: int, per_batch: int, shared
         round_ms.append(1000 * (time.perf_counter() - start))
         records += done
     seconds = time.perf_counter() - began
-    system = "StreamApp, one job per round" if shared else "StreamApp, one job per partition"
-    return Run(system, f"{partitions} × {per_batch:,}", records, len(round_ms), seconds, round_ms)
+    return Run(way, f"{partitions} × {per_batch:,}", records, len(round_ms), seconds, round_ms)
 
 
 def side_by_side(spark: SparkSession, root: Path, rounds: int, sizes: list[int], runs: int) -> list[str]:
@@ -246,9 +257,8 @@ def side_by_side(spark: SparkSession, root: Path, rounds: int, sizes: list[int],
             found: dict[str, list[Run]] = {}
             for repetition in range(runs):
                 case = root / f"side-{partitions}-{per_batch}" / f"run-{repetition}"
-                systems = [run_rounds(case, log, partitions, per_batch, shared=True)]
-                if partitions > 1:
-                    systems.append(run_rounds(case, log, partitions, per_batch, shared=False))
+                ways = list(WAYS) if partitions > 1 else [ONE_TRANSFORM]  # one partition: one way
+                systems = [run_rounds(case, log, partitions, per_batch, way) for way in ways]
                 systems.append(run_structured_streaming(spark, case, log, label, partitions))
                 for run in systems:
                     found.setdefault(run.system, []).append(run)

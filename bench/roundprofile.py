@@ -1,5 +1,5 @@
-"""Where a round of 32 partitions × 10,000 records goes: the side-by-side case StreamApp loses most
-(`bench/results/dataplane.md`), run alone for a sampling profiler.
+"""Where a round of 32 partitions × 10,000 records goes: the largest side-by-side case of
+`bench/results/dataplane.md`, run alone for a sampling profiler.
 
     .venv/bin/py-spy record --idle -f raw -o /tmp/rounds.txt -- .venv/bin/python bench/roundprofile.py
     .venv/bin/python bench/roundprofile.py --summarize /tmp/rounds.txt
@@ -55,7 +55,7 @@ def main() -> int:
     session()
     root = Path(tempfile.mkdtemp(prefix="streamapp-roundprofile-"))
     log = partitioned_log(root, PARTITIONS, PER_BATCH, ROUNDS, 2_000)
-    run = run_rounds(root, log, PARTITIONS, PER_BATCH, shared=True)
+    run = run_rounds(root, log, PARTITIONS, PER_BATCH)
     print(f"{run.records:,} records in {run.seconds:.1f} s; rounds ms: {[round(ms) for ms in run.batch_ms]}")
     return 0
 

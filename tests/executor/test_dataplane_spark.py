@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from dataplane_checks import check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
@@ -190,3 +191,21 @@ def test_the_file_log_reads_a_span_alike_in_process_and_by_a_spark_scan(
         assert rows(mine) == rows(theirs)
         assert [row[0] for row in rows(mine)] == list(range(start, end))
         assert mine.schema == theirs.schema
+
+
+def test_one_scan_of_several_partitions_reads_each_partitions_own_span(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Offsets repeat across partitions: each row is kept for its own partition's span only."""
+    log = FileLog(tmp_path)
+    generate(log, GenerateSpec(partitions=3, count=90, keys=9, seed=4, chunk=10))
+    spans = {0: (2, 17), 1: (0, 5), 2: (11, 12)}
+
+    def rows(table: pa.Table) -> list[tuple[object, ...]]:
+        return sorted(tuple(row.values()) for row in table.select(["offset", "key", "value"]).to_pylist())
+
+    scanned = log.scan(spark, spans)
+    assert scanned.columns == ["offset", "timestamp", "key", "value"]
+    wanted = pa.concat_tables(log.read_arrow(p, *span) for p, span in spans.items())
+    assert rows(scanned.toArrow()) == rows(wanted) and wanted.num_rows == 15 + 5 + 1
+    assert log.scan(spark, {0: (5, 5)}).count() == 0

@@ -165,7 +165,7 @@ def test_one_job_for_all_partitions_commits_what_one_job_each_does(
 
 
 @pytest.mark.parametrize(
-    "case", ["keys from the input", "a key of no input record", "a key in two partitions"]
+    "case", ["keys from the input", "scanned by Spark", "a key of no input record", "a key in two partitions"]
 )
 def test_one_transform_over_every_partitions_records_when_the_keys_come_from_the_input(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
@@ -187,9 +187,13 @@ def test_one_transform_over_every_partitions_records_when_the_keys_come_from_the
             return batch.select(F.concat("key", F.lit("!")).alias("key"))
         return batch.select("key")
 
-    per_partition = []
-    unioned = batches.combined_updates
+    per_partition: list[int] = []
+    scans: list[int] = []
+    unioned, scan = batches.combined_updates, FileLog.scan
     monkeypatch.setattr(batches, "combined_updates", lambda *args: per_partition.append(1) or unioned(*args))
+    monkeypatch.setattr(FileLog, "scan", lambda *args: scans.append(1) or scan(*args))
+    if case == "scanned by Spark":
+        monkeypatch.setattr(batches, "SCAN_RECORDS", 0)
     roots = {shared: tmp_path / ("shared" if shared else "alone") for shared in (True, False)}
     for shared, root in roots.items():
         executor = Executor(
@@ -205,7 +209,8 @@ def test_one_transform_over_every_partitions_records_when_the_keys_come_from_the
         spans, outputs, state = committed(roots[True], partition)
         assert len(spans) >= 2 and spans[-1][2] == log.end_offset(partition)
         assert (spans, outputs, state) == committed(roots[False], partition)
-    assert bool(per_partition) == (case != "keys from the input")
+    assert bool(per_partition) == case.startswith("a key")
+    assert bool(scans) == (case == "scanned by Spark")
 
 
 def test_a_task_handed_over_is_taken_over_and_processed_without_waiting_for_the_idle_polls(

@@ -24,7 +24,7 @@ from functools import partial
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from streamapp.executor.io.source import ReadsInProcess, arrow_frame
+from streamapp.executor.io.source import ReadsInProcess, ScansSpans, arrow_frame
 from streamapp.executor.pipeline import combined_updates, keyed_updates, labelled, updates_by_input_key
 from streamapp.executor.state.manifest import Fenced
 from streamapp.executor.task import Task, TaskContext
@@ -43,6 +43,14 @@ files and producer."""
 RECORDS_PER_SLICE = 100_000
 """Input records per scan task of a shared job: a round smaller than this runs as one task (task
 scheduling, not the records, is most of a small round's cost); larger rounds use up to every core."""
+
+SCAN_RECORDS = 50_000
+"""A round of more records than this, for a pipeline whose keys come from its input, is scanned by
+Spark from the source's files in one scan (when the source can) instead of handed over as Arrow: the
+hand-over costs the JVM a conversion per record, a scan mostly a file open per partition. Measured once on
+the counts sample (the transform and combine of one round, 2 cores): 8 × 1,000 records, Arrow 174 ms
+against a scan's 347; 4 × 10,000, 189 against 193; 8 × 10,000, 320 against 283; 32 × 10,000, 1,724
+against 636. The keys are still read in process, to give each update its partition."""
 
 
 def run_round(context: TaskContext, tasks: Sequence[Task]) -> int:
@@ -82,7 +90,10 @@ def _shared_updates(
     read = _read_in_process(context, planned)
     if read is not None and None not in read.values():
         found = {partition: table for partition, table in read.items() if table is not None}
-        updates = updates_by_input_key(context.pipeline, spark, found, slices)
+        scanned = None
+        if records > SCAN_RECORDS and isinstance(context.source, ScansSpans):
+            scanned = context.source.scan(spark, {task.partition: span for task, span in planned})
+        updates = updates_by_input_key(context.pipeline, spark, found, slices, scanned)
         if updates is not None:
             return updates
         _promise_broken(context.pipeline.name)

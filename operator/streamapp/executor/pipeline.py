@@ -208,10 +208,15 @@ def combined_updates(
 
 
 def updates_by_input_key(
-    pipeline: Pipeline, spark: SparkSession, records: Mapping[int, pa.Table], slices: int = 1
+    pipeline: Pipeline,
+    spark: SparkSession,
+    records: Mapping[int, pa.Table],
+    slices: int = 1,
+    scanned: DataFrame | None = None,
 ) -> dict[int, pa.Table] | None:
     """`keyed_updates` of several partitions' records, read in this process, with one transform over
     all of them; None when the pipeline's `keys_from_input` promise did not hold for these records.
+    `scanned` is the same records as Spark scanned them, when that beats handing them over as Arrow.
 
     Why: the union of one transformed frame per partition costs Spark's driver a plan per partition
     (bench/results/dataplane.md: at 32 partitions × 1,000 records a round took 1.6× Structured
@@ -221,7 +226,9 @@ def updates_by_input_key(
     owned = owners(records)
     if owned is None:
         return None
-    frame = source.arrow_frame(spark, pa.concat_tables(records[p] for p in sorted(records)))
+    frame = scanned
+    if frame is None:
+        frame = source.arrow_frame(spark, pa.concat_tables(records[p] for p in sorted(records)))
     updates = keyed_updates(pipeline, frame.coalesce(slices))
     where = pc.index_in(updates.column("key"), value_set=owned.column("key"))
     if where.null_count:

@@ -12,7 +12,7 @@ a prefix of the log and never a torn segment; each partition has a single append
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -33,6 +33,8 @@ RECORD_SCHEMA = pa.schema(
     ]
 )
 SPARK_SCHEMA = "offset BIGINT, timestamp TIMESTAMP, key STRING, value STRING"
+FOLDER_COLUMN = "p"
+"""A partition's folder is `p=<P>`, which a Spark scan of several partitions reads as a column."""
 IN_PROCESS_READ_RECORDS = 10_000
 """The longest span of the file log read by this process rather than by a Spark scan. A Spark scan of
 Parquet pays, in the JVM, a Hadoop configuration broadcast per file set and a code generation per
@@ -61,6 +63,15 @@ class ReadsInProcess(Protocol):
     def read_in_process(self, partition: int, start: int, end: int) -> pa.Table | None:
         """The records with `start <= offset < end` read here, or None when a Spark scan reads this
         span better (then `read` scans it)."""
+        ...
+
+
+@runtime_checkable
+class ScansSpans(Protocol):
+    """A source that can read several partitions' spans in one Spark scan."""
+
+    def scan(self, spark: SparkSession, spans: Mapping[int, tuple[int, int]]) -> DataFrame:
+        """The records of every partition's `(start, end)` span, in one DataFrame of the record columns."""
         ...
 
 
@@ -104,7 +115,7 @@ class FileLog:
     root: Path
 
     def directory(self, partition: int) -> Path:
-        return self.root / f"p={partition}"
+        return self.root / f"{FOLDER_COLUMN}={partition}"
 
     def segments(self, partition: int) -> list[Segment]:
         files = storage.visible_files(self.directory(partition), ".parquet")
@@ -125,6 +136,28 @@ class FileLog:
             return arrow_frame(spark, RECORD_SCHEMA.empty_table())
         frame = spark.read.schema(SPARK_SCHEMA).parquet(*(str(s.path) for s in segments))
         return frame.where((frame["offset"] >= start) & (frame["offset"] < end))
+
+    def scan(self, spark: SparkSession, spans: Mapping[int, tuple[int, int]]) -> DataFrame:
+        """`ScansSpans`: one scan of the spans' segment files, each row kept when its offset is in its
+        own partition's span (the partition read from the `p=<P>` folder, then dropped): one file
+        listing, plan and code generation for all of them, where a scan per partition pays each again."""
+        files = [
+            str(segment.path)
+            for partition, (start, end) in sorted(spans.items())
+            for segment in overlapping(self.segments(partition), start, end)
+        ]
+        if not files:
+            return arrow_frame(spark, RECORD_SCHEMA.empty_table())
+        frame = (
+            spark.read.schema(f"{SPARK_SCHEMA}, {FOLDER_COLUMN} INT")
+            .option("basePath", str(self.root))
+            .parquet(*files)
+        )
+        kept = " OR ".join(  # one expression, parsed once: columns built one by one cost a call each
+            f"({FOLDER_COLUMN} = {int(partition)} AND offset >= {int(start)} AND offset < {int(end)})"
+            for partition, (start, end) in sorted(spans.items())
+        )
+        return frame.where(kept).drop(FOLDER_COLUMN)
 
     def read_in_process(self, partition: int, start: int, end: int) -> pa.Table | None:
         """`ReadsInProcess`: a span of up to `IN_PROCESS_READ_RECORDS`, as `read` reads it."""
