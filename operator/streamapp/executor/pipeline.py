@@ -145,7 +145,8 @@ def warm_up(pipeline: Pipeline, spark: SparkSession) -> bool:
     The executor runs this before it reports ready, so that cost is paid before it is given any task.
     Each kind of round compiles its own plan: a round of one due partition runs `keyed_updates`, a
     round of several `keyed_updates_by_partition` (or, for a pipeline whose keys come from its input,
-    `updates_by_input_key`), and each starts with a read of the file log (a
+    `updates_by_input_key`, on records handed over and on a scan), and each starts with a read of the
+    file log (a
     small batch, like these, is read in process and handed over as Arrow). Warming only the shared job
     on rows made in memory left a member's first single-partition batch from the log at 3-10 s against
     ~0.7 s for the next ones (fresh sessions on 2 busy cores, when the log was always scanned by
@@ -163,8 +164,12 @@ def warm_up(pipeline: Pipeline, spark: SparkSession) -> bool:
             frames = {partition: log.read(spark, partition, 0, 1) for partition in (0, 1)}
             keyed_updates(pipeline, frames[0])
             keyed_updates_by_partition(pipeline, frames)
-            if pipeline.keys_from_input:
-                updates_by_input_key(pipeline, spark, {p: log.read_arrow(p, 0, 1) for p in (0, 1)})
+            if pipeline.keys_from_input:  # handed over as Arrow, and scanned (a round of many records)
+                records = {p: log.read_arrow(p, 0, 1) for p in (0, 1)}
+                updates_by_input_key(pipeline, spark, records)
+                updates_by_input_key(
+                    pipeline, spark, records, scanned=log.scan(spark, {0: (0, 1), 1: (0, 1)})
+                )
     except (
         Exception
     ) as error:  # a transform failing on made-up input (or no scratch space) is no reason to stop
