@@ -90,10 +90,16 @@ class ContainerRunner:
 
     @property
     def ready(self) -> bool:
+        """Ready while running and, with a readiness probe, once this instance's probe passes. A
+        restarted instance is not ready before its own probe has passed, as with a kubelet: `start`
+        sets the process before it makes the new probers, and a status taken in between said Ready,
+        so a member whose executor had just been killed looked back before its Spark had started."""
         if self.process is None:
             return False
         readiness = self.probers.get("readiness")
-        return readiness.passing if readiness is not None else True
+        if readiness is None:
+            return "readinessProbe" not in self.spec
+        return readiness.passing
 
     @property
     def log_path(self) -> Path:
