@@ -4,21 +4,13 @@ kubelet: a container just (re)started is not ready, however its previous instanc
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import pytest
+from waits import until
 
 from processnode.container import ContainerRunner, Placement, Runtime
 from processnode.probes import Prober
-
-
-def until(check: object, what: str) -> None:
-    for _ in range(600):
-        if callable(check) and check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"never: {what}")
 
 
 def test_a_restarted_container_is_not_ready_until_its_new_probe_passes(

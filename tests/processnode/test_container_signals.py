@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
+
+from waits import until
 
 from processnode.container import ContainerRunner, Placement, Runtime
 
@@ -27,14 +28,6 @@ def alive(pid: int) -> bool:
         return False
     state = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}").exists() else "X"
     return state != "Z"
-
-
-def until(check: object, what: str) -> None:
-    for _ in range(600):
-        if callable(check) and check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"never: {what}")
 
 
 def test_sigterm_reaches_the_main_process_only_and_its_leftovers_die_with_it(tmp_path: Path) -> None:
