@@ -43,18 +43,16 @@ def app_on_process_node(
                     "spec": {
                         "nodeSelector": process_node_selector(),
                         "tolerations": process_node_tolerations(),
-                        # Ready as soon as the process is up (the HTTP server would be Ready only after
-                        # Spark started; these tests wait on committed output instead).
+                        # The executor serves /readyz on its pod IP as in every pod the operator makes:
+                        # a member is alive only once its Spark has started and it follows its target.
                         "containers": [
                             {
                                 "name": "executor",
                                 "env": [
-                                    {"name": "STREAMAPP_HTTP_PORT", "value": "0"},
                                     # Lags and positions every 2 s, not 10: the demo's live view
                                     # and the tests' waits read them from the members' reports.
                                     {"name": "STREAMAPP_PROGRESS_INTERVAL", "value": "2"},
                                 ],
-                                "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 1},
                             }
                         ],
                     }

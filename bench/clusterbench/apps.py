@@ -65,8 +65,7 @@ class BenchApp:
     def create(self, replicas: int, rebalance: dict[str, Any]) -> None:
         """The app (its namespace exists); every member keeps its local state on a claim."""
         body = app_on_process_node(APP, self.root.resolve(), self.partitions, replicas, **rebalance)
-        # the operator's own readiness probe (/readyz: Spark started and following its target), not the
-        # tests' always-ready one: a member counts only once it can process, as in a real deployment
+        # the executor's own report cadence, not the tests' quicker progress figures: as deployed
         del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]
         body["spec"]["rebalance"]["protocol"] = self.protocol
         body["spec"]["executor"]["storage"] = {"size": "1Gi"}

@@ -56,7 +56,6 @@ def test_a_killed_members_tasks_are_restored_elsewhere_before_it_is_back(
     body: dict[str, Any] = app_on_process_node(
         APP, tmp_path, PARTITIONS, replicas=2, scheduledRebalanceMaxDelay="5m"
     )
-    del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]  # the operator's /readyz probe
     body["spec"]["executor"]["storage"] = {"size": "1Gi"}
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
     wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "every partition processed")

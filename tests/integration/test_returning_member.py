@@ -2,8 +2,7 @@
 warming elsewhere.
 
 Measured from the outside on real executors. The app's delay is short (12 s), and its members count as
-ready only once Spark has started (the operator's own `/readyz` probe, not the tests' always-ready
-one), so a SIGKILLed executor stays away past half the delay: the point from which the tasks of a
+ready only once Spark has started (the operator's own `/readyz` probe), so a SIGKILLed executor stays away past half the delay: the point from which the tasks of a
 member that is simply gone are pre-warmed on the others. Its pod shows its container restarting, so
 the operator starts no copy of those tasks until the deadline and shows the member as Restarting;
 output stays exactly-once.
@@ -91,7 +90,6 @@ def test_a_restarting_member_gets_no_prewarmed_copies(
         scheduledRebalanceMaxDelay=f"{DELAY_SECONDS:g}s",
         lostTaskRecovery="delay",
     )
-    del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]  # the operator's /readyz probe
     body["spec"]["executor"]["storage"] = {"size": "1Gi"}
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
     wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "every partition processed")
