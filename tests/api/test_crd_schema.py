@@ -125,6 +125,7 @@ def test_status_shape() -> None:
     assert set(member_status) == {
         "observedGeneration",
         "podUID",
+        "startedAt",
         "reportedAt",
         "tasks",
         "setupError",

@@ -128,13 +128,19 @@ def test_every_status_field_the_executor_writes_reaches_the_operator() -> None:
     expected = StreamAppMemberStatus(
         observed_generation=membership.applied,
         pod_uid="pod-uid",
+        started_at=written["startedAt"],
         reported_at=written["reportedAt"],
         tasks=(report,),
     )
-    assert member_status(body) == expected
+    assert member_status(body) == expected and expected.started_at
+    running = {
+        "name": "executor",
+        "restartCount": 1,
+        "state": {"running": {"startedAt": "2000-01-01T00:00:00Z"}},
+    }
     pod = {
         "metadata": {"name": "counts-2", "uid": "pod-uid", "labels": {"streamapp.dev/member": "2"}},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}], "containerStatuses": [running]},
     }
     assert PodState.of(pod) is not None
     [view] = [v for v in member_views([pod], [body], {}, wanted=0) if v.id == 2]

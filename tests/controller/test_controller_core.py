@@ -70,6 +70,37 @@ def test_views_trust_lags_only_from_the_current_pod() -> None:
     assert views[1].acked_generation == 3, "an acknowledgement from the old pod still counts"
 
 
+def restarted_in_place(member_id: int, uid: str, started: str) -> dict[str, Any]:
+    """A Ready pod whose executor container was restarted (its process killed) at `started`."""
+    body = pod(member_id, uid)
+    running = {"state": {"running": {"startedAt": started}}}
+    body["status"]["containerStatuses"] = [{"name": "executor", "restartCount": 1, **running}]
+    return body
+
+
+def test_views_trust_lags_only_from_the_executor_that_runs_now() -> None:
+    old = member(0, "p0", 3, {1: 0})
+    old["status"]["startedAt"] = "2026-01-01T00:00:05Z"
+    new = member(1, "p1", 4, {1: 80})
+    new["status"]["startedAt"] = "2026-01-01T00:01:00Z"
+    views = member_views(
+        pods=[
+            restarted_in_place(0, "p0", "2026-01-01T00:01:00Z"),
+            restarted_in_place(1, "p1", "2026-01-01T00:01:00Z"),
+        ],
+        members=[old, new],
+        zones={},
+        wanted=2,
+    )
+    # the same pod, but the killed process's last report: every task caught up, nothing opened yet
+    assert views[0].lags == {} and not views[0].reported, "a report from before the restart was trusted"
+    assert views[0].acked_generation == 3
+    assert views[1].lags == {1: 80} and views[1].reported
+    unstamped = member(0, "p0", 3, {1: 7})
+    views = member_views([restarted_in_place(0, "p0", "2026-01-01T00:01:00Z")], [unstamped], {}, wanted=1)
+    assert views[0].lags == {1: 7}, "a report without startedAt (an older executor) counts by its pod"
+
+
 def test_views_treat_unready_and_restarting_pods_as_not_alive() -> None:
     restarting = pod(1, "b", deleting=True)
     restarting["metadata"]["annotations"] = {RESTART_ANNOTATION: "true"}

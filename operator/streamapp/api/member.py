@@ -288,6 +288,14 @@ class StreamAppMemberStatus(Model):
             "UID of the pod that made this report; reports from an earlier pod are stale.", wire="podUID"
         ),
     )
+    started_at: str | None = field(
+        default=None,
+        metadata=prop(
+            "When the executor process that made this report started. A container restarted in place "
+            "keeps its pod's UID; a report made before its executor container's last start is stale.",
+            format="date-time",
+        ),
+    )
     reported_at: str | None = field(
         default=None, metadata=prop("When the report was written.", format="date-time")
     )

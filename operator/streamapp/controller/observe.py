@@ -1,21 +1,23 @@
 """What the operator sees, turned into what the engine needs (functional core, no I/O).
 
-Liveness comes from the kubelet: a member is alive while its pod exists, is not being deleted and
-is Ready. A pod someone else is deleting (an eviction, a node drain) whose executor is still Ready is
+Liveness comes from the kubelet: a member is alive while its pod exists, is not being deleted and is
+Ready. A pod someone else is deleting (an eviction, a node drain) whose executor is still Ready is
 *draining*: alive, but retiring, so the engine hands its tasks over at once while the executor finishes
-them within its grace period; a pod the operator deletes itself (a restart) is not alive. Lags come from the member's status only when the report was made by the pod that exists
-now (`status.podUID`), because a report from before a restart says nothing about what state
-survived; so do fenced tasks, since a new pod takes over afresh. Acknowledgements count whoever made
-them: an old pod that acknowledged a revocation did let go. Store epochs count whoever reported them
-too: the store never forgets an epoch, so any report is a lower bound for the next one. Capacity comes
-from the pod that runs now (its CPU request, `controller.capacity`) unless the spec sets it. A member
-that is not alive but whose pod is visibly starting again — its container restarting after a first
-crash, a replacement pod scheduled — is *returning*, and so is one whose pod the operator itself just
-deleted to restart it, or whose pod is missing (the same reconcile creates it): the engine weighs
-waiting for it against restoring its tasks elsewhere. Restore sizes (`restoreRows`) and rates
-(`restoreRate`) count from any report, like store epochs: they describe the store and the member's
-node, not the pod. How long the app's pods take to start (`PodState.start_seconds`) is read off the
-pods themselves: creation, or the container's last start, to the Ready condition.
+them within its grace period; a pod the operator deletes itself (a restart) is not alive. Lags come from
+the member's status only when the report was made by the executor that runs now (`PodState.made`: the
+pod that exists now, `status.podUID`, and a process started since its container last started,
+`status.startedAt`), because a report from before a restart says nothing about what state survived or
+what the new process has opened; so do fenced tasks, since a new pod takes over afresh. Acknowledgements
+count whoever made them: an old pod that acknowledged a revocation did let go. Store epochs count
+whoever reported them too: the store never forgets an epoch, so any report is a lower bound for the next
+one. Capacity comes from the pod that runs now (its CPU request, `controller.capacity`) unless the spec
+sets it. A member that is not alive but whose pod is visibly starting again — its container restarting
+after a first crash, a replacement pod scheduled — is *returning*, and so is one whose pod the operator
+itself just deleted to restart it, or whose pod is missing (the same reconcile creates it): the engine
+weighs waiting for it against restoring its tasks elsewhere. Restore sizes (`restoreRows`) and rates
+(`restoreRate`) count from any report, like store epochs: they describe the store and the member's node,
+not the pod. How long the app's pods take to start (`PodState.start_seconds`) is read off the pods
+themselves: creation, or the container's last start, to the Ready condition.
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ class PodState:
     start_seconds: float | None = None
     ready_since: float | None = None
     problem: str | None = None
+    executor_started: float | None = None
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -119,7 +122,20 @@ class PodState:
             start_seconds=_start_seconds(meta, status) if ready else None,
             ready_since=_time(_ready_condition(status).get("lastTransitionTime")) if ready else None,
             problem=None if ready else pod_problem(status),
+            executor_started=_time(_running(status).get("startedAt")),
         )
+
+    def made(self, pod_uid: str | None, started_at: str | None) -> bool:
+        """Whether a report comes from the executor that runs in this pod now: made by this pod
+        (`podUID`) by a process started (`startedAt`) no earlier than the executor container's last
+        start. A container restarted in place keeps its pod's UID; its predecessor's last report, every
+        task caught up, taken for the new process's, had a task handed back the moment the pod turned
+        Ready, before the new process had said what state it had opened. Either time unknown (a report
+        without `startedAt`, a container not running) leaves the UID to decide."""
+        if pod_uid != self.uid:
+            return False
+        started = _time(started_at)
+        return started is None or self.executor_started is None or started >= self.executor_started
 
     @property
     def alive(self) -> bool:
@@ -210,16 +226,23 @@ def _start_seconds(meta: Body, status: Body) -> float | None:
     was restarted in place, from that container's last start — to the Ready condition's transition.
     None when a time is missing or does not parse."""
     ready = _ready_condition(status)
-    executor: Body = next(
-        (c for c in status.get("containerStatuses") or [] if c.get("name") == EXECUTOR_CONTAINER), {}
-    )
     began = (
-        ((executor.get("state") or {}).get("running") or {}).get("startedAt")
-        if int(executor.get("restartCount") or 0) > 0
+        _running(status).get("startedAt")
+        if int(_executor(status).get("restartCount") or 0) > 0
         else meta.get("creationTimestamp")
     )
     start, end = _time(began), _time(ready.get("lastTransitionTime"))
     return None if start is None or end is None or end < start else round(end - start, 1)
+
+
+def _executor(status: Body) -> Body:
+    """The executor container's status (empty when not reported yet)."""
+    return next((c for c in status.get("containerStatuses") or [] if c.get("name") == EXECUTOR_CONTAINER), {})
+
+
+def _running(status: Body) -> Body:
+    """The executor container's `state.running` (empty when it is not running)."""
+    return (_executor(status).get("state") or {}).get("running") or {}
 
 
 def _ready_condition(status: Body) -> Body:
@@ -294,7 +317,7 @@ def _view(
     wanted: bool,
 ) -> MemberView:
     alive = pod is not None and (pod.alive or pod.draining)
-    fresh = pod is not None and status.pod_uid == pod.uid
+    fresh = pod is not None and pod.made(status.pod_uid, status.started_at)
     reports = status.tasks
     lags = {t.task: t.lag for t in reports if fresh and t.lag is not None}
     zone = zones.get(pod.node) if pod is not None and pod.node else None

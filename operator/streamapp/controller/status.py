@@ -289,6 +289,7 @@ class ReportDigest:
 
     member: int | None
     pod_uid: str | None
+    started_at: str | None
     acknowledged: int
     target_generation: int
     input_lags: Mapping[int, int]
@@ -304,6 +305,7 @@ def digest(body: Body) -> ReportDigest:
     return ReportDigest(
         member=int(member) if member is not None else None,
         pod_uid=status.get("podUID"),
+        started_at=status.get("startedAt"),
         acknowledged=int(status.get("observedGeneration") or 0),
         target_generation=int(spec.get("generation") or 0),
         input_lags={int(t["task"]): int(t["inputLag"]) for t in tasks if t.get("inputLag") is not None},
@@ -313,12 +315,14 @@ def digest(body: Body) -> ReportDigest:
 
 
 def _current(digests: Iterable[ReportDigest], pods: Mapping[int, PodState]) -> list[ReportDigest]:
-    """The digests of reports made by their member's current pod (`status.podUID`): a report from
-    before a restart describes a process that is gone."""
+    """The digests of reports made by their member's current executor (`PodState.made`): a report
+    from before a restart describes a process that is gone."""
     return [
         d
         for d in digests
-        if d.member is not None and (pod := pods.get(d.member)) is not None and d.pod_uid == pod.uid
+        if d.member is not None
+        and (pod := pods.get(d.member)) is not None
+        and pod.made(d.pod_uid, d.started_at)
     ]
 
 
@@ -332,7 +336,7 @@ def input_lag(
     has reported one (an autoscaler must not read "nothing measured" as "nothing to do").
 
     Per task only its owner in the assignment counts, so a task that just moved is not counted twice
-    from its previous owner's last report; and only reports made by the member's current pod.
+    from its previous owner's last report; and only reports made by the member's current executor.
     """
     tasks = assignment.tasks
     lags = [

@@ -232,6 +232,9 @@ class MembershipClient:
         self.namespace = namespace
         self.name = member_name(app, member)
         self.pod_uid = pod_uid
+        # any moment of this process's life before its first report will do: what the operator asks of
+        # `startedAt` is that it is not earlier than this executor container's start
+        self.started_at = _now()
         self.data_plane = data_plane
         self.report_interval = report_interval
         self.settings = settings or ClientSettings()
@@ -314,6 +317,7 @@ class MembershipClient:
         status = StreamAppMemberStatus(
             observed_generation=self.applied,
             pod_uid=self.pod_uid,
+            started_at=self.started_at,
             reported_at=_now(),
             tasks=tasks,
             restore_rate=self.data_plane.restore_rate(),
@@ -433,7 +437,10 @@ def report_setup_error(
     """Write why this executor cannot start into its StreamAppMember status, where the operator turns
     it into the StreamApp's Degraded condition (`kubectl describe` and GitOps health show it, not only
     the pod's log). One attempt: the executor exits right after, and its restart writes it again."""
-    status = StreamAppMemberStatus(pod_uid=pod_uid, reported_at=_now(), setup_error=message[:4096])
+    now = _now()
+    status = StreamAppMemberStatus(
+        pod_uid=pod_uid, started_at=now, reported_at=now, setup_error=message[:4096]
+    )
     try:
         client.CustomObjectsApi(api()).patch_namespaced_custom_object_status(
             GROUP,
