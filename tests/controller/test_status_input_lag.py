@@ -51,6 +51,16 @@ def test_a_report_from_an_earlier_pod_is_ignored() -> None:
     assert input_lag(ASSIGNMENT, members, PODS) == 10
 
 
+def test_a_report_from_before_the_executor_container_restarted_in_place_is_ignored() -> None:
+    """The pod (and its UID) stays; its executor was killed and started again at 00:01:00."""
+    restarted = {1: PodState(1, "counts-1", "uid-1", True, False, None, executor_started=60.0)}
+    before, after = member(1, "uid-1", t2=("active", 500)), member(1, "uid-1", t2=("active", 8))
+    before["status"]["startedAt"] = "1970-01-01T00:00:05Z"
+    after["status"]["startedAt"] = "1970-01-01T00:01:00Z"
+    assert input_lag(ASSIGNMENT, [before], {**PODS, **restarted}) is None
+    assert input_lag(ASSIGNMENT, [after], {**PODS, **restarted}) == 8
+
+
 def test_only_the_owner_in_the_assignment_counts() -> None:
     """Member 1's last report still lists task 0, which the assignment gives to member 0."""
     members = [member(0, "uid-0", t0=("active", 10)), member(1, "uid-1", t0=("active", 10))]
