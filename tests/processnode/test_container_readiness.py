@@ -1,5 +1,10 @@
 """A container with a readiness probe is ready only once its own instance's probe has passed, as with a
-kubelet: a container just (re)started is not ready, however its previous instance was doing."""
+kubelet: a container just (re)started is not ready, however its previous instance was doing.
+
+The test drives its probe instead of racing it: the probe passes only while `ready.flag` exists and
+cannot finish while `hold` exists, so "not ready yet" is checked while the new instance's probe is
+known not to have completed, however slowly a loaded machine runs the test (it once ran after the
+new probe had passed)."""
 
 from __future__ import annotations
 
@@ -18,7 +23,11 @@ def test_a_restarted_container_is_not_ready_until_its_new_probe_passes(
 ) -> None:
     runtime = Runtime(state_dir=tmp_path / "node", path_prepend=(), backoff_s=0.0, max_backoff_s=0.0)
     flag = tmp_path / "ready.flag"
-    probe = {"exec": {"command": ["/bin/sh", "-c", "test -e ready.flag"]}, "periodSeconds": 0.1}
+    hold = tmp_path / "hold"
+    command = "while [ -e hold ]; do sleep 0.05; done; test -e ready.flag"
+    # a held probe must not time out (a timeout is a failure that would also make a buggy runner
+    # look right): 10 minutes is longer than any wait of this test
+    probe = {"exec": {"command": ["/bin/sh", "-c", command]}, "periodSeconds": 0.1, "timeoutSeconds": 600}
     spec = {"name": "main", "command": ["sleep", "1000"], "readinessProbe": probe}
     container = ContainerRunner(spec, {}, Placement(tmp_path, {}, "127.0.0.1"), runtime, "uid-ready")
     # what a status taken while start() runs says: the process is there, its probers not yet
@@ -37,9 +46,11 @@ def test_a_restarted_container_is_not_ready_until_its_new_probe_passes(
     container.signal(signal.SIGKILL)
     until(lambda: container.poll("Always", True) or container.process is None, "the exit noticed")
     assert not container.ready
+    hold.touch()  # the new instance's probe cannot complete until released
     container.restart_if_due()
     assert container.process is not None and while_starting == [False, False]
-    assert not container.ready, "ready before the new instance's probe ran"
+    assert not container.ready, "ready before the new instance's probe passed"
+    hold.unlink()
     until(lambda: container.ready, "the new instance's probe passed")
     container.exhausted = True
     container.signal(signal.SIGKILL)
