@@ -4,8 +4,10 @@ Two safety properties are checked at every observed instant, from what anyone ou
 
 * **single active owner** — a task is reported `active` by at most one member. Only *current* reports
   count: the StreamAppMember's `status.podUID` is the uid of the live pod, its container is running,
-  and the report was written after that container started (a report left behind by a SIGKILLed
-  process says nothing about now). Both statuses come from one LIST, a consistent snapshot.
+  and the report was made by a process started (`status.startedAt`) no earlier than that container
+  (a report left behind by a SIGKILLed process says nothing about now) — the operator's own rule.
+  Members come from one LIST and pods from the next, each a consistent snapshot; every violation
+  is recorded with the evidence behind it (versions, epochs, times, container starts).
 * **epochs never go backwards** — per member and task, the epoch in the member's spec never
   decreases; per task, no member is ever handed an active epoch below one already handed out; per
   partition, accepted commit manifests have non-decreasing epochs and every epoch has one owner.
@@ -41,6 +43,7 @@ class Tally:
     manifests_accepted: int = 0
     manifests_refused: int = 0
     violations: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
     max_active_owners: int = 0
 
 
@@ -49,7 +52,15 @@ def _instant(text: str | None) -> datetime | None:
 
 
 def current_reports(members: list[dict[str, Any]], pods: list[Any]) -> dict[str, list[dict[str, Any]]]:
-    """Member name → task reports written by the process that runs in its live pod now; pure."""
+    """Member name → task reports written by the process that runs in its live pod now; pure.
+
+    A report is the running process's when that process started no earlier than its container.
+    Comparing when the report was *written* with the container's start was not exact: both are whole
+    seconds, so the last report of a process SIGKILLed in the same second as its container restarted
+    counted as the new process's until that one wrote its own (after its Spark session started) — its
+    tasks, meanwhile restored elsewhere, looked active on two members. A process that lived a second
+    or more (any that reported tasks: a Spark session takes seconds to start) started in an earlier
+    second than its successor's container."""
     live = {p.metadata.name: p for p in pods}
     current: dict[str, list[dict[str, Any]]] = {}
     for member in members:
@@ -58,16 +69,62 @@ def current_reports(members: list[dict[str, Any]], pods: list[Any]) -> dict[str,
         pod = live.get(name)
         if pod is None or pod.metadata.uid != status.get("podUID"):
             continue
-        started = [
-            s.state.running.started_at
-            for s in (pod.status.container_statuses or [])
-            if s.state is not None and s.state.running is not None
-        ]
-        reported = _instant(status.get("reportedAt"))
-        if not started or reported is None or reported < max(started):
+        started = _container_started(pod)
+        process = _instant(status.get("startedAt"))
+        if started is None or process is None or process < started:
             continue
         current[name] = list(status.get("tasks") or [])
     return current
+
+
+def _container_started(pod: Any) -> datetime | None:
+    """When the pod's running container (the newest, if several) last started; None if none runs."""
+    started = [
+        s.state.running.started_at
+        for s in (pod.status.container_statuses or [])
+        if s.state is not None and s.state.running is not None and s.state.running.started_at is not None
+    ]
+    return max(started) if started else None
+
+
+def evidence(members: list[dict[str, Any]], pods: list[Any], names: list[str], task: int) -> str:
+    """What the observer saw of `names` when it found `task` active on them: each member's
+    resourceVersion, target generation and epoch, acknowledged generation, report times and role,
+    and its pod's uid, readiness and container starts; pure."""
+    live = {p.metadata.name: p for p in pods}
+    parts = []
+    for member in members:
+        name = member["metadata"]["name"]
+        if name not in names:
+            continue
+        spec, status = member.get("spec") or {}, member.get("status") or {}
+        target = {int(e["task"]): int(e["epoch"]) for e in spec.get("active") or []}
+        report = [r for r in status.get("tasks") or [] if int(r["task"]) == task]
+        pod = live.get(name)
+        containers = (
+            [
+                f"{s.name} restarts={s.restart_count} running_since="
+                f"{s.state.running.started_at.isoformat() if s.state and s.state.running else None}"
+                for s in pod.status.container_statuses or []
+            ]
+            if pod is not None
+            else []
+        )
+        ready = (
+            [c.status for c in pod.status.conditions or [] if c.type == "Ready"] if pod is not None else []
+        )
+        parts.append(
+            f"{name}: rv={member['metadata'].get('resourceVersion')} generation={spec.get('generation')} "
+            f"target epoch={target.get(task)} acked={status.get('observedGeneration')} "
+            f"podUID={status.get('podUID')} startedAt={status.get('startedAt')} "
+            f"reportedAt={status.get('reportedAt')} report={report}; pod "
+            + (
+                f"uid={pod.metadata.uid} rv={pod.metadata.resource_version} ready={ready} {containers}"
+                if pod is not None
+                else "gone"
+            )
+        )
+    return " | ".join(parts)
 
 
 def double_actives(reports: dict[str, list[dict[str, Any]]]) -> dict[int, list[str]]:
@@ -139,6 +196,7 @@ class Observer:
         reports = current_reports(members, pods)
         for task, names in double_actives(reports).items():
             self._violation(f"task {task} active on {sorted(names)} at once")
+            self.tally.evidence.append(f"task {task}: {evidence(members, pods, names, task)}")
         per_task = Counter(
             int(t["task"]) for tasks in reports.values() for t in tasks if t.get("role") == "active"
         )

@@ -58,6 +58,7 @@ def render(outcome: Outcome, machine: Machine, variant: str) -> str:
             f"- most members reporting one task active at one instant: {tally.max_active_owners}",
             f"- **violations: {len(tally.violations)}** (two actives, epochs backwards, one epoch two owners)",
             *[f"  - {v}" for v in tally.violations],
+            *[f"  - evidence: {e}" for e in tally.evidence],
             f"- exactly once: {outcome.records} records in {outcome.batches} committed batches checked "
             "against a reference computed from the input: 0 lost, 0 duplicated",
             f"- convergence: Ready, nothing revoking or warming, every task active on one member, "

@@ -72,6 +72,6 @@ def test_chaos_keeps_one_owner_monotonic_epochs_and_output_exactly_once(
     if LONG_RUN:
         variant = f"long ({LONG.duration_s / 60:.0f} min)"
         RESULTS.write_text(report.render(outcome, report.machine(load_before), variant))
-    assert outcome.tally.violations == []
+    assert outcome.tally.violations == [], "\n".join([*outcome.tally.violations, *outcome.tally.evidence])
     assert outcome.tally.polls > 0 and outcome.tally.manifests_accepted > 0
     assert outcome.injected, outcome.log

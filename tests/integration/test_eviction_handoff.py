@@ -210,7 +210,7 @@ def test_an_evicted_member_hands_its_tasks_over_before_its_pod_goes(
     tally = observer.stop()
     commits.poll()
 
-    assert tally.violations == [], tally.violations
+    assert tally.violations == [], "\n".join([*tally.violations, *tally.evidence])
     for task in moved:
         new_owner = after[task]
         history = roles.seen.get((new_owner, task), [])

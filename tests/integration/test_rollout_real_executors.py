@@ -208,7 +208,7 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
         tally = observer.stop()
         observer_api.close()
 
-    assert tally.violations == []
+    assert tally.violations == [], "\n".join([*tally.violations, *tally.evidence])
     assert tally.polls > 0 and tally.manifests_accepted > 0
     revision = app(api_client, namespace)["status"]["updateRevision"]
     assert {p.metadata.labels[REVISION_LABEL] for p in pods.values()} == {revision}
