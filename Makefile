@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
 
-.PHONY: demo demo-sim demo-notice test test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool keda image system-packages clean
+.PHONY: demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool keda image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,25 @@ test: $(STAMP)
 	echo "make test: lint and the low-priority builds:"; tail -n +1 -f --pid=$$late $(OUT)/test-build-late.log; \
 	if ! wait $$late; then echo "make test: lint or a build failed (above)"; exit 1; fi; \
 	exit $$(( unbuilt || built ))
+
+## test-loaded: find flakiness before users do. make test's built phase (the real control plane, executors,
+## Kafka, S3, the real node) with a busy process on every core beside it (e2e/cpuhog), then the fault tests
+## (FAULT_TESTS) LOADED_REPEAT more times under the same load. Takes about twice make test's built phase
+## plus ~10 min a round; LOADED_PHASE=no runs only the rounds.
+FAULT_TESTS := tests/integration/test_chaos.py tests/integration/test_operator.py \
+  tests/integration/test_api_server_faults.py tests/integration/test_lost_tasks_restored.py \
+  tests/integration/test_returning_member.py tests/integration/test_epoch_floor.py tests/processnode
+LOADED_REPEAT ?= 3
+LOADED_PHASE ?= yes
+test-loaded: $(STAMP) system-packages k8s-binaries helm s3server promtool keda image node-binaries
+	@if [ "$(LOADED_PHASE)" != no ]; then \
+	  echo "make test-loaded: the built phase beside a busy process per core"; \
+	  PYTHONPATH=e2e $(PY) -m cpuhog -- $(PY) -m pytest -m "built and $(TEST_MARKS)" || exit 1; \
+	fi; \
+	for round in $$(seq $(LOADED_REPEAT)); do \
+	  echo "make test-loaded: the fault tests beside a busy process per core, round $$round of $(LOADED_REPEAT)"; \
+	  PYTHONPATH=e2e $(PY) -m cpuhog -- $(PY) -m pytest -m "$(TEST_MARKS)" $(FAULT_TESTS) || exit 1; \
+	done
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
