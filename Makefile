@@ -5,6 +5,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 OUT := out
+# A recipe line prefixed with $(TIMED) says, when it ends, its wall time and the CPU time of everything it ran
+# (bash's `time`: children included), so make test's log shows what each build and test phase cost.
+TIMED = TIMEFORMAT='make $@: %0R s wall, %0U s user + %0S s system CPU'; time
 
 .PHONY: demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool keda image system-packages clean
 
@@ -48,10 +51,12 @@ test: $(STAMP)
 	@$(MAKE) -j2 system-packages k8s-binaries > $(OUT)/test-build-first.log 2>&1 & first=$$!; \
 	( nice -n 19 $(MAKE) -j3 lint helm s3server promtool keda image && nice -n 19 $(MAKE) node-binaries ) \
 	  > $(OUT)/test-build-late.log 2>&1 & late=$$!; \
-	$(PY) -m pytest -m "not built and $(TEST_MARKS)"; unbuilt=$$?; \
+	TIMEFORMAT="make test: the tests that need no build: %0R s wall, %0U s user + %0S s system CPU"; \
+	time $(PY) -m pytest -m "not built and $(TEST_MARKS)"; unbuilt=$$?; \
 	echo "make test: the control plane's build:"; tail -n +1 -f --pid=$$first $(OUT)/test-build-first.log; \
 	if ! wait $$first; then echo "make test: that build failed"; wait $$late; exit 1; fi; \
-	$(PY) -m pytest -m "built and $(TEST_MARKS)"; built=$$?; \
+	TIMEFORMAT="make test: the tests that need the builds: %0R s wall, %0U s user + %0S s system CPU"; \
+	time $(PY) -m pytest -m "built and $(TEST_MARKS)"; built=$$?; \
 	echo "make test: lint and the low-priority builds:"; tail -n +1 -f --pid=$$late $(OUT)/test-build-late.log; \
 	if ! wait $$late; then echo "make test: lint or a build failed (above)"; exit 1; fi; \
 	exit $$(( unbuilt || built ))
@@ -162,34 +167,34 @@ crds: $(STAMP)
 
 ## k8s-binaries: build (once, cached in ~/.cache/streamapp/k8s/<version>) the control-plane binaries
 k8s-binaries: $(STAMP)
-	$(PY) e2e/cluster.py build
+	@$(TIMED) $(PY) e2e/cluster.py build
 
 ## node-binaries: build (once, cached in ~/.cache/streamapp/node/<versions>) the real node's kubelet, kube-proxy,
 ## containerd and CNI plugins
 node-binaries: $(STAMP)
-	$(PY) e2e/cluster.py build --real-node
+	@$(TIMED) $(PY) e2e/cluster.py build --real-node
 
 ## helm: build (once, cached in ~/.cache/streamapp/helm/<version>) the helm binary the chart tests use
 helm: $(STAMP)
-	PYTHONPATH=e2e $(PY) -m helmtool build
+	@$(TIMED) PYTHONPATH=e2e $(PY) -m helmtool build
 
 ## s3server: build (once, cached in ~/.cache/streamapp/seaweedfs/<version>) the SeaweedFS S3 server the S3 tests run on
 s3server: $(STAMP)
-	PYTHONPATH=e2e $(PY) -m s3server install
+	@$(TIMED) PYTHONPATH=e2e $(PY) -m s3server install
 
 ## promtool: build (once, cached in ~/.cache/streamapp/{promtool,prometheus}/<version>) Prometheus's promtool, which
 ## checks and unit-tests the shipped alerts, and the Prometheus server the autoscaling test scrapes the operator with
 promtool: $(STAMP)
-	PYTHONPATH=e2e $(PY) -m promtool.install
+	@$(TIMED) PYTHONPATH=e2e $(PY) -m promtool.install
 
 ## keda: build (once, cached in ~/.cache/streamapp/keda/<version>) KEDA's operator and metrics adapter, with only
 ## the Prometheus and CPU/memory scalers (e2e/kedatool/build.py), for the autoscaling test
 keda: $(STAMP)
-	PYTHONPATH=e2e $(PY) -m kedatool build
+	@$(TIMED) PYTHONPATH=e2e $(PY) -m kedatool build
 
 ## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
 image: $(STAMP) system-packages
-	$(PY) e2e/image.py build
+	@$(TIMED) $(PY) e2e/image.py build
 
 ## system-packages: the Debian packages the image build (podman, runc, mmdebstrap) and the Kafka test broker
 ## (maven resolves its jars; it brings a JRE) need, installed when missing (as root)

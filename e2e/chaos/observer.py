@@ -2,7 +2,8 @@
 
 Two safety properties are checked at every observed instant, from what anyone outside can see:
 
-* **single active owner** — a task is reported `active` by at most one member. Only *current* reports
+* **single active owner** — a task is reported `active` and not fenced (no `fencedBy`: no higher epoch
+  in its store) by at most one member. Only *current* reports
   count: the StreamAppMember's `status.podUID` is the uid of the live pod, its container is running,
   and the report was made by a process started (`status.startedAt`) no earlier than that container
   (a report left behind by a SIGKILLed process says nothing about now) — the operator's own rule.
@@ -127,12 +128,19 @@ def evidence(members: list[dict[str, Any]], pods: list[Any], names: list[str], t
     return " | ".join(parts)
 
 
+def owning(task: dict[str, Any]) -> bool:
+    """Whether a task report claims ownership: active and not fenced. An active task whose store holds a
+    higher epoch than its own reports `fencedBy`: the executor itself says it processes nothing (it
+    lost the commit race, or learned of the newer owner), so it owns nothing; pure."""
+    return task.get("role") == "active" and not task.get("fencedBy")
+
+
 def double_actives(reports: dict[str, list[dict[str, Any]]]) -> dict[int, list[str]]:
-    """Tasks reported active by more than one member; pure."""
+    """Tasks that more than one member claims to own; pure."""
     owners: dict[int, list[str]] = {}
     for name, tasks in reports.items():
         for task in tasks:
-            if task.get("role") == "active":
+            if owning(task):
                 owners.setdefault(int(task["task"]), []).append(name)
     return {task: names for task, names in owners.items() if len(names) > 1}
 
@@ -197,9 +205,7 @@ class Observer:
         for task, names in double_actives(reports).items():
             self._violation(f"task {task} active on {sorted(names)} at once")
             self.tally.evidence.append(f"task {task}: {evidence(members, pods, names, task)}")
-        per_task = Counter(
-            int(t["task"]) for tasks in reports.values() for t in tasks if t.get("role") == "active"
-        )
+        per_task = Counter(int(t["task"]) for tasks in reports.values() for t in tasks if owning(t))
         self.tally.max_active_owners = max([self.tally.max_active_owners, *per_task.values()])
         for member in members:
             self._check_spec_epochs(member["metadata"]["name"], member.get("spec") or {})

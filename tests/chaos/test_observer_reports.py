@@ -89,3 +89,16 @@ def test_two_current_actives_are_reported_with_their_evidence() -> None:
     said = evidence(members, pods, doubles[4], 4)
     assert "chaos-1: rv=9 generation=3 target epoch=2 acked=3 podUID=u1" in said
     assert "running_since=2026-11-28T10:05:07+00:00" in said
+
+
+def test_an_active_report_fenced_by_a_newer_epoch_claims_no_ownership() -> None:
+    # chaos-1's new process opened the target it found (task 5 at epoch 2) while task 5 had already
+    # been handed to chaos-0 at epoch 3, whose fence is in the store: chaos-1 reports it fenced
+    fenced = _member("chaos-1", "u1", "2026-11-28T10:05:09Z", "2026-11-28T10:05:15Z", [5])
+    fenced["status"]["tasks"][0]["fencedBy"] = 3
+    members = [fenced, _member("chaos-0", "u0", "2026-11-28T09:59:58Z", "2026-11-28T10:05:09Z", [5])]
+    pods = [
+        _pod("chaos-1", "u1", "2026-11-28T10:05:07+00:00"),
+        _pod("chaos-0", "u0", "2026-11-28T09:59:50+00:00"),
+    ]
+    assert double_actives(current_reports(members, pods)) == {}

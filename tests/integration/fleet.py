@@ -5,20 +5,34 @@ real `MembershipClient` and a simulated data plane, so the real coordination cod
 real API server. A member's simulated state survives its pod (like a state volume). Every apply is
 checked, under one lock, for the two things the protocol promises: no task active on two members at
 once, and no task taken from its owner unless some other member holds a caught-up copy.
+
+"At once" is judged by the API server's own order, not by when this process happens to notice a pod
+go: an executor runs exactly while its pod is Ready and not deleted, and a task may be active on a
+new member while an old one still holds it only if the old one's pod had ended at a resourceVersion
+no later than that of the target which made the task active on the new one (the operator may hand a
+task over once the old owner's pod is gone). Pods are watched, so each one's end has its
+resourceVersion; a double ownership whose order the watch has not reached yet is decided once it has.
+Polling pods instead made the checks count a deleted member as running until the next poll, and a
+loaded machine (load 10-13) let the engine restore its tasks elsewhere first.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes import client
+from kubernetes import client, watch
 
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import APP_LABEL, GROUP, MEMBERS, VERSION
 from streamapp.executor.membership import MembershipClient, SimulatedDataPlane
+
+RESOLVE_SECONDS = 120.0
+"""How long `Fleet.violations` waits for the pod watch to reach the order of a suspected double owner."""
 
 
 @dataclass
@@ -27,6 +41,18 @@ class Violations:
 
     double_owned: list[str] = field(default_factory=list)
     cold_handoffs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """`task` active on `member` from the target written at `since` while `other`, running in pod
+    `uid`, still applied a target with it active: a double owner unless that pod ended by `since`."""
+
+    task: int
+    member: int
+    since: int
+    other: int
+    uid: str
 
 
 class CheckedDataPlane(SimulatedDataPlane):
@@ -40,6 +66,11 @@ class CheckedDataPlane(SimulatedDataPlane):
     REVOKE_SECONDS = 0.5
     fleet: Fleet
     member: int
+    uid: str
+    # the resourceVersion of the StreamAppMember the next `apply` comes from (`CheckedClient`), and
+    # per active task that of the target which made it active here
+    version = 0
+    active_since: dict[int, int]
 
     def apply(self, target: StreamAppMemberSpec) -> None:
         current = self._target
@@ -51,8 +82,22 @@ class CheckedDataPlane(SimulatedDataPlane):
             for task in sorted(started):
                 lag = self.lags.get(task)
                 self.fleet.takeovers.append((task, self.member, None if lag is None else round(lag)))
+            self.active_since = {
+                task: self.active_since.get(task, self.version) for task in target.active_epochs()
+            }
             super().apply(target)
             self.fleet.check(self.member, before, target)
+
+
+class CheckedClient(MembershipClient):
+    """The real membership client, telling its data plane which version of the StreamAppMember each
+    target it applies comes from (a watch event's is the version that wrote it)."""
+
+    plane: CheckedDataPlane
+
+    def notice(self, body: Mapping[str, Any]) -> None:
+        self.plane.version = int((body.get("metadata") or {}).get("resourceVersion") or 0)
+        super().notice(body)
 
 
 class Fleet:
@@ -75,7 +120,15 @@ class Fleet:
         self.state_records = state_records
         self.acceptable_lag = acceptable_lag
         self.lock = threading.RLock()
-        self.violations = Violations()
+        self._violations = Violations()
+        self.suspects: list[Suspect] = []
+        # tasks judged handed on after their old owner's pod had ended (the check's allowed case)
+        self.handed_on: set[int] = set()
+        # pod uid → the resourceVersion at which it stopped being Ready and not deleted; the newest
+        # resourceVersion the pod watch has delivered (events and bookmarks: all before it are seen)
+        self.ended: dict[str, int] = {}
+        self.seen = 0
+        self.live: dict[str, Any] = {}
         self.takeovers: list[tuple[int, int, int | None]] = []
         self.planes: dict[int, CheckedDataPlane] = {}
         self.states: dict[int, dict[int, float]] = {}
@@ -95,19 +148,44 @@ class Fleet:
             stop.set()
             thread.join()
 
+    @property
+    def violations(self) -> Violations:
+        """What the checks found, every suspected double owner decided first."""
+        deadline = time.monotonic() + RESOLVE_SECONDS
+        while True:
+            with self.lock:
+                self._resolve()
+                if not self.suspects:
+                    return self._violations
+                if time.monotonic() > deadline:
+                    for suspect in self.suspects:
+                        self._violations.double_owned.append(
+                            f"task {suspect.task} active on {suspect.member} since version {suspect.since} "
+                            f"while member {suspect.other} ran it; its pod's end never seen "
+                            f"(watch at {self.seen})"
+                        )
+                    self.suspects.clear()
+                    return self._violations
+            time.sleep(0.2)
+
     def check(self, member: int, before: StreamAppMemberSpec | None, after: StreamAppMemberSpec) -> None:
         """Called with the lock held after `member` applied `after`."""
         owners: dict[int, list[int]] = {}
         for other, plane in self.planes.items():
-            target = plane._target
-            if target is not None and other in self.running:
-                for task in target.active_epochs():
+            if plane._target is not None:
+                for task in plane._target.active_epochs():
                     owners.setdefault(task, []).append(other)
         for task, who in owners.items():
-            if len(who) > 1:
-                self.violations.double_owned.append(
-                    f"task {task} active on {who} after member {member} applied"
+            for first, second in itertools.combinations(who, 2):
+                # the later of two to take a task must have taken it after the other's pod had ended
+                earlier, later = sorted(
+                    (first, second), key=lambda m: self.planes[m].active_since.get(task, 0)
                 )
+                since = self.planes[later].active_since.get(task, 0)
+                suspect = Suspect(task, later, since, earlier, self.planes[earlier].uid)
+                if suspect not in self.suspects:
+                    self.suspects.append(suspect)
+        self._resolve()
         if before is None:
             return
         for task in set(before.active_epochs()) & set(after.revoking_epochs()):
@@ -121,9 +199,28 @@ class Fleet:
                 and plane.lags.get(task, float("inf")) <= self.acceptable_lag
             ]
             if not warm:
-                self.violations.cold_handoffs.append(
+                self._violations.cold_handoffs.append(
                     f"task {task} revoked from {member} with no caught-up copy"
                 )
+
+    def _resolve(self) -> None:
+        """Decide every suspect the pod watch has reached (lock held): a double owner unless the
+        earlier owner's pod had ended by the version of the target that made the later one active."""
+        pending = []
+        for suspect in self.suspects:
+            end = self.ended.get(suspect.uid)
+            if end is not None and end <= suspect.since:
+                self.handed_on.add(suspect.task)  # the old owner's pod was gone first: allowed
+                continue
+            if end is None and self.seen < suspect.since:
+                pending.append(suspect)  # the watch has not reached that version yet
+                continue
+            self._violations.double_owned.append(
+                f"task {suspect.task} active on [{suspect.other}, {suspect.member}]: member "
+                f"{suspect.member} took it at version {suspect.since}, member {suspect.other}'s pod "
+                + ("still ran" if end is None else f"ended only at version {end}")
+            )
+        self.suspects = pending
 
     def targets(self) -> dict[int, StreamAppMemberSpec]:
         """What each running member is applying now."""
@@ -133,39 +230,104 @@ class Fleet:
             }
 
     def _supervise(self) -> None:
-        """Keep one executor per Ready member pod. While the API server is away, the executors keep
-        running as they are (like a kubelet that cannot reach it)."""
+        """Keep one executor per Ready member pod, following a watch of the app's pods (list, then
+        watch from the listed version; bookmarks advance `seen` while nothing changes). While the API
+        server is away the executors keep running as they are (like a kubelet that cannot reach it)."""
+        version: str | None = None
         while not self._stop.is_set():
             try:
-                pods = self.core.list_namespaced_pod(
-                    self.namespace, label_selector=f"{APP_LABEL}={self.app}", _request_timeout=(5, 15)
-                ).items
-            except Exception:  # the API server restarting, paused or gone: look again shortly
+                if version is None:
+                    version = self._list()
+                version = self._watch(version)
+            except Exception:  # the API server restarting, paused or gone: list again shortly
+                version = None
                 self._stop.wait(1.0)
-                continue
-            ready = {
-                int(p.metadata.labels["streamapp.dev/member"]): p.metadata.uid
-                for p in pods
-                if p.metadata.deletion_timestamp is None
-                and any(c.type == "Ready" and c.status == "True" for c in (p.status.conditions or []))
-            }
-            for member, (uid, stop, thread) in list(self.running.items()):
-                if ready.get(member) != uid:
-                    self._halt(member, stop, thread)
-            for member, uid in ready.items():
-                if member not in self.running:
-                    self._start(member, uid)
-            self._stop.wait(0.2)
+
+    def _list(self) -> str:
+        listed = self.core.list_namespaced_pod(
+            self.namespace, label_selector=f"{APP_LABEL}={self.app}", _request_timeout=(5, 15)
+        )
+        at = int(listed.metadata.resource_version)
+        listed_uids = {p.metadata.uid for p in listed.items}
+        with self.lock:
+            # a pod that went while the watch was down ended no later than this listing
+            for uid, pod in list(self.live.items()):
+                if uid not in listed_uids:
+                    self._observe(pod, at, deleted=True)
+            for pod in listed.items:
+                self._observe(pod, at, deleted=False)
+            self.seen = max(self.seen, at)
+        self._follow_pods()
+        return str(listed.metadata.resource_version)
+
+    def _watch(self, version: str) -> str | None:
+        """One watch from `version` until the server ends it (10 s); the version to go on from, or
+        None to list again (410 Gone)."""
+        stream = watch.Watch()
+        try:
+            for event in stream.stream(
+                self.core.list_namespaced_pod,
+                self.namespace,
+                label_selector=f"{APP_LABEL}={self.app}",
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=10,
+                _request_timeout=(5, 25),
+            ):
+                if self._stop.is_set():
+                    break
+                kind, pod = event["type"], event["object"]
+                if kind == "ERROR":
+                    return None
+                if kind == "BOOKMARK":  # the client leaves a bookmark's object a plain dict
+                    version = str(event["raw_object"]["metadata"]["resourceVersion"])
+                else:
+                    version = pod.metadata.resource_version
+                with self.lock:
+                    if kind != "BOOKMARK":
+                        self._observe(pod, int(version), deleted=kind == "DELETED")
+                    self.seen = max(self.seen, int(version))
+                    self._resolve()
+                self._follow_pods()
+        finally:
+            stream.stop()
+        return version
+
+    def _observe(self, pod: Any, at: int, deleted: bool) -> None:
+        """Record a pod as seen at version `at` (lock held). A pod is live while Ready and not deleted;
+        the first version at which a live pod is no longer live is its end."""
+        uid = pod.metadata.uid
+        live = (
+            not deleted
+            and pod.metadata.deletion_timestamp is None
+            and any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+        )
+        if live and uid not in self.ended:
+            self.live[uid] = pod
+        elif uid in self.live:
+            del self.live[uid]
+            self.ended[uid] = at
+
+    def _follow_pods(self) -> None:
+        """Start an executor for each Ready member pod, halt those whose pod has ended."""
+        with self.lock:
+            ready = {int(p.metadata.labels["streamapp.dev/member"]): uid for uid, p in self.live.items()}
+        for member, (uid, stop, thread) in list(self.running.items()):
+            if ready.get(member) != uid:
+                self._halt(member, stop, thread)
+        for member, uid in ready.items():
+            if member not in self.running:
+                self._start(member, uid)
 
     def _start(self, member: int, uid: str) -> None:
         plane = CheckedDataPlane(self.restore_rate, self.state_records, self.states.setdefault(member, {}))
-        plane.fleet = self
-        plane.member = member
+        plane.fleet, plane.member, plane.uid, plane.active_since = self, member, uid, {}
         with self.lock:
             self.planes[member] = plane
-        membership = MembershipClient(
+        membership = CheckedClient(
             self.api, self.namespace, self.app, member, uid, plane, report_interval=0.5
         )
+        membership.plane = plane
         self.clients[member] = membership
         stop = threading.Event()
         thread = threading.Thread(target=membership.run, args=(stop,), name=f"member {member}", daemon=True)
@@ -173,10 +335,8 @@ class Fleet:
         thread.start()
 
     def _halt(self, member: int, stop: threading.Event, thread: threading.Thread) -> None:
-        """The pod is gone: its executor stops processing at once, as a killed process does, so the
-        checks stop counting it now; its thread (which may be mid-call for a while) is joined after.
-        Counting it until the join made the checks see a lost member's tasks on two members whenever
-        the engine restored them elsewhere quicker than the thread ended (220 ms in one run)."""
+        """The pod has ended: its executor stops processing, as a killed process does (the checks
+        judge by the pod's end, not by this); its thread (which may be mid-call) is joined after."""
         stop.set()
         with self.lock:
             self.running.pop(member, None)

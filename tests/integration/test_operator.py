@@ -198,6 +198,8 @@ def test_a_member_that_cannot_come_back_has_its_tasks_restored_at_once(
         takeovers = {t: lag for t, _member, lag in fleet.takeovers if t in lost}
         assert set(takeovers) == lost
         assert_clean(fleet)
+        # the single-owner check judged each of them by the order of the pod's end and the takeover
+        assert lost <= fleet.handed_on, f"judged {sorted(fleet.handed_on)} of {sorted(lost)}"
 
 
 def test_a_wiped_intent_neither_sends_the_generation_back_nor_stalls_a_scale_out(
