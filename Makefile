@@ -178,7 +178,8 @@ node-binaries: $(STAMP)
 helm: $(STAMP)
 	@$(TIMED) PYTHONPATH=e2e $(PY) -m helmtool build
 
-## s3server: build (once, cached in ~/.cache/streamapp/seaweedfs/<version>) the SeaweedFS S3 server the S3 tests run on
+## s3server: build (once, cached in ~/.cache/streamapp/seaweedfs-s3/<version>) the SeaweedFS S3 server the S3 tests run on,
+## trimmed to its `weed mini` (e2e/s3server/build.py)
 s3server: $(STAMP)
 	@$(TIMED) PYTHONPATH=e2e $(PY) -m s3server install
 

@@ -9,7 +9,7 @@ writers per key on it. It is Apache-2.0 and on the Go module proxy (a pseudo-ver
 replaces one module with a fork, which the wrapper module repeats (`localcluster.gowrapper`). `weed mini`
 runs master, volume server, filer and S3 gateway in one process; data lives in the state directory.
 
-`install.ensure_installed()` builds `~/.cache/streamapp/seaweedfs/<version>/weed` (about 5 min on 2
-cores, with progress lines); `server.start` / `server.stop` run it; `python -m s3server install|down`
+`install.ensure_installed()` builds `~/.cache/streamapp/seaweedfs-s3/<version>/weed`, trimmed to
+`weed mini` by `build.trim` (about 2.5 min on 2 cores, with progress lines); `server.start` / `server.stop` run it; `python -m s3server install|down`
 builds it or stops the one a cluster directory holds (`make cluster-down` calls it).
 """
