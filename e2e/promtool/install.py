@@ -57,7 +57,14 @@ def ensure_server_installed() -> float | None:
 
 
 if __name__ == "__main__":
+    # `python -m promtool.install [promtool] [prometheus]`: those (both by default), unless cached
+    wanted = set(sys.argv[1:]) or {TOOL.name, SERVER.name}
+    unknown = wanted - {TOOL.name, SERVER.name}
+    if unknown:
+        sys.exit(f"unknown: {', '.join(sorted(unknown))} (promtool, prometheus)")
     for tool, build in ((TOOL, ensure_installed), (SERVER, ensure_server_installed)):
+        if tool.name not in wanted:
+            continue
         took = build()
         print(
             f"{tool.name} {VERSION}: {tool.path()}"

@@ -55,6 +55,9 @@ from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
+# make test-autoscaling runs these; make test leaves them out (TEST_MARKS) with the builds they need
+pytestmark = pytest.mark.autoscaling
+
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "streamapp-operator"
 SAMPLE = REPO / "manifests" / "samples" / "keda-scaledobject.yaml"
