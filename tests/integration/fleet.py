@@ -157,7 +157,8 @@ class Fleet:
                 self._resolve()
                 if not self.suspects:
                     return self._violations
-                if time.monotonic() > deadline:
+                # the watch cannot reach a version once it has stopped (after the `with`): decide now
+                if time.monotonic() > deadline or not self._thread.is_alive():
                     for suspect in self.suspects:
                         self._violations.double_owned.append(
                             f"task {suspect.task} active on {suspect.member} since version {suspect.since} "
