@@ -18,12 +18,13 @@ from kubernetes import client, config
 
 from streamapp.controller.admission import ALLOW_FLAG, PodPolicy
 from streamapp.controller.backoff import Backoffs
-from streamapp.controller.handlers import lighten, watch_only_members
+from streamapp.controller.handlers import lighten, relists, watch_only_members
 from streamapp.controller.handlers import register as register_handlers
 from streamapp.controller.kube import Kube
 from streamapp.controller.leader import LeaseConfig, LeaseLock, Renewals, bounded_client, lead
 from streamapp.controller.loops import MIN_RECONCILE_INTERVAL_SECONDS, AppLoops
 from streamapp.controller.metrics import Metrics
+from streamapp.controller.relist import Lister
 
 log = logging.getLogger("streamapp.operator")
 
@@ -156,7 +157,8 @@ async def _act(
         policy,
         min_interval=args.min_reconcile_interval,
     )
-    register_handlers(registry, loops, explicit_kubeconfig=bool(args.kubeconfig))
+    relisted = relists(Lister(api, tuple(args.namespace or ())), loops)
+    register_handlers(registry, loops, explicit_kubeconfig=bool(args.kubeconfig), relisted=relisted)
     settings = kopf.OperatorSettings()
     watch_only_members(settings)
     lighten(settings)

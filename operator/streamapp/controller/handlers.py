@@ -5,7 +5,8 @@ Nothing here decides anything: handlers only route what the watches see to the a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 import kopf
@@ -13,6 +14,7 @@ import kopf
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
 from streamapp.controller.loops import AppLoops, Key, Sources
 from streamapp.controller.observe import controlling_app
+from streamapp.controller.relist import Kind, Lister, Relists
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # The supporting children (controller.supporting): (group/version, plural, kind, index id).
@@ -60,8 +62,33 @@ def lighten(settings: kopf.OperatorSettings) -> None:
     settings.persistence.diffbase_storage = UnusedDiffBase()
 
 
-def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconfig: bool = False) -> None:
-    """Register every handler on `registry`, routing to `loops`.
+def relists(lister: Lister, loops: AppLoops) -> Relists:
+    """Sweeps for what a watch's 410 Gone left indexed though gone (controller.relist), over every
+    kind indexed by app; made on the event loop kopf runs on."""
+    kinds = (
+        Kind("v1", "pods", "member_pods"),
+        Kind(f"{GROUP}/{VERSION}", MEMBERS, "app_members"),
+        *(Kind(api_version, plural, index_id) for api_version, plural, _, index_id in SUPPORTING),
+    )
+    return Relists(
+        lister,
+        kinds,
+        Kind(f"{GROUP}/{VERSION}", APPS, ""),
+        APP_LABEL,
+        wake=lambda body: _wake_owner(loops, str(body["metadata"].get("namespace", "")), body, urgent=True),
+        running_apps=lambda: loops.apps,
+        stop_app=loops.stop,
+        loop=asyncio.get_running_loop(),
+    )
+
+
+def register(
+    registry: kopf.OperatorRegistry,
+    loops: AppLoops,
+    explicit_kubeconfig: bool = False,
+    relisted: Relists | None = None,
+) -> None:
+    """Register every handler on `registry`, routing to `loops`; `relisted` sweeps after a relist.
 
     Handlers take kopf's keyword arguments as `**kwargs` (kopf passes many; each uses a few).
     Children are indexed by their controlling StreamApp (ownerReference), not by labels alone: a
@@ -90,8 +117,16 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconf
         zone = kwargs["labels"].get(ZONE_LABEL)
         return {kwargs["name"]: zone} if zone else None
 
+    def saw(kind: str, kwargs: Mapping[str, Any]) -> None:
+        if relisted is not None:
+            relisted.saw(kind, kwargs)
+
+    def present(bodies: Iterable[Any]) -> Iterable[Any]:
+        return relisted.present(bodies) if relisted is not None else bodies
+
     @kopf.on.event("v1", "pods", registry=registry)
     def pod_changed(**kwargs: Any) -> None:
+        saw("pods", kwargs)
         # A member pod came, went or changed readiness: liveness, which a failover waits on.
         _wake_owner(loops, kwargs["namespace"], kwargs["body"], urgent=True)
 
@@ -99,14 +134,16 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconf
 
     @kopf.on.event(GROUP, VERSION, MEMBERS, registry=registry)
     def member_changed(**kwargs: Any) -> None:
+        saw(MEMBERS, kwargs)
         urgent = acknowledged.new(kwargs["type"], kwargs["body"])
         _wake_owner(loops, kwargs["namespace"], kwargs["body"], urgent=urgent)
 
     for api_version, plural, kind, index_id in SUPPORTING:
-        _register_supporting(registry, loops, api_version, plural, kind, index_id)
+        _register_supporting(registry, loops, api_version, plural, kind, index_id, saw)
 
     @kopf.on.event(GROUP, VERSION, APPS, registry=registry)
     async def app_changed(**kwargs: Any) -> None:
+        saw(APPS, kwargs)
         key: Key = (kwargs["namespace"], kwargs["name"])
         if kwargs["type"] == "DELETED":
             await loops.stop(key)
@@ -116,16 +153,22 @@ def register(registry: kopf.OperatorRegistry, loops: AppLoops, explicit_kubeconf
         zones: kopf.Index[str, str] = kwargs["node_zones"]
         owned: list[kopf.Index[Key, Any]] = [kwargs[index_id] for *_, index_id in SUPPORTING]
         sources = Sources(
-            pods=lambda k: _values(pods, k),
-            members=lambda k: _values(members, k),
+            pods=lambda k: present(_values(pods, k)),
+            members=lambda k: present(_values(members, k)),
             zones=lambda: {node: zone for node, found in zones.items() for zone in found},
-            supporting=lambda k: [body for index in owned for body in _values(index, k)],
+            supporting=lambda k: present([body for index in owned for body in _values(index, k)]),
         )
         loops.upsert(key, _plain(kwargs["body"]), sources)
 
 
 def _register_supporting(
-    registry: kopf.OperatorRegistry, loops: AppLoops, api_version: str, plural: str, kind: str, index_id: str
+    registry: kopf.OperatorRegistry,
+    loops: AppLoops,
+    api_version: str,
+    plural: str,
+    kind: str,
+    index_id: str,
+    saw: Callable[[str, Mapping[str, Any]], None],
 ) -> None:
     """Index one kind of supporting child by its app, and wake the app when one changes or goes."""
 
@@ -135,6 +178,7 @@ def _register_supporting(
 
     @kopf.on.event(api_version, plural, registry=registry, id=f"{index_id}_changed")
     def changed(**kwargs: Any) -> None:
+        saw(plural, kwargs)
         _wake_owner(loops, kwargs["namespace"], kwargs["body"])
 
 

@@ -1,7 +1,8 @@
 """The operator's writes to the Kubernetes API, and nothing else (the imperative shell's edge).
 
 Reads come from kopf's watch-fed indices, never from LIST calls, so a reconcile costs writes only
-for what changed. Creating something that already exists and deleting something already gone are
+for what changed (only after kopf re-lists a kind does `controller.relist` list, to find what the
+indices still hold though it is gone). Creating something that already exists and deleting something already gone are
 not errors: a restarted operator may repeat the last step it took — but only when what exists is the
 operator's own. A name can be taken by anyone who may create objects in the namespace: an object that
 merely carries the name the operator would give its child (a ServiceAccount bound to `edit`, a claim
