@@ -112,6 +112,29 @@ def test_a_released_lease_is_taken_at_once() -> None:
     assert lock(store, "b", clock).try_acquire(dt.datetime.now(dt.UTC))
 
 
+def test_a_release_that_conflicts_with_our_own_renewal_reads_again_and_releases() -> None:
+    """A renewal of ours lands between the release's read and its write: the write conflicts, and
+    the release, the lease still ours, reads again and gives it up (it used to give up on the 409,
+    leaving the lease held until it expired)."""
+    store, clock = LeaseStore(), Clock()
+    a = lock(store, "a", clock)
+    assert a.try_acquire(dt.datetime.now(dt.UTC))
+    before = store.read_namespaced_lease("", "")
+    store.renew_as("a", dt.datetime.now(dt.UTC))  # the renewal in flight lands after the release read
+    store.stale = before
+    assert a.release()
+    assert store.lease is not None and store.lease.spec.holder_identity is None
+
+
+def test_a_release_leaves_a_lease_another_replica_took() -> None:
+    store, clock = LeaseStore(), Clock()
+    a = lock(store, "a", clock)
+    assert a.try_acquire(dt.datetime.now(dt.UTC))
+    store.renew_as("b", dt.datetime.now(dt.UTC))
+    assert not a.release()
+    assert store.lease is not None and store.lease.spec.holder_identity == "b"
+
+
 def test_a_write_racing_another_candidate_loses_on_the_resource_version() -> None:
     store, clock = LeaseStore(), Clock()
     a = lock(store, "a", clock)

@@ -13,8 +13,9 @@ attempts to renew run on a thread of their own (`Renewals`), and the replica sto
 `renew_deadline` has passed since the last attempt that succeeded began — whatever attempt is in
 flight, however long a hung API server keeps it. Every call has a timeout and no hidden retries
 (`bounded_client`: urllib3 retried a failed call three times, so one "attempt" could take ~40 s). On
-shutdown the replica stops acting, waits a bounded moment for the reconcile in flight, and releases
-the Lease, so a successor takes over within its next retry (`lead`).
+shutdown the replica stops acting, waits a bounded moment for the reconcile in flight and for the
+renewal in flight, and releases the Lease — reading it again and retrying while a write conflicts and
+the Lease still names it — so a successor takes over within its next retry (`lead`).
 """
 
 from __future__ import annotations
@@ -95,20 +96,36 @@ class LeaseLock:
         duration = spec.lease_duration_seconds or self.config.lease_duration
         return self.clock() - self._observed_at > duration
 
-    def release(self) -> None:
-        """Give the lease up at once on a clean shutdown, so a successor need not wait it out."""
+    def release(self) -> bool:
+        """Give the lease up at once on a clean shutdown, so a successor need not wait it out; True
+        when this call released it.
+
+        A write that conflicts means the Lease changed since we read it — a renewal of ours that
+        was still in flight renewed it — so while the record still names us, read it again and retry:
+        giving up there left the lease held until it expired (15 s without a leader)."""
         c = self.config
-        try:
-            lease = self.api.read_namespaced_lease(c.name, c.namespace, _request_timeout=c.request_timeout)
-            spec = lease.spec
-            if spec is not None and spec.holder_identity == c.identity:
+        for _ in range(RELEASE_ATTEMPTS):
+            try:
+                lease = self.api.read_namespaced_lease(
+                    c.name, c.namespace, _request_timeout=c.request_timeout
+                )
+                spec = lease.spec
+                if spec is None or spec.holder_identity != c.identity:
+                    return False  # not ours (any more): nothing to give up
                 spec.holder_identity = None
                 spec.renew_time = None
                 self.api.replace_namespaced_lease(
                     c.name, c.namespace, lease, _request_timeout=c.request_timeout
                 )
-        except ApiException as error:
-            log.warning("could not release lease %s: %s", c.name, error.reason)
+                return True
+            except ApiException as error:
+                if error.status != 409:
+                    log.warning("could not release lease %s: %s", c.name, error.reason)
+                    return False
+        log.warning(
+            "could not release lease %s: it kept changing under %d attempts", c.name, RELEASE_ATTEMPTS
+        )
+        return False
 
     def _create(self, now: dt.datetime) -> bool:
         c = self.config
@@ -130,6 +147,10 @@ class LeaseLock:
             raise
         return True
 
+
+RELEASE_ATTEMPTS = 5
+"""Reads and writes a release tries while its writes conflict (each conflict is a write of our own
+renewal; after the renewals stop, at most one can be in flight)."""
 
 REQUEST_TIMEOUT = (5.0, 10.0)
 """(connect, read) seconds of every call the operator makes itself (kopf's watches keep its settings)."""
@@ -178,8 +199,15 @@ class Renewals:
         self._thread.start()
 
     def stop(self) -> None:
-        """No attempt starts after this (one in flight may still end: its write then conflicts)."""
+        """No attempt starts after this (one in flight may still end: see `settle`)."""
         self._stopped.set()
+
+    def settle(self) -> None:
+        """After `stop`, wait up to one call's timeout for the attempt in flight, so that a release
+        does not race it (should it still run, its write conflicts with the release, or the release
+        retries on a fresh read)."""
+        if self._thread.is_alive():
+            self._thread.join(self.config.request_timeout)
 
     def held(self) -> bool:
         began = self.succeeded_at
@@ -233,5 +261,6 @@ def lead(
     finally:
         renewals.stop()
         if renewals.held():
-            renewals.lock.release()
-            log.info("released lease %s/%s", config.namespace, config.name)
+            renewals.settle()
+            if renewals.lock.release():
+                log.info("released lease %s/%s", config.namespace, config.name)
