@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from streamapp.controller import backoff
 from streamapp.controller.admission import STRICT, PodPolicy
+from streamapp.controller.conflicts import Streak, conflicting_object
 from streamapp.controller.kube import Kube
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
@@ -121,6 +122,7 @@ class AppLoops:
 
     async def _run(self, key: Key, sources: Sources) -> None:
         failures = 0
+        conflicts = Streak()
         while True:
             wakeup, urgent = self.wakeups[key], self.urgent[key]
             wakeup.clear()
@@ -139,9 +141,13 @@ class AppLoops:
                     _on_cpu, self.step, self.kube, observed, self.clock(), self.metrics, self.policy, memo
                 )
                 failures = 0
+                conflicts.ended()
             except ApiException as error:
                 if error.status == 409:  # the app changed since the plan was made: plan again on it
-                    outcome = Outcome(self.clock() + CONFLICT_RETRY_SECONDS, None)
+                    retry_at = self.clock() + CONFLICT_RETRY_SECONDS
+                    outcome = Outcome(retry_at, None)
+                    if conflicts.conflicted(conflicting_object(error.body)):
+                        outcome = await self._report(key, conflicts.message(_body(error)), retry_at)
                 else:
                     failures += 1
                     log.warning("reconcile of %s/%s failed (%s %s)", *key, error.status, error.reason)
@@ -163,6 +169,10 @@ class AppLoops:
         retry_at = self.clock() + backoff.delay(failures, 1.0, MAX_BACKOFF_SECONDS)
         if failures < FAILURES_BEFORE_REPORT:
             return Outcome(retry_at, None)
+        return await self._report(key, error, retry_at)
+
+    async def _report(self, key: Key, error: str, retry_at: float) -> Outcome:
+        """Show a reconcile that keeps failing (`report_failure`), and try again at `retry_at`."""
         try:
             written = await asyncio.to_thread(report_failure, self.kube, self.apps[key], error, self.clock())
         except Exception as reporting:

@@ -1,0 +1,68 @@
+"""A streak of write conflicts shows on the app, naming the object, and clears once writes succeed.
+
+A fault proxy (faultproxy.py) between the operator and the real API server answers every patch of
+the app's StreamAppMembers with 409 Conflict, as another writer that always wins would. A scale then
+needs those patches: after `CONFLICTS_BEFORE_REPORT` conflicts in a row the app is Degraded with
+reason ReconcileFailed and a Warning Event, both naming the member; once the patches go through
+again, the condition is cleared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from faultproxy import FaultProxy
+from kubernetes import client
+from operator_support import APP, Operators, app, create_app, scale
+
+from localcluster.waiting import wait_for
+from streamapp.api.names import GROUP, MEMBERS, VERSION
+
+
+def degraded(api: client.ApiClient, namespace: str) -> dict[str, Any]:
+    conditions = (app(api, namespace).get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Degraded"), {})
+
+
+def warnings(api: client.ApiClient, namespace: str) -> list[str]:
+    events = client.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={APP}"
+    )
+    return [f"{e.reason}: {e.message}" for e in events.items if e.type == "Warning"]
+
+
+def members(api: client.ApiClient, namespace: str) -> int:
+    listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS)
+    return len(listed["items"])
+
+
+def test_a_streak_of_conflicts_is_shown_naming_the_object_and_cleared(
+    api_client: client.ApiClient,
+    namespace: str,
+    operators: Operators,
+    kubeconfig_path: Path,
+    tmp_path: Path,
+) -> None:
+    with FaultProxy(kubeconfig_path, tmp_path) as proxy:
+        operators.kubeconfig = proxy.kubeconfig
+        operators.start()
+        create_app(api_client, namespace, replicas=2, partitions=4)
+        wait_for(lambda: members(api_client, namespace) == 2, 90, "two members")
+        proxy.conflict("PATCH", MEMBERS)
+        scale(api_client, namespace, 3)
+        named = f"{MEMBERS} {APP}-"
+        wait_for(
+            lambda: any(named in w for w in warnings(api_client, namespace)),
+            120,
+            "a Warning Event naming the member whose writes conflict",
+        )
+        wait_for(
+            lambda: named in degraded(api_client, namespace).get("message", ""), 60, "Degraded naming it"
+        )
+        proxy.conflict("PATCH", MEMBERS, on=False)
+        wait_for(
+            lambda: named not in degraded(api_client, namespace).get("message", ""),
+            120,
+            "the condition cleared once the writes go through",
+        )
