@@ -4,6 +4,12 @@ The operator writes `spec` (what the member should run at which generation); the
 writes only `status` (what it has applied and how far behind each copy is). Splitting the two through
 the status subresource lets the executor's Role patch its progress without being able to change its
 own assignment.
+
+Both share one object, and etcd refuses one over 1.5 MiB; a member may hold all 100,000 tasks of an
+app. So each side writes lists and rows while they fit in 512 KiB — byte for byte the previous
+version's form — and a packed field beyond (`spec.packed`: `pack_tasks`; `status.packed`:
+`pack_report`), which the models read back into the same lists: whichever form was written, readers
+see one model (docs/design.md, "One member of 100,000 tasks").
 """
 
 from __future__ import annotations
@@ -474,10 +480,11 @@ def pack_report(
     and three of figures in that row order. Where that would not fit in `budget` (figures that are
     all different and large: ~6 bytes a copy), the input lags are left blank, then the restore sizes
     (`REPORT_FIGURES`); task gaps and lags alone take at most ~2 bytes a copy, ~0.2 MB at 100,000.
-    What the operator acts on per task but only a few rows carry — fencing, a store epoch above the
-    copy's own, how a task resumed — stays a whole row, in that order of priority, as many as fit in
-    what `budget` leaves; the rest waits for a later report (a fenced task the operator has given a
-    new epoch drops out)."""
+    What the operator acts on per task but only a few rows carry — fencing, a store epoch above an
+    owned copy's own, how a task resumed — stays a whole row, in that order of priority, as many as
+    fit in what `budget` leaves (~3,000); the rest are left out until those before them drop out (a
+    fenced task once the operator has given it a new epoch). Left out for every copy: the report's
+    epochs and applied positions, which the operator does not read."""
     by_role: dict[str, list[TaskReport]] = {role: [] for role in ROLES}
     for row in sorted(rows, key=lambda r: r.task):
         by_role[row.role].append(row)
@@ -512,12 +519,10 @@ def _cell(value: int | None) -> str:
 
 
 def _notable(row: TaskReport) -> bool:
-    """Whether a row says more than its packed form keeps."""
-    return (
-        row.fenced_by is not None
-        or (row.store_epoch is not None and row.store_epoch > (row.epoch or 0))
-        or row.resumed_by is not None
-    )
+    """Whether a row says more than its packed form keeps. A store epoch counts only above an owned
+    copy's own epoch: a standby's or warmup's is its owner's, which the operator handed out itself."""
+    ahead = row.role in ("active", "revoking") and (row.store_epoch or 0) > (row.epoch or 0)
+    return row.fenced_by is not None or ahead or row.resumed_by is not None
 
 
 def _priority(row: TaskReport) -> int:
@@ -607,8 +612,8 @@ class StreamAppMemberStatus(Model):
             "The copies in compact form, written when their rows would not fit in one object (over "
             "512 KiB: thousands of copies on one member): every copy by task and role with its lag, "
             "restoreRows and inputLag rounded up to two significant digits, base64 of deflated text; "
-            "tasks then lists only the copies that say more (fenced, a store epoch above their own, "
-            "how they resumed), as many as fit. Operators read both forms.",
+            "tasks then lists only the copies that say more (fenced, an owned copy's store epoch above "
+            "its own, how they resumed), as many as fit. Operators read both forms.",
             max_length=REPORT_LIST_BYTES,
         ),
     )
