@@ -130,6 +130,7 @@ def test_status_shape() -> None:
         "tasks",
         "setupError",
         "restoreRate",
+        "packed",
     }
     assert member_status["tasks"]["items"]["properties"]["role"]["enum"] == [
         "active",

@@ -31,10 +31,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "streamapp"
 
 
 def filled(model: type[Any], numbers: typing.Iterator[int] | None = None) -> Any:
-    """An instance of `model` with every field set to a value unlike its default."""
+    """An instance of `model` with every field set to a value unlike its default — but `packed`, a
+    wire form of the lists beside it that the model reads back into them (tests/api/test_member_packing.py)."""
     numbers = numbers or count(1)
     hints = field_types(model)
-    return model(**{f.name: _value(hints[f.name], numbers) for f in dataclasses.fields(model)})
+    return model(
+        **{f.name: _value(hints[f.name], numbers) for f in dataclasses.fields(model) if f.name != "packed"}
+    )
 
 
 def _value(tp: Any, numbers: typing.Iterator[int]) -> Any:

@@ -72,7 +72,8 @@ def member_spec(
     """A StreamAppMember's spec: the member's target at the generation that last changed it, in the
     wire form of `api.member.StreamAppMemberSpec` (the model the executor parses it with); `retiring`
     tells its executor to finish handing over on SIGTERM rather than stop at once, `lag_thresholds`
-    which copy lags to report without delay (`RebalanceConfig.lag_thresholds`)."""
+    which copy lags to report without delay (`RebalanceConfig.lag_thresholds`). Lists while they
+    fit, packed beyond (`StreamAppMemberSpec.wire`; raises `TargetTooLarge` past what even that holds)."""
     target = target or MemberTarget({}, {}, (), ())
     spec = StreamAppMemberSpec.of(
         app,
@@ -85,7 +86,7 @@ def member_spec(
         retiring,
         lag_thresholds,
     )
-    return spec.to_dict()
+    return spec.wire()
 
 
 def same_target(spec: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from streamapp.api.member import report_rows
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import MemberView
 from streamapp.rebalance.costs import (
@@ -37,7 +38,7 @@ def samples(status: Body) -> list[Sample]:
     """The resumptions a member's status reports."""
     return [
         Sample(str(t["resumedBy"]), float(t["resumedAfter"]))
-        for t in status.get("tasks") or []
+        for t in report_rows(status)
         if t.get("resumedBy") is not None and t.get("resumedAfter") is not None
     ]
 

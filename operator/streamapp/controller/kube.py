@@ -90,9 +90,11 @@ class Kube:
         )
 
     def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
-        """Replace the target fields of a StreamAppMember's spec."""
+        """Replace the target fields of a StreamAppMember's spec (a merge patch: `packed` is written as
+        null unless set, so a target back in list form drops the packed one it replaces)."""
         self._guard()
-        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name, {"spec": spec})
+        body = {"spec": {"packed": None, **spec}}
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name, body)
 
     def delete_member(self, namespace: str, name: str) -> None:
         """Delete a StreamAppMember."""

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from streamapp.api.fields import ValidationError
-from streamapp.api.member import StreamAppMemberSpec
+from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, costs, recovery, rollout, supporting
@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 INTENT_REBUILT = "IntentRebuilt"
 NAME_CONFLICT = "NameConflict"
 POD_REFUSED = "PodRefused"
+TARGET_TOO_LARGE = "TargetTooLarge"
 BLOCKED_RETRY_SECONDS = 30.0
 """A name taken by someone else, or a pod the API server refuses, stays so until a person acts; the
 watches wake the loop when the app or its children change, so a slow retry costs nothing."""
@@ -176,10 +177,18 @@ def reconcile(
         rollout.announce(kube, app, step, pods, owned)
         _report(kube, app, result, previous, views, metrics)
         _manage_pods(kube, model, config, result, pods, observed.members)
-    except (NameConflict, PodRefused) as blocked:
+    except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
         # Nothing else is touched meanwhile: no pod is created or deleted, running ones keep running.
-        reason = NAME_CONFLICT if isinstance(blocked, NameConflict) else POD_REFUSED
+        # A member target too large for etcd is refused before any member is written, so no wave of
+        # a handoff goes out without the other.
+        reason = (
+            NAME_CONFLICT
+            if isinstance(blocked, NameConflict)
+            else TARGET_TOO_LARGE
+            if isinstance(blocked, TargetTooLarge)
+            else POD_REFUSED
+        )
         if memo.blocked != (reason, str(blocked)):
             kube.event(app, reason, str(blocked), warning=True)
         memo.blocked = (reason, str(blocked))
@@ -312,7 +321,9 @@ def _write_member_specs(
     next epoch in one step (a restore elsewhere, a standby's failover, a reservation expired); written
     together, a reader of the members — an executor whose pod comes back, an observer — could find
     the new owner's target while the old one's still names the task active at the older epoch. If the
-    first wave fails, the second is not written: the new epoch waits for the next reconcile."""
+    first wave fails, the second is not written: the new epoch waits for the next reconcile. Every
+    target is rendered before the first write, so one too large for etcd even packed
+    (`TargetTooLarge`) stops the step before either wave."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
     memo = memo or Memo()
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}

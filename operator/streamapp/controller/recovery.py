@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from streamapp.api.member import StreamAppMemberSpec
 from streamapp.controller.intent import decode
 from streamapp.rebalance import Assignment
 from streamapp.rebalance.model import TaskAssignment
@@ -46,30 +47,32 @@ def read_intent(app: Body, partitions: int) -> Assignment:
 
 
 def intent_from_members(members: Iterable[Body], partitions: int) -> Assignment:
-    """The assignment the members' specs describe (tasks no member holds are unassigned)."""
+    """The assignment the members' specs describe (tasks no member holds are unassigned), each read
+    with the model its executor reads it with (`api.member`: lists or packed alike); raises
+    ValidationError for a spec that does not parse."""
     tasks = [TaskAssignment() for _ in range(partitions)]
     generation = 0
-    for body in sorted(members, key=lambda b: int((b.get("spec") or {}).get("memberId", 0))):
-        spec = body.get("spec") or {}
-        member, since = int(spec["memberId"]), int(spec.get("generation") or 0)
+    specs = [StreamAppMemberSpec.from_dict(body.get("spec") or {}) for body in members]
+    for spec in sorted(specs, key=lambda s: s.member_id):
+        member, since = spec.member_id, spec.generation
         generation = max(generation, since)
-        for entry, revoking in [(e, False) for e in spec.get("active") or []] + [
-            (e, True) for e in spec.get("revoking") or []
-        ]:
-            task, epoch = int(entry["task"]), int(entry["epoch"])
+        owned = [(t.task, t.epoch, False) for t in spec.active] + [
+            (t.task, t.epoch, True) for t in spec.revoking
+        ]
+        for task, epoch, revoking in owned:
             if 0 <= task < partitions and tasks[task].active is None:
                 tasks[task] = replace(
                     tasks[task], active=member, epoch=epoch, revoking_since=since if revoking else None
                 )
-        for task in _tasks(spec.get("standby"), partitions):
+        for task in _tasks(spec.standby, partitions):
             tasks[task] = replace(tasks[task], standbys=(*tasks[task].standbys, member))
-        for task in _tasks(spec.get("warmup"), partitions):
+        for task in _tasks(spec.warmup, partitions):
             tasks[task] = replace(tasks[task], warmups=(*tasks[task].warmups, member))
     return Assignment(generation=generation, tasks=tuple(tasks))
 
 
-def _tasks(listed: Any, partitions: int) -> list[int]:
-    return [int(t) for t in listed or [] if 0 <= int(t) < partitions]
+def _tasks(listed: Iterable[int], partitions: int) -> list[int]:
+    return [t for t in listed if 0 <= t < partitions]
 
 
 def highest_generation(members: Iterable[Body]) -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from streamapp.api.member import report_rows
 from streamapp.api.names import member_name, selector
 from streamapp.controller.intent import encode as encode_intent
 from streamapp.controller.observe import PodState
@@ -301,7 +302,7 @@ def digest(body: Body) -> ReportDigest:
     """The digest of one StreamAppMember body (its spec's member id and generation, its report)."""
     spec, status = body.get("spec") or {}, body.get("status") or {}
     member = spec.get("memberId")
-    tasks = [t for t in status.get("tasks") or [] if t.get("role") == "active"]
+    tasks = [t for t in report_rows(status) if t.get("role") == "active"]
     return ReportDigest(
         member=int(member) if member is not None else None,
         pod_uid=status.get("podUID"),
