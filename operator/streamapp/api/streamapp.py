@@ -446,7 +446,9 @@ class Executor(Model):
             "Run each member's Spark on the cluster (a k8s:// master), its Spark executors pods of the "
             "member's image owned by the member pod, instead of inside the member pod. The member's "
             "ServiceAccount then may create, list and delete pods, services, configmaps and claims in "
-            "the namespace, as Spark's driver must: give such an app a namespace of its own."
+            "the namespace, as Spark's driver must: give such an app a namespace of its own. Runs only "
+            "where the operator allows it (--allow-spark-executors); the pods members create are held "
+            "to the restricted profile, their own account and the app's image by an admission policy."
         ),
     )
     pod_template: dict[str, Any] | None = field(
