@@ -424,3 +424,49 @@ def test_rbac_create_false_leaves_the_operators_rbac_to_the_cluster(helm: list[s
     assert {"Deployment", "ServiceAccount"} <= kinds
     with_rbac = {o["kind"] for o in template(helm, None, tmp_path)}
     assert {"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= with_rbac
+
+
+@pytest.mark.parametrize(
+    ("values", "flag", "policies"),
+    [
+        ({}, False, {"spark-executors"}),
+        ({"sparkExecutors": {"allowed": True}}, True, {"member-pods"}),
+        ({"sparkExecutors": {"allowed": True}, "podTemplates": {"allowPrivileged": True}}, True, set()),
+    ],
+)
+def test_spark_executors_are_refused_unless_allowed_and_then_fenced(
+    helm: list[str], tmp_path: Path, values: dict[str, Any], flag: bool, policies: set[str]
+) -> None:
+    """Off by default: no operator flag and the gate policy; allowed: the flag and the member-pods
+    policy instead (on an API server that serves admission policies)."""
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    served = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+    result = run_helm(
+        helm,
+        "template",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "-f",
+        str(path),
+        "--api-versions",
+        served,
+    )
+    assert result.returncode == 0, result.stderr
+    objects = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    assert ("--allow-spark-executors" in container(objects)["args"]) is flag
+    prefix = f"{NAMESPACE}-{FULLNAME}-"
+    spark = {
+        o["metadata"]["name"].removeprefix(prefix)
+        for o in objects
+        if o["kind"] == "ValidatingAdmissionPolicy" and not o["metadata"]["name"].endswith("-pod-templates")
+    }
+    assert spark == policies
+    for name in policies:
+        binding = one(objects, "ValidatingAdmissionPolicyBinding", prefix + name)
+        assert binding["spec"]["policyName"] == prefix + name
+    if "member-pods" in policies:
+        member_pods = one(objects, "ValidatingAdmissionPolicyBinding", prefix + "member-pods")
+        assert member_pods["spec"]["paramRef"] == {"selector": {}, "parameterNotFoundAction": "Allow"}

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 from test_agent_settings import ENV
+from test_s3_pod_env import app
 
-from streamapp.api.names import IMAGE_ENV, SPARK_EXECUTORS_ENV
+from streamapp.api.names import IMAGE_ENV, SPARK_EXECUTORS_ENV, executor_account
 from streamapp.api.security import container_security_context, pod_security_context
 from streamapp.api.streamapp import SparkExecutors
+from streamapp.controller import children
 from streamapp.controller.admission import violations
 from streamapp.executor import sparkk8s
 from streamapp.executor.agent import PodSettings, SetupError
@@ -26,9 +28,15 @@ POD = {
 }
 
 
-def test_the_driver_is_wired_to_its_pod_and_the_app_conf_tunes_the_rest(tmp_path: Path) -> None:
+def test_the_driver_is_wired_to_its_pod_and_the_app_conf_goes_under_it(tmp_path: Path) -> None:
     executors = SparkExecutors(instances=3, cores=2, memory="2g", cpu_request="1")
-    settings = sparkk8s.driver_settings(executors, {"spark.executor.memory": "3g"}, POD, tmp_path / "t.json")
+    user = {
+        "spark.executor.memory": "3g",
+        "spark.kubernetes.executor.podTemplateFile": "/elsewhere.json",
+        "spark.kubernetes.container.image": "attacker/image",
+        "spark.sql.shuffle.partitions": "2",
+    }
+    settings = sparkk8s.driver_settings(executors, user, POD, tmp_path / "t.json")
     assert settings.master == "k8s://https://10.0.0.1:443"
     conf = settings.conf
     assert conf["spark.kubernetes.namespace"] == "team"
@@ -37,7 +45,8 @@ def test_the_driver_is_wired_to_its_pod_and_the_app_conf_tunes_the_rest(tmp_path
     assert conf["spark.kubernetes.container.image"] == "registry.example.com/streamapp:1"
     assert conf["spark.kubernetes.executor.podTemplateFile"] == str(tmp_path / "t.json")
     assert (conf["spark.executor.instances"], conf["spark.executor.cores"]) == ("3", "2")
-    assert conf["spark.executor.memory"] == "3g", "the app's sparkConf wins"
+    assert conf["spark.executor.memory"] == "2g", "what the operator wires wins over the app's sparkConf"
+    assert conf["spark.sql.shuffle.partitions"] == "2", "the rest of the app's sparkConf applies"
 
 
 @pytest.mark.parametrize("missing", sorted(POD))
@@ -47,14 +56,49 @@ def test_a_pod_without_what_the_driver_needs_is_refused_by_name(missing: str, tm
         sparkk8s.driver_settings(SparkExecutors(), {}, pod, tmp_path / "t.json")
 
 
-def test_the_executor_pods_pass_the_restricted_level_and_start_our_entrypoint() -> None:
-    template = sparkk8s.executor_pod_template()
+def test_the_executor_pods_are_derived_from_the_member_pod_and_start_our_entrypoint() -> None:
+    """The member's pod as the operator makes it, from a template that tightens its securityContexts:
+    the executors get exactly the member's, its own ServiceAccount and no API token."""
+    found = app(
+        {"uri": "file:///data/state"},
+        {
+            "image": "img",
+            "sparkExecutors": {},
+            "podTemplate": {
+                "spec": {
+                    "securityContext": {"runAsUser": 1234, "supplementalGroups": [5]},
+                    "imagePullSecrets": [{"name": "registry"}],
+                    "containers": [
+                        {
+                            "name": "executor",
+                            "securityContext": {
+                                "seccompProfile": {"type": "Localhost", "localhostProfile": "p.json"}
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    )
+    member = children.pod(found, 0)
+    template = sparkk8s.executor_pod_template(member)
     assert list(violations(template)) == []
-    assert template["spec"]["securityContext"] == pod_security_context()
-    (container,) = template["spec"]["containers"]
-    assert container["securityContext"] == container_security_context()
+    spec = template["spec"]
+    assert spec["securityContext"] == member["spec"]["securityContext"]
+    assert spec["securityContext"]["runAsUser"] == 1234
+    assert spec["securityContext"]["seccompProfile"] == pod_security_context()["seccompProfile"]
+    (container,) = spec["containers"]
+    (executor,) = [c for c in member["spec"]["containers"] if c["name"] == "executor"]
+    assert container["securityContext"] == executor["securityContext"]
+    assert container["securityContext"]["seccompProfile"]["type"] == "Localhost"
+    assert container["securityContext"]["capabilities"] == container_security_context()["capabilities"]
+    assert spec["serviceAccountName"] == executor_account("counts", 0)
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["imagePullSecrets"] == [{"name": "registry"}]
     assert container["name"] == sparkk8s.CONTAINER
     assert container["command"][-2:] == ["streamapp", "spark-executor"]
+    with pytest.raises(sparkk8s.SparkOnKubernetesError, match="serviceAccountName"):
+        sparkk8s.executor_pod_template({"spec": {"containers": member["spec"]["containers"]}})
 
 
 def test_the_backend_command_line_keeps_spark_s_option_order() -> None:

@@ -137,6 +137,19 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
             "sparkConf must not set spark.master with sparkExecutors",
         ),
         ({"executor": {"image": "i", "sparkExecutors": {"memory": "lots"}}}, "sparkExecutors.memory must be"),
+        (
+            {
+                "executor": {
+                    "image": "i",
+                    "sparkConf": {"spark.kubernetes.executor.volumes.hostPath.r.options.path": "/"},
+                }
+            },
+            "sparkConf key spark.kubernetes.executor.volumes.hostPath.r.options.path is not allowed",
+        ),
+        (
+            {"executor": {"image": "i", "sparkConf": {"spark.executor.memory": "9g"}, "sparkExecutors": {}}},
+            "sparkConf must not set spark.executor.memory with sparkExecutors",
+        ),
     ],
 )
 def test_invalid_specs_are_refused_with_the_rules_message(

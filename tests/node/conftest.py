@@ -69,7 +69,8 @@ def node_api(node_cluster: Node) -> Iterator[client.ApiClient]:
 @pytest.fixture(scope="session")
 def operator_release(node_cluster: Node, node_api: client.ApiClient, helm: list[str]) -> str:
     """The chart installed as shipped (two replicas, leader election) in a restricted namespace, once
-    per session."""
+    per session; with Spark executors allowed (`sparkExecutors.allowed`), so the Spark-on-Kubernetes
+    test runs under the member-pods policy that comes with it."""
     system = restricted_namespace(node_api, "streamapp-system")
     subprocess.run(
         [
@@ -81,6 +82,8 @@ def operator_release(node_cluster: Node, node_api: client.ApiClient, helm: list[
             str(CHART),
             "-n",
             system,
+            "--set",
+            "sparkExecutors.allowed=true",
             "--wait",
             "--timeout",
             "300s",

@@ -138,6 +138,15 @@ def _context_rules(ctx: str, container: bool) -> list[tuple[str, str]]:
 
 def validations() -> list[dict[str, str]]:
     """One validation per rule, its message naming what it refuses and how an install may allow it."""
+    return [
+        {"expression": expression, "message": f"spec.executor.podTemplate asks for {what}; {ALLOWED_BY}"}
+        for expression, what in restricted_rules()
+    ]
+
+
+def restricted_rules() -> list[tuple[str, str]]:
+    """(CEL, what it refuses) for every rule, over the pod spec `variables.spec` and the pod metadata
+    `variables.meta` (also used for the pods members create: `api.sparkpolicy`)."""
     spec = "variables.spec"
     out: list[tuple[str, str]] = [
         (
@@ -185,10 +194,7 @@ def validations() -> list[dict[str, str]]:
             "an AppArmor profile other than runtime/default or localhost/* (annotation)",
         )
     )
-    return [
-        {"expression": expression, "message": f"spec.executor.podTemplate asks for {what}; {ALLOWED_BY}"}
-        for expression, what in out
-    ]
+    return out
 
 
 def policy(name: str = NAME) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import admissionpolicy, flowcontrol, manifests, monitoring
+from streamapp.api import admissionpolicy, flowcontrol, manifests, monitoring, sparkpolicy
 from streamapp.api.chartvalues import COMMAND, NAME, VALUES, values_schema, values_yaml
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
@@ -225,6 +225,9 @@ spec:
             - $(POD_IP)
             {{- if .Values.podTemplates.allowPrivileged }}
             - --allow-privileged-pod-templates
+            {{- end }}
+            {{- if .Values.sparkExecutors.allowed }}
+            - --allow-spark-executors
             {{- end }}
             {{- if .Values.leaderElection.enabled }}
             # The Lease lives in $POD_NAMESPACE; the holder's identity is $POD_NAME.
@@ -521,6 +524,38 @@ def _admission_policy_template() -> str:
     return guard + "\n" + "\n---\n".join(documents) + "\n{{- end }}\n"
 
 
+def _policy_documents(name: str, documents: tuple[dict[str, Any], ...]) -> str:
+    """Cluster-scoped policy objects named per release, with the chart's labels."""
+    labels = '    {{- include "streamapp-operator.labels" . | nindent 4 }}'
+    rendered = []
+    for doc in documents:
+        rest = {k: v for k, v in doc.items() if k != "metadata"}
+        rendered.append(
+            f"apiVersion: {rest.pop('apiVersion')}\nkind: {rest.pop('kind')}\nmetadata:\n  name: {name}\n"
+            f"  labels:\n{labels}\n{_block(rest, 0)}"
+        )
+    return "\n---\n".join(rendered)
+
+
+def _spark_policies_template() -> str:
+    """Spark on Kubernetes (`streamapp.api.sparkpolicy`), where the API server serves admission
+    policies: without `sparkExecutors.allowed`, the gate that refuses such apps at apply time; with it,
+    the policy that holds the pods members create (left out when pod templates may ask for privileges:
+    the executors take their member's securityContext)."""
+    served = f'(.Capabilities.APIVersions.Has "{sparkpolicy.API_VERSION}/ValidatingAdmissionPolicy")'
+    gate = '{{ include "streamapp-operator.globalName" . }}-spark-executors'
+    pods = '{{ include "streamapp-operator.globalName" . }}-member-pods'
+    return (
+        f"{{{{- if and (not .Values.sparkExecutors.allowed) {served} }}}}\n"
+        + _policy_documents(gate, (sparkpolicy.gate_policy(gate), admissionpolicy.binding(gate)))
+        + "\n{{- end }}\n"
+        + f"{{{{- if and .Values.sparkExecutors.allowed (not .Values.podTemplates.allowPrivileged) {served} }}}}\n"
+        + "---\n"
+        + _policy_documents(pods, (sparkpolicy.member_pod_policy(pods), sparkpolicy.member_pod_binding(pods)))
+        + "\n{{- end }}\n"
+    )
+
+
 def _crd_job_template() -> str:
     """The opt-in CRD upgrade: hooks run before the release's objects, so the Job brings its own
     ServiceAccount and ClusterRole (lower hook weights come first); all are deleted once it succeeded."""
@@ -780,6 +815,7 @@ def chart_files() -> Files:
         "grafana-dashboard.yaml": header + monitoring.DASHBOARD_TEMPLATE,
         "flowschema.yaml": header + _flow_schema_template(),
         "admissionpolicy.yaml": header + _admission_policy_template(),
+        "sparkpolicy.yaml": header + _spark_policies_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),
         "poddisruptionbudget.yaml": header + DISRUPTION_BUDGET,
         "networkpolicy.yaml": header + NETWORK_POLICY,

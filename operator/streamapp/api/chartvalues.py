@@ -75,6 +75,15 @@ VALUES: tuple[Value, ...] = (
         "for what the operator would refuse (Kubernetes 1.30 or later; left out on older clusters).",
     ),
     Value(
+        "sparkExecutors.allowed",
+        False,
+        {"type": "boolean"},
+        "Run StreamApps with `spec.executor.sparkExecutors` (`--allow-spark-executors`): their members' "
+        "ServiceAccounts may create pods in their namespace. Off: such apps are refused, at apply time "
+        "too (an admission policy); on: an admission policy holds the pods members create to the "
+        "restricted profile, their own account and the app's image.",
+    ),
+    Value(
         "watchNamespaces",
         [],
         {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},

@@ -74,7 +74,11 @@ def run(args: argparse.Namespace, files: Files) -> int:
             print(f"{len(problems)} file(s) in {args.check} differ from the model; regenerate with --write")
             return 1
         return 0
-    print("---\n".join(text for name, text in files.items() if name != KUSTOMIZATION), end="")
+    # Files in subdirectories are optional additions (manifests/optional/), not part of the stream.
+    print(
+        "---\n".join(text for name, text in files.items() if name != KUSTOMIZATION and "/" not in name),
+        end="",
+    )
     return 0
 
 

@@ -171,7 +171,8 @@ def _decode_scalar(tp: Any, raw: object, path: str) -> Any:
 def _check_rules(rules: tuple[Rule, ...], value: object, path: str) -> None:
     for rule in rules:
         if rule.check is not None and not rule.check(value):
-            raise ValidationError(path + rule.field_path, rule.message)
+            message = rule.explain(value) if rule.explain else rule.message
+            raise ValidationError(path + rule.field_path, message)
 
 
 def _check_bounds(max_length: int | None, max_items: int | None, value: object, path: str) -> None:

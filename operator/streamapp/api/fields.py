@@ -29,17 +29,23 @@ class Rule:
     """A CEL rule for the API server and, when it can be checked without the old object, its Python twin.
 
     `field_path` points the API server's error at a child field (as in `x-kubernetes-validations`); the
-    Python error uses the same path. Transition rules (`oldSelf`) have no Python twin.
+    Python error uses the same path. Transition rules (`oldSelf`) have no Python twin. A message that
+    names the offending value is `message_expression` (CEL) with its Python twin `explain`; `message`
+    stays the fallback the API server uses when the expression fails.
     """
 
     cel: str
     message: str
     check: Callable[[Any], bool] | None = None
     field_path: str = ""
+    message_expression: str = ""
+    explain: Callable[[Any], str] | None = None
 
     def to_schema(self) -> dict[str, str]:
         """The `x-kubernetes-validations` entry."""
         entry = {"rule": self.cel, "message": self.message}
+        if self.message_expression:
+            entry["messageExpression"] = self.message_expression
         if self.field_path:
             entry["fieldPath"] = self.field_path
         return entry

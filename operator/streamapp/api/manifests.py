@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.api import admissionpolicy
+from streamapp.api import admissionpolicy, sparkpolicy
 from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
@@ -144,6 +144,10 @@ def metrics_service() -> dict[str, Any]:
     }
 
 
+# Where files go that an install adds only with a non-default operator flag.
+OPTIONAL = "optional"
+
+
 def manifest_files() -> Files:
     """manifests/: one file per concern and the kustomization that ties them to crds/."""
     files = {
@@ -153,6 +157,11 @@ def manifest_files() -> Files:
         # Refuses, at apply time, a StreamApp whose pod template the operator would refuse (1.30+;
         # leave it out with --allow-privileged-pod-templates).
         "admissionpolicy.yaml": render([admissionpolicy.policy(), admissionpolicy.binding()], COMMAND),
+        # Refuses StreamApps with sparkExecutors: this install's operator runs without
+        # --allow-spark-executors.
+        "sparkexecutors-gate.yaml": render(
+            [sparkpolicy.gate_policy(), admissionpolicy.binding(sparkpolicy.GATE_NAME)], COMMAND
+        ),
     }
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
@@ -161,4 +170,9 @@ def manifest_files() -> Files:
         "resources": ["../crds", *files],
     }
     files[KUSTOMIZATION] = render([kustomization], COMMAND)
+    # Not in the kustomization (nor in the printed stream): for installs that add
+    # --allow-spark-executors, in place of the gate.
+    files[f"{OPTIONAL}/sparkexecutors-member-pods.yaml"] = render(
+        [sparkpolicy.member_pod_policy(), sparkpolicy.member_pod_binding()], COMMAND
+    )
     return files

@@ -35,7 +35,8 @@ SPARK_DRIVER_RESOURCES = ["pods", "services", "configmaps", "persistentvolumecla
 def spark_driver_rules() -> list[Rule]:
     """A member whose Spark runs on the cluster (`spec.executor.sparkExecutors`) is Spark's driver: it
     creates its executor pods (and their config maps) and deletes them. RBAC cannot narrow this to its
-    own executors, so it reaches every pod of the namespace: such apps belong in a namespace of their own."""
+    own executors, so it reaches every pod of the namespace: such apps belong in a namespace of their own.
+    What pods it may create is narrowed by an admission policy instead (`api.sparkpolicy`)."""
     return [_rule("", SPARK_DRIVER_RESOURCES, SPARK_DRIVER_VERBS)]
 
 

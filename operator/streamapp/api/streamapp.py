@@ -21,6 +21,19 @@ from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.api.quantity import byte_count, cpu_cores
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE, at_most
 from streamapp.api.rollingupdate import RollingUpdate
+from streamapp.api.sparkconf import (
+    KUBERNETES_CEL,
+    KUBERNETES_MESSAGE,
+    KUBERNETES_MESSAGE_CEL,
+    SPARK_CONF_MAX_KEYS,
+    WIRED_CEL,
+    WIRED_MESSAGE,
+    WIRED_MESSAGE_CEL,
+    kubernetes_message,
+    refused_kubernetes_keys,
+    refused_wired_keys,
+    wired_message,
+)
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
 
 FUNCTION_PATTERN = "[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*"
@@ -370,6 +383,14 @@ class Executor(Model):
             lambda e: e.spark_executors is None or "spark.master" not in (e.spark_conf or {}),
             ".sparkConf",
         ),
+        Rule(
+            WIRED_CEL,
+            WIRED_MESSAGE,
+            lambda e: e.spark_executors is None or not refused_wired_keys(e.spark_conf or {}),
+            ".sparkConf",
+            message_expression=WIRED_MESSAGE_CEL,
+            explain=lambda e: wired_message(e.spark_conf),
+        ),
     )
 
     image: str = field(
@@ -401,7 +422,23 @@ class Executor(Model):
         ),
     )
     spark_conf: dict[str, str] | None = field(
-        default=None, metadata=prop("Spark settings, e.g. spark.master or spark.sql.shuffle.partitions.")
+        default=None,
+        metadata=prop(
+            "Spark settings, e.g. spark.master or spark.sql.shuffle.partitions. Of the spark.kubernetes.* "
+            "keys only API-client and allocation tuning is allowed (api/sparkconf.py); with "
+            "sparkExecutors the operator also owns spark.master, spark.driver.host, "
+            "spark.executor.instances, .cores, .memory and spark.dynamicAllocation.enabled.",
+            max_items=SPARK_CONF_MAX_KEYS,
+            rules=(
+                Rule(
+                    KUBERNETES_CEL,
+                    KUBERNETES_MESSAGE,
+                    lambda conf: not refused_kubernetes_keys(conf),
+                    message_expression=KUBERNETES_MESSAGE_CEL,
+                    explain=kubernetes_message,
+                ),
+            ),
+        ),
     )
     spark_executors: SparkExecutors | None = field(
         default=None,
@@ -409,7 +446,9 @@ class Executor(Model):
             "Run each member's Spark on the cluster (a k8s:// master), its Spark executors pods of the "
             "member's image owned by the member pod, instead of inside the member pod. The member's "
             "ServiceAccount then may create, list and delete pods, services, configmaps and claims in "
-            "the namespace, as Spark's driver must: give such an app a namespace of its own."
+            "the namespace, as Spark's driver must: give such an app a namespace of its own. Runs only "
+            "where the operator allows it (--allow-spark-executors); the pods members create are held "
+            "to the restricted profile, their own account and the app's image by an admission policy."
         ),
     )
     pod_template: dict[str, Any] | None = field(

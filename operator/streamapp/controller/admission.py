@@ -17,6 +17,10 @@ the kustomize install ship (`api.admissionpolicy`), so a GitOps sync fails at ap
 is what holds when no such policy is installed. A refused app gets the `Degraded` condition with reason
 `InvalidSpec` and a Warning Event, and none of its children is touched — pods already running keep
 running.
+
+`spec.executor.sparkExecutors` is a privilege of its own: the member's ServiceAccount may then create
+pods in the namespace (Spark's executors). The operator refuses such apps unless it was started with
+`--allow-spark-executors` (`admit_spark_executors`; at apply time: `api.sparkpolicy.gate_policy`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from streamapp.api.security import (
     SELINUX_TYPES,
     VOLUME_TYPES,
 )
+from streamapp.api.sparkpolicy import GATE_FIELD, GATE_PROBLEM
 from streamapp.api.streamapp import StreamApp
 
 TEMPLATE_PATH = "spec.executor.podTemplate"
@@ -49,6 +54,7 @@ class PodPolicy:
     """What this operator install lets a pod template ask for."""
 
     allow_privileged: bool = False
+    allow_spark_executors: bool = False
 
 
 STRICT = PodPolicy()
@@ -56,10 +62,18 @@ STRICT = PodPolicy()
 
 def admit(app: StreamApp, policy: PodPolicy) -> None:
     """Raise ValidationError naming the first field that asks for what `policy` does not allow."""
+    admit_spark_executors(app, policy)
     if policy.allow_privileged:
         return
     for path, problem in violations(app.spec.executor.pod_template or {}):
         raise ValidationError(path, f"{problem}; the operator allows it only with {ALLOW_FLAG}")
+
+
+def admit_spark_executors(app: StreamApp, policy: PodPolicy) -> None:
+    """Refuse `sparkExecutors` unless the install allows it: handing a tenant's app the right to
+    create pods is the install's decision, as privileged pod templates are."""
+    if app.spec.executor.spark_executors is not None and not policy.allow_spark_executors:
+        raise ValidationError(GATE_FIELD, GATE_PROBLEM)
 
 
 def violations(template: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

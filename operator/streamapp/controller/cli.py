@@ -16,6 +16,7 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
+from streamapp.api.sparkpolicy import ALLOW_FLAG as SPARK_FLAG
 from streamapp.controller.admission import ALLOW_FLAG, PodPolicy
 from streamapp.controller.backoff import Backoffs
 from streamapp.controller.handlers import lighten, relists, watch_only_members
@@ -50,6 +51,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="run pod templates that ask for privileges (privileged, host namespaces, hostPath, root, "
         "added capabilities); by default such apps are refused with reason InvalidSpec",
+    )
+    parser.add_argument(
+        SPARK_FLAG,
+        action="store_true",
+        help="run apps with spec.executor.sparkExecutors, whose members' ServiceAccounts may then create "
+        "pods in their namespace (Spark's executors); by default such apps are refused with reason "
+        "InvalidSpec",
     )
     parser.add_argument(
         "--min-reconcile-interval",
@@ -150,7 +158,10 @@ async def _act(
 ) -> None:
     """Run kopf with our handlers until `stop` is set."""
     registry = kopf.OperatorRegistry()
-    policy = PodPolicy(allow_privileged=args.allow_privileged_pod_templates)
+    policy = PodPolicy(
+        allow_privileged=args.allow_privileged_pod_templates,
+        allow_spark_executors=args.allow_spark_executors,
+    )
     loops = AppLoops(
         Kube(api, leading=lambda: not stop.is_set()),
         metrics,

@@ -458,12 +458,22 @@ def start_spark(settings: PodSettings, pipeline: pipelines.Pipeline) -> str | No
     operator shows it in the app's Degraded condition, instead of a crash loop that says nothing."""
     try:
         if settings.spark_template is not None:
-            sparkk8s.write_template(settings.spark_template)
+            sparkk8s.write_template(settings.spark_template, _own_pod(settings))
         pipelines.warm_up(pipeline, session(settings.spark))
     except Exception as error:  # whatever Spark or the user's code raises, it is said, not thrown
         first = " ".join(str(error).split())[:SETUP_MESSAGE_CHARS]
         return f"Spark did not start with spec.executor.sparkConf and the pipeline: {type(error).__name__}: {first}"
     return None
+
+
+def _own_pod(settings: PodSettings) -> dict[str, Any]:
+    """The member's pod as the API server admitted it (camelCase), which Spark's executor pods are
+    derived from (its Role lets it read its own pod)."""
+    response: Any = client.CoreV1Api(_api()).read_namespaced_pod(
+        settings.pod_name, settings.namespace, _request_timeout=(10.0, 10.0), _preload_content=False
+    )  # the raw response (a urllib3 one): the pod's own JSON, camelCase as Spark reads templates
+    found: dict[str, Any] = json.loads(response.data)
+    return found
 
 
 def _work(plane: RuntimeDataPlane, stop: threading.Event, failures: list[BaseException]) -> None:

@@ -7,7 +7,10 @@ Two sides, both pure but for the last step:
 - the driver's Spark settings, from the member pod's environment: the cluster as master (the
   `kubernetes` Service the kubelet names in every pod), the pod's own name (Spark makes it the owner of
   its executor pods, so they go with it), its IP as the address executors connect back to, its image,
-  and a pod template that passes the `restricted` Pod Security level;
+  and a pod template derived from the member pod as the API server admitted it (`executor_pod_template`:
+  its pod and executor-container securityContexts, its own ServiceAccount, no API token); the app's
+  sparkConf goes under these settings, never over them (its `spark.kubernetes.*` keys are checked by
+  `api.sparkconf` before a pod exists);
 - `streamapp spark-executor`, the executor pods' entrypoint: what Spark's own images do in their
   `entrypoint.sh executor`, a `KubernetesExecutorBackend` JVM from the environment Spark gives the pod,
   with the jars of the installed PySpark.
@@ -16,6 +19,7 @@ Two sides, both pure but for the last step:
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -24,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from streamapp.api.names import IMAGE_ENV
-from streamapp.api.security import container_security_context, pod_security_context
 from streamapp.api.streamapp import SparkExecutors
 from streamapp.executor.spark import SparkSettings
 
 CONTAINER = "spark-executor"
+# The member pod's own container (`controller.children`), whose securityContext the executors take.
+MEMBER_CONTAINER = "executor"
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 BACKEND = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
 # (flag, environment variable) pairs of the backend's command line, as Spark's executor pods carry them.
@@ -59,31 +64,44 @@ def template_path(env: Mapping[str, str]) -> Path:
     return Path(env.get("TMPDIR") or "/tmp") / "streamapp-spark-executor-pod.json"
 
 
-def executor_pod_template() -> dict[str, Any]:
-    """The executor pods' template: the member pods' own restricted security settings and our
-    entrypoint (Spark adds the argument `executor` and everything else: image, resources, environment,
-    an emptyDir at /tmp for its local directories, the owner reference to the member pod)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "spec": {
-            "securityContext": pod_security_context(),
-            "containers": [
-                {
-                    "name": CONTAINER,
-                    "command": ["/usr/bin/tini", "--", "streamapp", "spark-executor"],
-                    "securityContext": container_security_context(),
-                }
-            ],
-        },
+def executor_pod_template(member_pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The executor pods' template, derived from the member pod as admitted (its `spec`, camelCase):
+    the pod's securityContext and the executor container's, so executors are held to whatever the
+    member was held to (the restricted profile unless the install allows more); the member's own
+    ServiceAccount, set explicitly so Spark cannot pick another; no API token mounted (executors never
+    call the API server); the member's image pull secrets (they run its image). Spark adds the argument
+    `executor` and everything else: image, resources, environment, an emptyDir at /tmp for its local
+    directories, the owner reference to the member pod."""
+    spec = member_pod.get("spec") or {}
+    account = spec.get("serviceAccountName")
+    if not account:
+        raise SparkOnKubernetesError("the member pod has no serviceAccountName for its executors to use")
+    member = next((c for c in spec.get("containers") or [] if c.get("name") == MEMBER_CONTAINER), None)
+    if member is None:
+        raise SparkOnKubernetesError(f"the member pod has no container named {MEMBER_CONTAINER}")
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": account,
+        "automountServiceAccountToken": False,
+        "securityContext": copy.deepcopy(spec.get("securityContext") or {}),
+        "containers": [
+            {
+                "name": CONTAINER,
+                "command": ["/usr/bin/tini", "--", "streamapp", "spark-executor"],
+                "securityContext": copy.deepcopy(member.get("securityContext") or {}),
+            }
+        ],
     }
+    if spec.get("imagePullSecrets"):
+        pod_spec["imagePullSecrets"] = copy.deepcopy(spec["imagePullSecrets"])
+    return {"apiVersion": "v1", "kind": "Pod", "spec": pod_spec}
 
 
 def driver_settings(
     executors: SparkExecutors, conf: Mapping[str, str], env: Mapping[str, str], template: Path
 ) -> SparkSettings:
-    """The member's Spark settings as the driver of `executors` on the cluster; `conf` (the app's
-    sparkConf) is applied over them, so a user may tune anything but the master."""
+    """The member's Spark settings as the driver of `executors` on the cluster. `conf` (the app's
+    sparkConf, checked by `api.sparkconf`) goes under the wired settings: should a key the operator
+    sets get past the checks, the operator's value still wins."""
     host = _required(env, "KUBERNETES_SERVICE_HOST")
     port = _required(env, "KUBERNETES_SERVICE_PORT")
     pod = _required(env, "STREAMAPP_POD_NAME")
@@ -103,13 +121,14 @@ def driver_settings(
         "spark.kubernetes.executor.request.cores": executors.cpu_request,
         "spark.dynamicAllocation.enabled": "false",
     }
-    return SparkSettings(master=f"k8s://https://{host}:{port}", conf={**wired, **conf})
+    return SparkSettings(master=f"k8s://https://{host}:{port}", conf={**conf, **wired})
 
 
-def write_template(path: Path) -> None:
-    """Write the executors' pod template where `driver_settings` told Spark to read it."""
+def write_template(path: Path, member_pod: Mapping[str, Any]) -> None:
+    """Write the executors' pod template, derived from `member_pod`, where `driver_settings` told Spark
+    to read it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(executor_pod_template(), indent=2) + "\n")
+    path.write_text(json.dumps(executor_pod_template(member_pod), indent=2) + "\n")
 
 
 def backend_argv(env: Mapping[str, str], jars: Path, java: str = "java") -> list[str]:
