@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import admissionpolicy, flowcontrol, manifests, monitoring
+from streamapp.api import admissionpolicy, flowcontrol, manifests, monitoring, referencepolicy
 from streamapp.api.chartvalues import COMMAND, NAME, VALUES, values_schema, values_yaml
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
@@ -521,6 +521,26 @@ def _admission_policy_template() -> str:
     return guard + "\n" + "\n---\n".join(documents) + "\n{{- end }}\n"
 
 
+def _reference_policy_template() -> str:
+    """The references ValidatingAdmissionPolicy (`streamapp.api.referencepolicy`) and its binding:
+    cluster-scoped, named per release, only where the API server serves it (1.30+); installed whether
+    or not templates may ask for privileges (reading what one may not read is never allowed)."""
+    name = '{{ include "streamapp-operator.globalName" . }}-references'
+    labels = '    {{- include "streamapp-operator.labels" . | nindent 4 }}'
+    guard = (
+        f"{{{{- if and .Values.references.admissionPolicy "
+        f'(.Capabilities.APIVersions.Has "{admissionpolicy.API_VERSION}/ValidatingAdmissionPolicy") }}}}'
+    )
+    documents = []
+    for doc in (referencepolicy.policy(name), referencepolicy.binding(name)):
+        rest = {k: v for k, v in doc.items() if k != "metadata"}
+        documents.append(
+            f"apiVersion: {rest.pop('apiVersion')}\nkind: {rest.pop('kind')}\nmetadata:\n  name: {name}\n"
+            f"  labels:\n{labels}\n{_block(rest, 0)}"
+        )
+    return guard + "\n" + "\n---\n".join(documents) + "\n{{- end }}\n"
+
+
 def _crd_job_template() -> str:
     """The opt-in CRD upgrade: hooks run before the release's objects, so the Job brings its own
     ServiceAccount and ClusterRole (lower hook weights come first); all are deleted once it succeeded."""
@@ -780,6 +800,7 @@ def chart_files() -> Files:
         "grafana-dashboard.yaml": header + monitoring.DASHBOARD_TEMPLATE,
         "flowschema.yaml": header + _flow_schema_template(),
         "admissionpolicy.yaml": header + _admission_policy_template(),
+        "referencepolicy.yaml": header + _reference_policy_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),
         "poddisruptionbudget.yaml": header + DISRUPTION_BUDGET,
         "networkpolicy.yaml": header + NETWORK_POLICY,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.api import admissionpolicy
+from streamapp.api import admissionpolicy, referencepolicy
 from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
@@ -153,6 +153,9 @@ def manifest_files() -> Files:
         # Refuses, at apply time, a StreamApp whose pod template the operator would refuse (1.30+;
         # leave it out with --allow-privileged-pod-templates).
         "admissionpolicy.yaml": render([admissionpolicy.policy(), admissionpolicy.binding()], COMMAND),
+        # Refuses, at apply time, a StreamApp naming a Secret, ConfigMap or claim its author may not
+        # get (1.30+); kept with --allow-privileged-pod-templates too.
+        "referencepolicy.yaml": render([referencepolicy.policy(), referencepolicy.binding()], COMMAND),
     }
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
