@@ -331,3 +331,27 @@ def test_the_policy_reads_a_null_as_absent(
     )(hidden)
     message = rawjson.create_app(tenant, namespace, hidden, dry_run=True)
     assert message is not None and f"{T}.volumes[].secret.secretName names Secret mounted" in message
+
+
+def test_a_spec_change_is_checked_and_a_metadata_change_is_not(
+    api_client: client.ApiClient, namespace: str, policy: None, tenant: client.ApiClient
+) -> None:
+    """An app someone else made, naming a Secret the tenant may not get: the tenant may label it, but
+    not change its spec (whoever changes what the pods run decides who reads what they are given)."""
+    first = base("probe")
+    CASES[0][1](first)
+    wait_for(lambda: _refusal(tenant, namespace, first), TIMEOUT_S, "the policy's first refusal")
+    body = base("theirs")
+    CASES[3][1](body)
+    admin = client.CustomObjectsApi(api_client)
+    admin.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+    tenants = client.CustomObjectsApi(tenant)
+    tenants.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, APPS, "theirs", {"metadata": {"labels": {"team": "a"}}}
+    )
+    with pytest.raises(ApiException) as refused:
+        tenants.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, APPS, "theirs", {"spec": {"executor": {"image": "mine"}}}
+        )
+    assert refused.value.status == 403
+    assert f"{T}.volumes[].secret.secretName names Secret mounted" in refused.value.body
