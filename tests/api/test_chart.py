@@ -429,9 +429,14 @@ def test_rbac_create_false_leaves_the_operators_rbac_to_the_cluster(helm: list[s
 @pytest.mark.parametrize(
     ("values", "flag", "policies"),
     [
-        ({}, False, {"spark-executors"}),
-        ({"sparkExecutors": {"allowed": True}}, True, {"member-pods"}),
-        ({"sparkExecutors": {"allowed": True}, "podTemplates": {"allowPrivileged": True}}, True, set()),
+        # `references` (what an author may name) is installed whatever Spark's setting.
+        ({}, False, {"spark-executors", "references"}),
+        ({"sparkExecutors": {"allowed": True}}, True, {"member-pods", "references"}),
+        (
+            {"sparkExecutors": {"allowed": True}, "podTemplates": {"allowPrivileged": True}},
+            True,
+            {"references"},
+        ),
     ],
 )
 def test_spark_executors_are_refused_unless_allowed_and_then_fenced(

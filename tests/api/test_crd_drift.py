@@ -76,6 +76,8 @@ def test_print_is_one_applicable_stream(capsys: pytest.CaptureFixture[str]) -> N
         "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     ]
     assert main(["crd"]) == 0
     crds = list(yaml.safe_load_all(capsys.readouterr().out))

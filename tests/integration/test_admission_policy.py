@@ -10,11 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import rawjson
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from streamapp.api import StreamApp, admissionpolicy
 from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.controller.admission import violations
 
 ADMISSION = "admissionregistration.k8s.io"
@@ -169,3 +171,93 @@ def test_the_policy_refuses_at_apply_time_what_the_operator_refuses(
     StreamApp.from_resource(
         {**app("restricted", RESTRICTED), "metadata": {"name": "restricted", "namespace": namespace}}
     )
+
+
+# Templates the API server stores with their nulls (fields beyond the schema are kept as written). The
+# operator reads a null as absent (api.podtemplate.without_nulls), so the policy must too: neither
+# refuse them (`has()` is true for a null field, whose fields are then CEL errors, and `null == ''`
+# is false) nor let a null hide what stands beside it.
+NULLS: list[dict[str, Any]] = [
+    {"spec": {"securityContext": None}},
+    {"spec": {"securityContext": {"runAsNonRoot": None, "seccompProfile": None, "seLinuxOptions": None}}},
+    {"spec": {"securityContext": {"sysctls": None, "appArmorProfile": None, "windowsOptions": None}}},
+    {"spec": {"containers": [{"name": "executor", "securityContext": None, "ports": None}]}},
+    {
+        "spec": {
+            "containers": [
+                {
+                    "name": "side",
+                    "image": "i",
+                    "securityContext": {
+                        "allowPrivilegeEscalation": None,
+                        "privileged": None,
+                        "capabilities": None,
+                    },
+                    "ports": [{"containerPort": 80, "hostPort": None}],
+                }
+            ]
+        }
+    },
+    {
+        "spec": {
+            "initContainers": [
+                {"name": "init", "image": "i", "securityContext": {"capabilities": {"add": None}}}
+            ]
+        }
+    },
+    {
+        "spec": {
+            "nodeName": None,
+            "hostNetwork": None,
+            "volumes": [{"name": "v", "hostPath": None, "emptyDir": {}}],
+        }
+    },
+    {"spec": None, "metadata": {"annotations": None}},
+]
+HIDDEN_BY_NULLS: list[tuple[dict[str, Any], str]] = [
+    (
+        {"spec": {"securityContext": {"runAsNonRoot": None, "runAsUser": 0}}},
+        "user 0",
+    ),
+    (
+        {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "side",
+                        "image": "i",
+                        "securityContext": {"allowPrivilegeEscalation": None, "privileged": True},
+                    }
+                ]
+            }
+        },
+        "privileged containers",
+    ),
+    (
+        {"spec": {"volumes": [{"name": "v", "emptyDir": None, "hostPath": {"path": "/"}}]}},
+        "volumes other than",
+    ),
+]
+
+
+def test_the_policy_reads_a_null_as_absent(
+    api_client: client.ApiClient, namespace: str, policy: None
+) -> None:
+    first, said = HOSTILE[0]
+    deadline = time.monotonic() + 30
+    while rawjson.create_app(api_client, namespace, app("probe", first), dry_run=True) is None:
+        assert time.monotonic() < deadline, "the policy never took effect"
+        time.sleep(0.5)
+    for index, template in enumerate(NULLS):
+        body = app(f"nulls-{index}", template)
+        assert not list(violations(as_read(template))), template
+        assert rawjson.create_app(api_client, namespace, body, dry_run=True) is None, template
+    for index, (template, said) in enumerate(HIDDEN_BY_NULLS):
+        assert list(violations(as_read(template))), template
+        message = rawjson.create_app(api_client, namespace, app(f"hidden-{index}", template), dry_run=True)
+        assert message is not None and said in message, (template, message)
+
+
+def as_read(template: dict[str, Any]) -> dict[str, Any]:
+    """The template as the operator reads it."""
+    return POD_TEMPLATE.decode(template, "spec.executor.podTemplate")

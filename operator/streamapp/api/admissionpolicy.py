@@ -56,9 +56,16 @@ def _quoted(values: tuple[str, ...] | frozenset[str]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in sorted(values)) + "]"
 
 
+def _absent(path: str) -> str:
+    """CEL: `path`'s last field is absent or null. The API server keeps nulls in the template (its
+    fields beyond the schema are preserved as written) and `has()` is true for a null field, whose
+    fields are then errors; the operator reads null as absent (`api.podtemplate.without_nulls`)."""
+    return f"!has({path}) || {path} == null"
+
+
 def _unless(path: str, check: str) -> str:
-    """`check`, or true when `path`'s last field is absent (parenthesized: it is joined with &&)."""
-    return f"(!has({path}) || ({check}))"
+    """`check`, or true when `path`'s last field is absent or null (parenthesized: it is joined with &&)."""
+    return f"({_absent(path)} || ({check}))"
 
 
 def _context_rules(ctx: str, container: bool) -> list[tuple[str, str]]:
@@ -136,6 +143,11 @@ def _context_rules(ctx: str, container: bool) -> list[tuple[str, str]]:
     return rules
 
 
+def _unless_port() -> str:
+    """CEL over a container's ports `c.ports`: none binds a host port."""
+    return f"c.ports.all(p, {_unless('p.hostPort', 'p.hostPort == 0')})"
+
+
 def validations() -> list[dict[str, str]]:
     """One validation per rule, its message naming what it refuses and how an install may allow it."""
     return [
@@ -160,7 +172,9 @@ def restricted_rules() -> list[tuple[str, str]]:
         (
             _unless(
                 f"{spec}.volumes",
-                f"{spec}.volumes.all(v, " + " && ".join(f"!has(v.{s})" for s in REFUSED_VOLUMES) + ")",
+                f"{spec}.volumes.all(v, v == null || ("
+                + " && ".join(f"({_absent(f'v.{s}')})" for s in REFUSED_VOLUMES)
+                + "))",
             ),
             "volumes other than configMap, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim, projected and secret",
         ),
@@ -171,14 +185,14 @@ def restricted_rules() -> list[tuple[str, str]]:
     ]
     for check, what in _context_rules("c.securityContext", container=True):
         every = " && ".join(
-            _unless(f"{spec}.{key}", f"{spec}.{key}.all(c, !has(c.securityContext) || ({check}))")
+            _unless(f"{spec}.{key}", f"{spec}.{key}.all(c, {_unless('c.securityContext', check)})")
             for key in CONTAINER_LISTS
         )
         out.append((every, f"{what} in a container"))
     ports = " && ".join(
         _unless(
             f"{spec}.{key}",
-            f"{spec}.{key}.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
+            f"{spec}.{key}.all(c, {_unless('c.ports', _unless_port())})",
         )
         for key in CONTAINER_LISTS
     )

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import admissionpolicy, flowcontrol, manifests, monitoring, sparkpolicy
+from streamapp.api import admissionpolicy, flowcontrol, manifests, monitoring, referencepolicy, sparkpolicy
 from streamapp.api.chartvalues import COMMAND, NAME, VALUES, values_schema, values_yaml
 from streamapp.api.crd import crd_files, crd_name
 from streamapp.api.member import StreamAppMember
@@ -556,6 +556,19 @@ def _spark_policies_template() -> str:
     )
 
 
+def _reference_policy_template() -> str:
+    """The references ValidatingAdmissionPolicy (`streamapp.api.referencepolicy`) and its binding:
+    cluster-scoped, named per release, only where the API server serves it (1.30+); installed whether
+    or not templates may ask for privileges (reading what one may not read is never allowed)."""
+    name = '{{ include "streamapp-operator.globalName" . }}-references'
+    guard = (
+        f"{{{{- if and .Values.references.admissionPolicy "
+        f'(.Capabilities.APIVersions.Has "{admissionpolicy.API_VERSION}/ValidatingAdmissionPolicy") }}}}'
+    )
+    documents = (referencepolicy.policy(name), referencepolicy.binding(name))
+    return guard + "\n" + _policy_documents(name, documents) + "\n{{- end }}\n"
+
+
 def _crd_job_template() -> str:
     """The opt-in CRD upgrade: hooks run before the release's objects, so the Job brings its own
     ServiceAccount and ClusterRole (lower hook weights come first); all are deleted once it succeeded."""
@@ -816,6 +829,7 @@ def chart_files() -> Files:
         "flowschema.yaml": header + _flow_schema_template(),
         "admissionpolicy.yaml": header + _admission_policy_template(),
         "sparkpolicy.yaml": header + _spark_policies_template(),
+        "referencepolicy.yaml": header + _reference_policy_template(),
         "crd-upgrade-job.yaml": header + _crd_job_template(),
         "poddisruptionbudget.yaml": header + DISRUPTION_BUDGET,
         "networkpolicy.yaml": header + NETWORK_POLICY,

@@ -84,6 +84,14 @@ VALUES: tuple[Value, ...] = (
         "restricted profile, their own account and the app's image.",
     ),
     Value(
+        "references.admissionPolicy",
+        True,
+        {"type": "boolean"},
+        "A ValidatingAdmissionPolicy that refuses, at apply time, a StreamApp naming a Secret, ConfigMap, "
+        "claim or image pull secret its author may not get (Kubernetes 1.30 or later; kept with "
+        "podTemplates.allowPrivileged).",
+    ),
+    Value(
         "watchNamespaces",
         [],
         {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True},

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.api import admissionpolicy, sparkpolicy
+from streamapp.api import admissionpolicy, referencepolicy, sparkpolicy
 from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
@@ -162,6 +162,9 @@ def manifest_files() -> Files:
         "sparkexecutors-gate.yaml": render(
             [sparkpolicy.gate_policy(), admissionpolicy.binding(sparkpolicy.GATE_NAME)], COMMAND
         ),
+        # Refuses, at apply time, a StreamApp naming a Secret, ConfigMap or claim its author may not
+        # get (1.30+); kept with --allow-privileged-pod-templates too.
+        "referencepolicy.yaml": render([referencepolicy.policy(), referencepolicy.binding()], COMMAND),
     }
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from streamapp.api.fields import Rule, ValidationError, prop
 from streamapp.api.model import Model
@@ -207,6 +207,29 @@ class PodTemplate(Model):
     spec: PodSpecTemplate | None = field(default=None, metadata=prop("PodSpec fields of every member pod."))
 
 
+def without_nulls(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of the template with every null field (and null list entry) left out.
+
+    The API server keeps nulls in the template's undeclared fields (it preserves unknown fields as they
+    are; tests/integration/test_null_fields.py posts them raw), and a null merged over the
+    operator's defaults would drop them: `runAsNonRoot: null`, `seccompProfile: null` or a sidecar's
+    `allowPrivilegeEscalation: null` would replace `true`, RuntimeDefault and `false`, and a check
+    that looks for `false` would let them through. A null means absent in a Pod (its fields are
+    optional pointers), so it means absent here too, once, where the template is parsed: the
+    operator's checks (`controller.admission`, `controller.claims`) and its pod (`controller.children`)
+    all read this copy, and the admission policies treat null as absent in CEL alike.
+    """
+    return cast(dict[str, Any], _without_nulls(value))
+
+
+def _without_nulls(value: object) -> object:
+    if isinstance(value, Mapping):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value if item is not None]
+    return copy.deepcopy(value)
+
+
 class PodTemplateCodec:
     """The `podTemplate` field: checked against `PodTemplate`, kept as the dict the user wrote (the
     operator merges it into its pod as it is)."""
@@ -216,11 +239,13 @@ class PodTemplateCodec:
         return model_schema(PodTemplate)
 
     def decode(self, value: object, path: str) -> dict[str, Any]:
-        """The template as written, once it passes the same rules the API server runs."""
+        """The template as written, nulls dropped (`without_nulls`), once it passes the same rules the
+        API server runs."""
         if not isinstance(value, Mapping):
             raise ValidationError(path, f"expected an object, got {value!r}")
-        PodTemplate.from_dict(value, path)
-        return copy.deepcopy(dict(value))
+        template = without_nulls(value)
+        PodTemplate.from_dict(template, path)
+        return template
 
     def encode(self, value: Any) -> Any:
         """The template as it is."""

@@ -64,7 +64,8 @@ def merged_pod_context(template: object) -> dict[str, Any]:
     """The pod's securityContext: ours, with what the template sets on top, field by field. A
     template's `securityContext: {}` (or one setting only fsGroup) keeps non-root, the uid and the
     runtime's seccomp profile; what it may not set at all (root, another seccomp type) the operator
-    refuses (`controller.admission`)."""
+    refuses (`controller.admission`). A null in the template means absent: the template is read
+    without its nulls (`api.podtemplate.without_nulls`), so none replaces a default here."""
     return {**pod_security_context(), **(dict(template) if isinstance(template, Mapping) else {})}
 
 

@@ -213,6 +213,19 @@ class Kube:
         body = {"metadata": {"annotations": annotations}}
         _tolerate_missing(lambda: self.core.patch_namespaced_pod(name, namespace, body))
 
+    def read_claim(self, namespace: str, name: str) -> Body | None:
+        """A claim as it is now, or None when there is none (claims are not watched: only the few a
+        pod template names are read, `controller.claims`)."""
+        try:
+            found: Body = self.core.api_client.sanitize_for_serialization(
+                self.core.read_namespaced_persistent_volume_claim(name, namespace)
+            )
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return found
+
     def delete_claim(self, namespace: str, name: str, owner_uid: str) -> None:
         """Delete a member's state volume claim if it is the app's (`owner_uid`); a claim of the same
         name that is anyone else's holds their data and is left alone. The delete is conditional on

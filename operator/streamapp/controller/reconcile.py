@@ -23,7 +23,7 @@ from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, costs, recovery, rollout, supporting
+from streamapp.controller import children, claims, costs, recovery, rollout, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
@@ -54,6 +54,7 @@ INTENT_REBUILT = "IntentRebuilt"
 NAME_CONFLICT = "NameConflict"
 POD_REFUSED = "PodRefused"
 TARGET_TOO_LARGE = "TargetTooLarge"
+CLAIM_REFUSED = "ClaimRefused"
 BLOCKED_RETRY_SECONDS = 30.0
 """A name taken by someone else, or a pod the API server refuses, stays so until a person acts; the
 watches wake the loop when the app or its children change, so a slow retry costs nothing."""
@@ -170,6 +171,9 @@ def reconcile(
         _repair_supporting(kube, model, result, observed, memo)
         thresholds = config.rebalance.lag_thresholds()
         _write_member_specs(kube, model, result, observed.members, handing_off, memo, thresholds)
+        foreign = _claims_refused(kube, model)
+        if foreign is not None:
+            raise ClaimRefused(foreign)
         refusal = _pod_admitted(kube, model, revision, memo)
         if refusal is not None:
             raise PodRefused(refusal)
@@ -187,6 +191,8 @@ def reconcile(
             if isinstance(blocked, NameConflict)
             else TARGET_TOO_LARGE
             if isinstance(blocked, TargetTooLarge)
+            else CLAIM_REFUSED
+            if isinstance(blocked, ClaimRefused)
             else POD_REFUSED
         )
         if memo.blocked != (reason, str(blocked)):
@@ -203,6 +209,19 @@ def reconcile(
 
 class PodRefused(RuntimeError):
     """The API server refuses the member pod the current spec renders (a server-side dry run)."""
+
+
+class ClaimRefused(PodRefused):
+    """The pod template mounts a claim that is another app's, member's or controller's."""
+
+
+def _claims_refused(kube: Kube, app: StreamApp) -> str | None:
+    """Why the claims the pod template mounts may not be mounted (`controller.claims`), read at every
+    reconcile that may create a pod: a claim's owner can change, and only apps whose template names
+    claims pay for the reads."""
+    namespace = str(app.metadata.namespace)
+    names = {name for _, name in claims.mounted_claims(app)}
+    return claims.refusal(app, {name: kube.read_claim(namespace, name) for name in names})
 
 
 def _pod_admitted(kube: Kube, app: StreamApp, revision: str, memo: Memo) -> str | None:
