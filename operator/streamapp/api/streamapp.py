@@ -149,7 +149,9 @@ class StateStore(Model):
     uri: str = field(
         metadata=prop(
             "Location of the store: file:///<absolute path> (a volume every member mounts, e.g. "
-            "file:///data/state) or s3://<bucket>/<prefix> (an S3-API object store).",
+            "file:///data/state) or s3://<bucket>/<prefix> (an S3-API object store). One app's: the "
+            "first executor to start claims the root for its app (owner.json), and executors of any "
+            "other app refuse it (the app's Degraded condition says which app owns it).",
             max_length=2048,
             pattern=STATE_STORE_PATTERN,
             pattern_message="stateStore.uri must be file:///<absolute path> or s3://<bucket>/<prefix>",
