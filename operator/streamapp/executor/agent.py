@@ -192,7 +192,14 @@ class PodSettings:
         if self.kafka_sink is None:
             return FileSink(self.sink_path or self.state().child("outputs"))
         layout = StateLayout(self.state())
-        return KafkaSink(self.kafka_sink, layout, self.app, self.partitions, transactional=self.exactly_once)
+        return KafkaSink(
+            self.kafka_sink,
+            layout,
+            self.app,
+            self.partitions,
+            transactional=self.exactly_once,
+            namespace=self.namespace,
+        )
 
 
 class RuntimeDataPlane:
