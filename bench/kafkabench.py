@@ -83,7 +83,11 @@ def run_streamapp(root: Path, bootstrap: str, topic: str, scenario: Scenario, ka
     layout = StateLayout(root / f"sa-state-{kafka_sink}")
     source = KafkaSource(KafkaEndpoint(bootstrap, topic))
     out = KafkaEndpoint(bootstrap, f"{topic}-sa-out")
-    sink: Sink = KafkaSink(out, layout, "bench", PARTITIONS) if kafka_sink else FileSink(root / "sa-out")
+    sink: Sink = (
+        KafkaSink(out, layout, "bench", PARTITIONS, namespace="bench")
+        if kafka_sink
+        else FileSink(root / "sa-out")
+    )
     if kafka_sink:
         ensure_topic(out, PARTITIONS)
     executor = Executor(

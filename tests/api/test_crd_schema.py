@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -208,8 +209,11 @@ def test_cel_cost_is_bounded(kind: str) -> None:
     assert list(bounded_lists(_root(kind))) == [], "CEL rules inside lists without maxItems"
     for path, schema in _walk(_root(kind)):
         # The root's rules read metadata.name, which the API server bounds itself (253 characters).
-        if path and any("matches(" in r["rule"] for r in schema.get("x-kubernetes-validations", [])):
-            assert "maxLength" in schema, f"{path} runs a regex on an unbounded string"
+        for rule in (r["rule"] for r in schema.get("x-kubernetes-validations", []) if path):
+            # `self.matches(` on a string, `self.<property>.matches(` from its object.
+            for field in re.findall(r"self(?:\.(\w+))?\.matches\(", rule):
+                target = schema["properties"][field] if field else schema
+                assert "maxLength" in target, f"{path}.{field} runs a regex on an unbounded string"
 
 
 def test_kind_constants_match_the_crd() -> None:

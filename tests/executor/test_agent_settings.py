@@ -146,3 +146,16 @@ def test_an_executor_refuses_an_s3_server_that_ignores_conditional_writes(tmp_pa
     assert done.returncode == 2, done.stderr[-2000:]
     assert "cannot start: s3://bucket/app: the S3 server ignores conditional writes" in done.stderr
     assert server.conditional_puts == 2  # type: ignore[attr-defined]
+
+
+def test_an_executor_refuses_a_state_store_root_another_app_owns(tmp_path: Path) -> None:
+    """It exits 2 before touching the root, naming the app that owns it (and reports it as the member's
+    setup error, which the operator shows in the app's Degraded condition), instead of committing into
+    another app's history."""
+    root = tmp_path / "state"
+    root.mkdir()
+    (root / "owner.json").write_text(json.dumps({"namespace": "team-a", "app": "counts"}))
+    done = start_executor(tmp_path, f"file://{root}", {})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"cannot start: state store {root} belongs to app team-a/counts" in done.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["owner.json"]

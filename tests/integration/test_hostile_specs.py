@@ -282,6 +282,13 @@ REFUSED_BY_THE_API_SERVER: list[tuple[str, Mutation, str, str]] = [
     ("name-digit", rename("1app"), "metadata.name", "DNS-1035"),
     ("name-long", rename("a" * (MAX_APP_NAME_LENGTH + 1)), "metadata.name", f"at most {MAX_APP_NAME_LENGTH}"),
     ("name-upper", rename("MyApp"), "metadata.name", "RFC 1123"),
+    ("name-spark-executor-pods", rename("x-0-exec"), "metadata.name", "-<number>-exec"),
+    (
+        "ephemeral-volume-like-a-state-claim",
+        template(volumes=[{"name": "state-1", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]),
+        f"{T}.volumes[0].name",
+        "<pod>-<volume>",
+    ),
 ]
 
 # (id, mutation, field named in the condition) — accepted by the API server, refused by the operator.

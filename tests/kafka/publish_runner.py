@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
     root, bootstrap, source_topic, sink_topic, partitions, epoch, owner = argv
     layout = StateLayout(Path(root) / "state")
     source = KafkaSource(KafkaEndpoint(bootstrap, source_topic))
-    sink = KafkaSink(KafkaEndpoint(bootstrap, sink_topic), layout, "app", int(partitions))
+    sink = KafkaSink(KafkaEndpoint(bootstrap, sink_topic), layout, "app", int(partitions), namespace="ns")
     config = TaskConfig(owner=owner, max_batch_records=400)
     executor = Executor(layout, source, sink, pipelines.load(COUNTS), config)
     executor.apply(Target(active=dict.fromkeys(range(int(partitions)), int(epoch))))

@@ -114,7 +114,7 @@ def test_committed_batches_reach_the_topic_exactly_once(
     layout = StateLayout(tmp_path / "state")
 
     def kafka_sink() -> KafkaSink:
-        return KafkaSink(sink_topic, layout, "app", PARTITIONS)
+        return KafkaSink(sink_topic, layout, "app", PARTITIONS, namespace="ns")
 
     # Epoch 1 commits batches whose outputs are staged but never published (as if killed right
     # after each manifest): the staging sink alone, without the publishing step.
@@ -174,13 +174,16 @@ def test_the_at_least_once_mode_publishes_every_committed_batch_without_transact
     records.produce(kafka_bootstrap, source_topic.topic, PARTITIONS, seed=5, start=0, count=2_000, keys=50)
     source = KafkaSource(source_topic)
     layout = StateLayout(tmp_path / "state")
-    plain = KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False)
+    plain = KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False, namespace="ns")
     first = executor(tmp_path, source, plain, "first")
     first.apply(Target(active={0: 1, 1: 1}))
     first.run_until_idle()
     # A restarted owner resumes from the marker: nothing is published twice when nothing crashed.
     second = executor(
-        tmp_path, source, KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False), "2nd"
+        tmp_path,
+        source,
+        KafkaSink(sink_topic, layout, "app", PARTITIONS, transactional=False, namespace="ns"),
+        "2nd",
     )
     second.apply(Target(active={0: 2, 1: 2}))
     records.produce(

@@ -4,6 +4,11 @@
 Members have static ids, so every child's name is derived from the app and the id: the pod
 `<app>-<id>`, its state volume `<app>-state-<id>`, its StreamAppMember `<app>-<id>`. The labels are
 part of the API too: selectors (`/scale`, HPA, KEDA, the PDB) and the operator's watches use them.
+
+Two apps of a namespace never derive one name, counting those Kubernetes and Spark derive from ours
+(an ephemeral volume's claim `<pod>-<volume>`, a Spark executor pod `<pod>-exec-<n>`): the models refuse
+the app and volume names that would (`api/streamapp.py`, `api/podtemplate.py`), and a property test
+renders both apps' children (tests/controller/test_child_names.py).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ account through the operator (a confused deputy). Privilege requests that an ins
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
@@ -35,6 +36,12 @@ MAX_VOLUMES = 64
 MAX_ENV = 256
 MAX_GRACE_SECONDS = 86_400
 IMAGE_MAX_LENGTH = 1024
+# Kubernetes names an ephemeral volume's claim `<pod>-<volume>`, and member pods are `<app>-<id>`: a
+# volume name holding a number followed by '-' (`1-x`, `a-1-x`), or ending in `state-<number>`, gives a
+# claim name another app of the namespace derives too (app `b`'s `state-1` is app `b-0`'s state claim
+# of member 1; app `a`'s `1-x` is app `a-1`'s ephemeral `x`). Without them every derived claim name
+# parses back to one app (tests/controller/test_child_names.py).
+COLLIDING_EPHEMERAL_VOLUME = "(^|-)[0-9]+-|(^|-)state-[0-9]+$"
 IDENTITY_MESSAGE = (
     "the operator runs each executor as its member's own ServiceAccount; the pod template cannot choose "
     "another identity"
@@ -133,8 +140,26 @@ class VolumeTemplate(Model):
             ),
         )
     )
+    ephemeral: dict[str, Any] | None = field(
+        default=None,
+        metadata=prop(
+            "A generic ephemeral volume, as in a Pod: its claim is named <pod>-<volume>, so the name "
+            "may not contain a number followed by '-' nor end in state-<number>."
+        ),
+    )
     rest: dict[str, Any] = field(
         default_factory=dict, metadata=prop("The volume's source, as in a Pod.", rest=True)
+    )
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            f"!has(self.ephemeral) || !self.name.matches('{COLLIDING_EPHEMERAL_VOLUME}')",
+            "an ephemeral volume's claim is named <pod>-<volume> and member pods <app>-<id>: a volume "
+            "name with a number followed by '-' (1-x, a-1-x) or ending in state-<number> makes a claim "
+            "name another app's claim may have; choose another",
+            lambda v: v.ephemeral is None or re.search(COLLIDING_EPHEMERAL_VOLUME, v.name) is None,
+            ".name",
+        ),
     )
 
 

@@ -57,6 +57,9 @@ MAX_REPLICAS = 1_000
 DNS_LABEL_MAX = 63
 MAX_APP_NAME_LENGTH = DNS_LABEL_MAX - len("-state-") - len(str(MAX_REPLICAS - 1))
 DNS_1035_LABEL = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# Spark names a member's executor pods `<member pod>-exec-<n>` (executor/sparkk8s.py), so app `x`'s
+# member 0 would make a pod `x-0-exec-3` that is also member 3 of an app named `x-0-exec`.
+SPARK_EXECUTOR_POD_NAMES = "-[0-9]+-exec$"
 QUANTITY_PATTERN = "^[0-9]+([.][0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
 STATE_STORE_PATTERN = "^(file:///[^/]|s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$)"
 S3_ENDPOINT_PATTERN = "^https?://[^/]+/?$"
@@ -159,7 +162,9 @@ class StateStore(Model):
     uri: str = field(
         metadata=prop(
             "Location of the store: file:///<absolute path> (a volume every member mounts, e.g. "
-            "file:///data/state) or s3://<bucket>/<prefix> (an S3-API object store).",
+            "file:///data/state) or s3://<bucket>/<prefix> (an S3-API object store). One app's: the "
+            "first executor to start claims the root for its app (owner.json), and executors of any "
+            "other app refuse it (the app's Degraded condition says which app owns it).",
             max_length=2048,
             pattern=STATE_STORE_PATTERN,
             pattern_message="stateStore.uri must be file:///<absolute path> or s3://<bucket>/<prefix>",
@@ -752,6 +757,12 @@ class StreamApp(Resource[StreamAppSpec, StreamAppStatus]):
             f"metadata.name must be at most {MAX_APP_NAME_LENGTH} characters, so that <name>-state-<id> "
             f"stays a 63-character DNS label for every member id below {MAX_REPLICAS}",
             lambda app: len(app.metadata.name) <= MAX_APP_NAME_LENGTH,
+        ),
+        Rule(
+            f"!self.metadata.name.matches('{SPARK_EXECUTOR_POD_NAMES}')",
+            "metadata.name must not end in -<number>-exec: Spark names the executor pods of app <a>'s "
+            "member <id> <a>-<id>-exec-<n>, the names of this app's member pods",
+            lambda app: re.search(SPARK_EXECUTOR_POD_NAMES, app.metadata.name) is None,
         ),
     )
 

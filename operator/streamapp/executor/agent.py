@@ -60,7 +60,7 @@ from streamapp.executor.io.source import FileLog, Source
 from streamapp.executor.membership import ClientSettings, MembershipClient, report_setup_error
 from streamapp.executor.runtime import LOG_FORMAT, Executor, Target
 from streamapp.executor.spark import SparkSettings, session
-from streamapp.executor.state import blobstore
+from streamapp.executor.state import blobstore, owner
 from streamapp.executor.state.blobstore import BlobStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import STORE_KINDS, LocalState, LocalStateError
@@ -179,16 +179,27 @@ class PodSettings:
         return KafkaSource(self.kafka_source, group=consumer_group(self.namespace, self.app))
 
     def state(self, *, check: bool = False) -> BlobStore:
-        """The shared state store the pipeline names; `check` refuses an S3 server that ignores
-        conditional writes (once, as the executor starts)."""
-        return blobstore.open_uri(self.state_uri, check=check)
+        """The shared state store the pipeline names; `check` (once, as the executor starts) refuses an
+        S3 server that ignores conditional writes and a root another app owns (`owner.claim`), and
+        claims an unclaimed one for this app."""
+        store = blobstore.open_uri(self.state_uri, check=check)
+        if check:
+            owner.claim(store, self.namespace, self.app)
+        return store
 
     def sink(self) -> Sink:
         """Where outputs go: a Kafka topic (published after each commit), or Parquet files."""
         if self.kafka_sink is None:
             return FileSink(self.sink_path or self.state().child("outputs"))
         layout = StateLayout(self.state())
-        return KafkaSink(self.kafka_sink, layout, self.app, self.partitions, transactional=self.exactly_once)
+        return KafkaSink(
+            self.kafka_sink,
+            layout,
+            self.app,
+            self.partitions,
+            transactional=self.exactly_once,
+            namespace=self.namespace,
+        )
 
 
 class RuntimeDataPlane:

@@ -8,8 +8,15 @@ marker topic holding the manifest head (seq, input offset, epoch) it published t
 
 * outputs and the marker commit atomically: a marker never claims a batch whose records are not
   visible, and visible records always have their marker;
-* `transactional.id` is per task (app, topic, partition): a new owner's `initTransactions` aborts
-  whatever the old owner had open and fences its producer, whose next commit fails;
+* `transactional.id` is per task (namespace, app, topic, partition; `transactional_id`): a new owner's
+  `initTransactions` aborts whatever the old owner had open and fences its producer, whose next commit
+  fails. Same-named apps of two namespaces have ids, marker keys and marker readers of their own, so
+  neither fences the other nor takes the other's markers for its own;
+* ids before namespaces (`legacy_transactional_id`) also meet ids of other apps and namespaces, so
+  every new channel fences its task's old id once before starting its own: an executor upgraded in
+  place aborts what its predecessor left open (read_committed readers would otherwise stand still for
+  up to `transaction.timeout.ms`) and fences a predecessor still running. Once no executor of a version
+  before this one runs, that step costs one `initTransactions` per channel and finds nothing;
 * after its own `initTransactions` a publisher reads the last committed marker (nothing can commit
   under that id any more without fencing it), then walks the manifest history from there with the
   same rules as every reader (`manifest.advance`): refused zombie manifests are never published and
@@ -55,7 +62,24 @@ def marker_topic(topic: str) -> str:
     return f"{topic}.streamapp-markers"
 
 
-def marker_key(app: str, partition: int) -> bytes:
+def transactional_id(namespace: str, app: str, topic: str, partition: int) -> str:
+    """The task's producer id: `/` appears in no namespace, app or topic name, so every id names one
+    task of one app, and none is a legacy id (those have no `/`)."""
+    return f"streamapp/{namespace}/{app}/{topic}/{partition}"
+
+
+def legacy_transactional_id(app: str, topic: str, partition: int) -> str:
+    """The id executors used before it named the namespace (fenced once per channel, see above)."""
+    return f"streamapp.{app}.{topic}.{partition}"
+
+
+def marker_key(namespace: str, app: str, partition: int) -> bytes:
+    return f"{namespace}/{app}/{partition}".encode()
+
+
+def legacy_marker_key(app: str, partition: int) -> bytes:
+    """The marker key before it named the namespace: read when a partition has no marker of the new
+    key yet, so an upgraded app resumes from what its predecessor published."""
     return f"{app}/{partition}".encode()
 
 
@@ -94,9 +118,12 @@ class KafkaSink:
         app: str,
         partitions: int,
         transactional: bool = True,
+        *,
+        namespace: str,
     ) -> None:
         self.endpoint = endpoint
         self.layout = layout
+        self.namespace = namespace
         self.app = app
         self.partitions = partitions
         self.transactional = transactional
@@ -138,6 +165,7 @@ class KafkaSink:
         producer = Producer(self._producer_config(partition))
         try:
             if self.transactional:
+                self._fence_legacy(partition)
                 producer.init_transactions(TRANSACTION_TIMEOUT_S)
             published = self.last_marker(partition)
         except KafkaException as error:
@@ -157,12 +185,20 @@ class KafkaSink:
                 with contextlib.suppress(FileNotFoundError):
                     self.staging.store.delete(f"{folder}/{entry}")
 
-    def _producer_config(self, partition: int) -> dict[str, Any]:
+    def _producer_config(self, partition: int, legacy: bool = False) -> dict[str, Any]:
         fixed: dict[str, Any] = {"enable.idempotence": True, "partitioner": "murmur2_random", "linger.ms": 5}
         if self.transactional:
-            fixed["transactional.id"] = f"streamapp.{self.app}.{self.endpoint.topic}.{partition}"
+            fixed["transactional.id"] = (
+                legacy_transactional_id(self.app, self.endpoint.topic, partition)
+                if legacy
+                else transactional_id(self.namespace, self.app, self.endpoint.topic, partition)
+            )
             fixed["transaction.timeout.ms"] = int(TRANSACTION_TIMEOUT_S * 1000)
         return self.endpoint.config(**fixed)
+
+    def _fence_legacy(self, partition: int) -> None:
+        """Abort what a producer of the task's legacy id left open and fence it (see the module)."""
+        Producer(self._producer_config(partition, legacy=True)).init_transactions(TRANSACTION_TIMEOUT_S)
 
     def _pending(self, partition: int, published: Head, last: int) -> tuple[list[Manifest], Head]:
         """Accepted batch manifests after `published` (up to `last`, bounded) and the head after them."""
@@ -192,7 +228,7 @@ class KafkaSink:
                 self._flush(producer)
             producer.produce(
                 self.markers.topic,
-                key=marker_key(self.app, partition),
+                key=marker_key(self.namespace, self.app, partition),
                 value=encode_marker(through),
                 partition=partition % self.partitions,
             )
@@ -237,7 +273,8 @@ class KafkaSink:
             channel.producer.flush(0)
 
     def last_marker(self, partition: int) -> Head:
-        """The head of the newest committed marker of this app's partition, `Head()` when none.
+        """The head of the newest committed marker of this app's partition, `Head()` when none; the
+        newest of its legacy key when it has none of the new key (an app published before the upgrade).
 
         Reads backwards from the partition's stable end in windows, so it costs one window when this
         app alone writes the marker partition.
@@ -245,32 +282,37 @@ class KafkaSink:
         consumer = Consumer(
             self.markers.config(
                 **{
-                    "group.id": f"streamapp-markers-{self.app}",
+                    "group.id": f"streamapp-markers-{self.namespace}-{self.app}",
                     "enable.auto.commit": False,
                     "isolation.level": "read_committed",
                     "enable.partition.eof": True,
                 }
             )
         )
-        key = marker_key(self.app, partition)
+        key = marker_key(self.namespace, self.app, partition)
+        legacy = legacy_marker_key(self.app, partition)
         where = TopicPartition(self.markers.topic, partition % self.partitions)
+        before: bytes | None = None
         try:
             low, end = watermarks(consumer, where)
             while end > low:
                 start = max(low, end - MARKER_WINDOW)
-                found = _last_value(consumer, where, start, end, key)
-                if found is not None:
-                    return decode_marker(found)
+                found = _last_values(consumer, where, start, end, (key, legacy))
+                if key in found:
+                    return decode_marker(found[key])
+                before = before or found.get(legacy)
                 end = start
-            return Head()
+            return decode_marker(before) if before is not None else Head()
         finally:
             consumer.close()
 
 
-def _last_value(consumer: Consumer, where: TopicPartition, start: int, end: int, key: bytes) -> bytes | None:
-    """The value of the last record with `key` in offsets `[start, end)` of one partition."""
+def _last_values(
+    consumer: Consumer, where: TopicPartition, start: int, end: int, keys: tuple[bytes, ...]
+) -> dict[bytes, bytes]:
+    """The value of the last record of each of `keys` found in offsets `[start, end)` of one partition."""
     consumer.assign([TopicPartition(where.topic, where.partition, start)])
-    found: bytes | None = None
+    found: dict[bytes, bytes] = {}
     while True:
         message = consumer.poll(METADATA_TIMEOUT_S)
         if message is None:
@@ -283,8 +325,9 @@ def _last_value(consumer: Consumer, where: TopicPartition, start: int, end: int,
         offset = message.offset() or 0
         if offset >= end:
             break
-        if message.key() == key:
-            found = message.value()
+        key, value = message.key(), message.value()
+        if key in keys and value is not None:
+            found[key] = value
         if offset >= end - 1:
             break
     consumer.unassign()

@@ -7,6 +7,7 @@
 <state>/runs/p=<P>/<seq>-<id>.arrows        sorted runs the snapshots list (see `snapshots`)
 <state>/history/p=<P>/floor.json             how far manifests are pruned; archive-<seq>.json below it
 <state>/checkpoints/p=<P>/<member>.json     marks: which seq a member's local checkpoint holds, and when
+<state>/owner.json                          the app whose root this is (`owner`)
 <sink>/p=<P>/<seq>-e<epoch>-<id>.parquet    outputs (the default file sink)
 ```
 Names are relative to the store's root (`blobstore.BlobStore`): manifests name segments relative to the
