@@ -280,4 +280,5 @@ def test_a_template_container_named_executor_refines_ours() -> None:
     assert [c["name"] for c in containers] == ["executor", "sidecar"]
     env = {e["name"]: e for e in containers[0]["env"]}
     assert env["STREAMAPP_HTTP_PORT"]["value"] == "0" and "STREAMAPP_MEMBER_ID" in env
-    assert containers[0]["readinessProbe"] is None
+    # A null is absent (api/podtemplate.py): it keeps our probe rather than dropping it.
+    assert containers[0]["readinessProbe"]["httpGet"]["path"] == "/readyz"
