@@ -26,7 +26,7 @@ class RecordingKube:
     patched: list[str] = field(default_factory=list)
     refuse: str | None = None
 
-    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
+    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any], *, uid: str) -> None:
         if name == self.refuse:
             raise ApiException(status=500, reason="refused")
         self.patched.append(name)

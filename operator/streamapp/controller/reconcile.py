@@ -332,7 +332,10 @@ def _write_member_specs(
                 )
         elif not children.same_target(current["spec"], wanted):
             wave = releasing if _gives_up(current["spec"], wanted) else writes
-            wave.append(partial(kube.patch_member_spec, namespace, member_name(name, member), wanted))
+            uid = str((current.get("metadata") or {}).get("uid") or "")
+            wave.append(
+                partial(kube.patch_member_spec, namespace, member_name(name, member), wanted, uid=uid)
+            )
     side_by_side(releasing)
     side_by_side(writes)
 
@@ -386,11 +389,11 @@ def _manage_pods(
     for member in result.timed_out:
         late = pods.get(member)
         if late is not None and not late.terminating:
-            kube.delete_pod(namespace, late.name)
+            kube.delete_pod(namespace, late.name, uid=late.uid)
     for member in range(config.replicas):
         pod = pods.get(member)
         if pod is not None and pod.finished and not pod.terminating:
-            kube.delete_pod(namespace, pod.name)
+            kube.delete_pod(namespace, pod.name, uid=pod.uid)
         if pod is None:
             try:
                 claim = children.state_claim(app, member)
@@ -402,14 +405,18 @@ def _manage_pods(
                     raise
                 log.warning("%s/%s: member %d's pod refused: %s", namespace, name, member, error.reason)
                 refused = refused or error
-    member_ids = {int(m["spec"]["memberId"]) for m in members if "spec" in m}
+    member_uids = {
+        int(m["spec"]["memberId"]): str((m.get("metadata") or {}).get("uid") or "")
+        for m in members
+        if "spec" in m
+    }
     retain = app.spec.executor.storage.retain_on_scale_in
     for member in result.removable:
         if member in pods and not pods[member].terminating:
-            kube.delete_pod(namespace, member_name(name, member))
+            kube.delete_pod(namespace, member_name(name, member), uid=pods[member].uid)
         if member not in pods:
-            if member in member_ids:
-                kube.delete_member(namespace, member_name(name, member))
+            if member in member_uids:
+                kube.delete_member(namespace, member_name(name, member), uid=member_uids[member])
             if not retain:
                 kube.delete_claim(namespace, state_claim_name(name, member), str(app.metadata.uid))
     if refused is not None:
