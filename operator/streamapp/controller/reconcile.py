@@ -24,7 +24,7 @@ from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, costs, recovery, rollout, supporting
-from streamapp.controller.admission import STRICT, PodPolicy, admit
+from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
@@ -104,6 +104,7 @@ def reconcile(
     try:
         model = StreamApp.from_resource(app)
         admit(model, policy)
+        admit_metadata(model)
         config = model.spec.app_config()
     except ValueError as error:
         # Nothing is planned and no child is touched; the condition (and one Event per change of it,
