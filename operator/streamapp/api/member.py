@@ -287,7 +287,8 @@ class StreamAppMemberStatus(Model):
     observed_generation: int | None = field(
         default=None,
         metadata=prop(
-            "spec.generation the executor has applied; for a revoking task this is the acknowledgement."
+            "spec.generation the executor has applied; for a revoking task this is the acknowledgement. "
+            "Never above spec.generation (refused by the API server)."
         ),
     )
     pod_uid: str | None = field(
