@@ -84,7 +84,9 @@ def etcd(bin_dir: Path, data_dir: Path, ports: Ports) -> list[str]:
 
 
 def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports, address: str = LOOPBACK) -> list[str]:
-    """kube-apiserver with Node+RBAC authorization and the default admission chain plus NodeRestriction.
+    """kube-apiserver with Node+RBAC authorization and the default admission chain plus NodeRestriction
+    and OwnerReferencesPermissionEnforcement (as OpenShift runs): a child whose ownerReference sets
+    `blockOwnerDeletion` is created only by someone who may update its owner's finalizers.
 
     ``address`` is loopback unless a real node's pods must reach it (then the node's bridge address,
     and the ``kubernetes`` Service gets that endpoint from the lease reconciler)."""
@@ -99,7 +101,7 @@ def kube_apiserver(bin_dir: Path, pki: Pki, ports: Ports, address: str = LOOPBAC
         f"--tls-private-key-file={pki.apiserver_key}",
         f"--client-ca-file={pki.ca_cert}",
         "--authorization-mode=Node,RBAC",
-        "--enable-admission-plugins=NodeRestriction",
+        "--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
         f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
         f"--service-account-key-file={pki.sa_public}",
         f"--service-account-signing-key-file={pki.sa_private}",

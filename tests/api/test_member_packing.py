@@ -263,7 +263,9 @@ def test_a_report_of_100000_copies_fits_and_the_operator_reads_it() -> None:
         "metadata": {"name": "counts-0", "uid": "pod", "labels": {"streamapp.dev/member": "0"}},
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
-    [view] = member_views([pod], [{"spec": {"memberId": 0}, "status": json.loads(json.dumps(status))}], {}, 1)
+    [view] = member_views(
+        [pod], [{"spec": {"memberId": 0, "generation": 4}, "status": json.loads(json.dumps(status))}], {}, 1
+    )
     assert view.acked_generation == 4
     assert view.fenced == {t for t in range(TASKS) if t % 1000 == 1}
     assert {t: e for t, e in view.store_epochs.items() if e > 5} == dict.fromkeys(view.fenced, 9)

@@ -73,7 +73,12 @@ def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
 
 def test_operator_uses_no_update_or_scale_rights_and_no_cluster_wide_leases() -> None:
     operator = operator_cluster_role_rules()
-    assert not any("update" in rule["verbs"] for rule in operator)
+    updates = [rule for rule in operator if "update" in rule["verbs"]]
+    # The one update: the apps' finalizers, what blockOwnerDeletion on its children requires
+    # (OwnerReferencesPermissionEnforcement); it grants no write to the app itself.
+    assert updates == [
+        {"apiGroups": ["streamapp.dev"], "resources": ["streamapps/finalizers"], "verbs": ["update"]}
+    ]
     assert not any(r.endswith("/scale") or r == "leases" for rule in operator for r in rule["resources"])
     assert operator_lease_rules() == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}

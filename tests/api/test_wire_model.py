@@ -125,9 +125,11 @@ def test_every_spec_field_reaches_the_executor() -> None:
 def test_every_status_field_the_executor_writes_reaches_the_operator() -> None:
     report = filled(TaskReport)
     membership, api = executor(Plane([report]))
-    membership.notice({"metadata": {"uid": "m"}, "spec": filled(StreamAppMemberSpec).to_dict()})
+    target = filled(StreamAppMemberSpec)
+    membership.notice({"metadata": {"uid": "m"}, "spec": target.to_dict()})
     [written] = api.statuses
-    body = {"metadata": {"name": "counts-2"}, "spec": {"memberId": 2}, "status": written}
+    spec = {"memberId": 2, "generation": target.generation}
+    body = {"metadata": {"name": "counts-2"}, "spec": spec, "status": written}
     expected = StreamAppMemberStatus(
         observed_generation=membership.applied,
         pod_uid="pod-uid",

@@ -49,7 +49,7 @@ def pod(
 
 def member(member_id: int, pod_uid: str, generation: int, lags: dict[int, int]) -> dict[str, Any]:
     return {
-        "spec": {"memberId": member_id},
+        "spec": {"memberId": member_id, "generation": generation},
         "status": {
             "observedGeneration": generation,
             "podUID": pod_uid,

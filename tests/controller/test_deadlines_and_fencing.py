@@ -65,7 +65,7 @@ class RecordingKube:
 
     calls: list[tuple[str, ...]] = field(default_factory=list)
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str) -> None:
         self.calls.append(("delete_pod", name))
 
     refusing: str = ""
@@ -75,7 +75,7 @@ class RecordingKube:
             raise ApiException(status=403, reason="Forbidden")
         self.calls.append(("create", body["kind"], body["metadata"]["name"]))
 
-    def delete_member(self, namespace: str, name: str) -> None:
+    def delete_member(self, namespace: str, name: str, *, uid: str) -> None:
         self.calls.append(("delete_member", name))
 
     def delete_claim(self, namespace: str, name: str, owner_uid: str = "") -> None:

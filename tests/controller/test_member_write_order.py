@@ -24,12 +24,14 @@ class RecordingKube:
     """Member spec patches in the order they were made; `refuse` fails the patch of that member."""
 
     patched: list[str] = field(default_factory=list)
+    uids: dict[str, str] = field(default_factory=dict)
     refuse: str | None = None
 
-    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
+    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any], *, uid: str) -> None:
         if name == self.refuse:
             raise ApiException(status=500, reason="refused")
         self.patched.append(name)
+        self.uids[name] = uid
 
     def create_member(self, namespace: str, body: dict[str, Any]) -> None:
         self.patched.append(body["metadata"]["name"])
@@ -40,7 +42,9 @@ def members_of(assignment: Assignment) -> list[dict[str, Any]]:
     bodies = []
     for member, target in sorted(member_targets(assignment).items()):
         spec = children.member_spec("counts", member, target, assignment.generation, False, ())
-        bodies.append(children.member_object(MODEL, member, spec))
+        body = children.member_object(MODEL, member, spec)
+        body["metadata"]["uid"] = f"uid-of-{body['metadata']['name']}"
+        bodies.append(body)
     return bodies
 
 
@@ -79,3 +83,11 @@ def test_when_giving_up_fails_the_new_epoch_is_not_written() -> None:
     with pytest.raises(ApiException):
         _write_member_specs(kube, MODEL, plan, members_of(BEFORE), frozenset())  # type: ignore[arg-type]
     assert kube.patched == []
+
+
+def test_a_member_spec_is_patched_only_on_the_member_object_observed() -> None:
+    """Each patch names the UID of the StreamAppMember the watch showed: one re-created under its
+    name by someone else since is not written (kube.patch_member_spec's condition)."""
+    kube = RecordingKube()
+    _write_member_specs(kube, MODEL, SimpleNamespace(assignment=AFTER), members_of(BEFORE), frozenset())  # type: ignore[arg-type]
+    assert kube.uids == {"counts-0": "uid-of-counts-0", "counts-1": "uid-of-counts-1"}

@@ -156,7 +156,7 @@ def test_a_report_is_parsed_again_when_its_object_changed_and_never_served_stale
     assert parse(first).observed_generation == first["status"]["observedGeneration"]
     newer = copy.deepcopy(first)
     newer["metadata"]["resourceVersion"] = "999"
-    newer["status"]["observedGeneration"] = 99
+    newer["spec"]["generation"] = newer["status"]["observedGeneration"] = 99
     assert parse(newer).observed_generation == 99, "a version the memo has not seen is parsed"
     parse = memo.parse_reports([newer])
     assert parse(newer).observed_generation == 99
@@ -164,7 +164,7 @@ def test_a_report_is_parsed_again_when_its_object_changed_and_never_served_stale
     assert memo.digest(newer).acknowledged == 99
     again = copy.deepcopy(newer)
     again["metadata"]["resourceVersion"] = "1000"
-    again["status"]["observedGeneration"] = 100
+    again["spec"]["generation"] = again["status"]["observedGeneration"] = 100
     assert memo.digest(again).acknowledged == 100, "a digest is of the version asked for"
 
 

@@ -135,7 +135,11 @@ def test_an_acknowledgement_is_news_once_and_only_when_the_generation_rises() ->
     seen = Acknowledgements()
 
     def member(generation: int) -> dict[str, Any]:
-        return {"metadata": {"uid": "m0"}, "status": {"observedGeneration": generation}}
+        return {
+            "metadata": {"uid": "m0"},
+            "spec": {"generation": generation},
+            "status": {"observedGeneration": generation},
+        }
 
     assert not seen.new("ADDED", member(3)), "what the operator finds at start is not news"
     assert not seen.new("MODIFIED", member(3)), "a progress report"

@@ -130,10 +130,12 @@ class RecordingKube:
 
     calls: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str) -> None:
         self.calls.append(("delete_pod", name))
 
-    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
+    def annotate_pod(
+        self, namespace: str, name: str, annotations: dict[str, str | None], *, uid: str
+    ) -> None:
         self.calls.append(("annotate_pod", name, annotations))
 
 

@@ -125,3 +125,25 @@ def test_workload_identity_annotations_follow_the_spec_and_leave_others_alone() 
     untouched = copy.deepcopy(none)
     untouched["metadata"]["annotations"] = {"someone/else": "kept"}
     assert supporting.repairs([none], [untouched]) == [], "an account of before this field: nothing to do"
+
+
+def test_every_patch_and_delete_names_the_uid_of_the_object_observed() -> None:
+    """The write applies to the object the watch showed, not to one re-created under its name."""
+    want = supporting.wanted(APP, [0])
+    observed = [*copy.deepcopy(want), *copy.deepcopy(supporting.wanted(APP, [1]))[2:]]
+    for number, body in enumerate(observed):
+        body["metadata"]["uid"] = f"uid-{number}"
+    role = next(b for b in observed if b["kind"] == "Role" and b["metadata"]["name"] == "counts-0")
+    role["rules"] = []
+    budget = next(b for b in observed if b["kind"] == "PodDisruptionBudget")
+    budget["spec"]["maxUnavailable"] = 3
+    fixes = supporting.repairs(want, observed)
+    by_object = {(b["kind"], b["metadata"]["name"]): b["metadata"]["uid"] for b in observed}
+    assert {(f.action, f.kind, f.name) for f in fixes} == {
+        ("patch", "Role", "counts-0"),
+        ("patch", "PodDisruptionBudget", "counts"),
+        ("delete", "ServiceAccount", "counts-1"),
+        ("delete", "Role", "counts-1"),
+        ("delete", "RoleBinding", "counts-1"),
+    }
+    assert all(f.uid == by_object[(f.kind, f.name)] for f in fixes)

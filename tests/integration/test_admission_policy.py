@@ -5,6 +5,7 @@ its rule's message, and lets a restricted-compatible template through."""
 from __future__ import annotations
 
 import copy
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from streamapp.api import StreamApp, admissionpolicy
 from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.api.podtemplate import POD_TEMPLATE
-from streamapp.controller.admission import violations
+from streamapp.controller.admission import reserved_keys, violations
 
 ADMISSION = "admissionregistration.k8s.io"
 HOSTILE: list[tuple[dict[str, Any], str]] = [
@@ -261,3 +262,41 @@ def test_the_policy_reads_a_null_as_absent(
 def as_read(template: dict[str, Any]) -> dict[str, Any]:
     """The template as the operator reads it."""
     return POD_TEMPLATE.decode(template, "spec.executor.podTemplate")
+
+
+RESERVED_KEYS: list[tuple[str, str]] = [
+    ("labels", "streamapp.dev/app"),
+    ("labels", "app.kubernetes.io/managed-by"),
+    ("labels", "x.streamapp.dev/member"),
+    ("annotations", "streamapp.dev/operator-restart"),
+]
+
+
+def test_the_policy_refuses_the_operators_own_keys_as_the_operator_does(
+    api_client: client.ApiClient, namespace: str, policy: None
+) -> None:
+    """Template labels and annotations go onto the member pods; the operator's keys are refused at
+    apply time and by the operator alike, each message naming the key; other keys pass both."""
+    probe = {"metadata": {"labels": {"streamapp.dev/app": "other"}}}
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _create(api_client, namespace, app("probe", probe))
+        except ApiException as error:
+            if error.status == 422 and "streamapp.dev/app" in error.body:
+                break
+            raise
+        assert time.monotonic() < deadline, "the policy never took effect"
+        time.sleep(0.5)
+    for index, (field, key) in enumerate(RESERVED_KEYS):
+        template = {"metadata": {field: {"team": "a", key: "true"}}}
+        [(path, _)] = reserved_keys(template)
+        assert key in path
+        with pytest.raises(ApiException) as refused:
+            _create(api_client, namespace, app(f"reserved-{index}", template))
+        message = json.loads(refused.value.body)["message"]
+        assert refused.value.status == 422, message
+        assert f"spec.executor.podTemplate.metadata.{field}: the key {key} is reserved" in message
+    allowed = {"metadata": {"labels": {"team": "a"}, "annotations": {"prometheus.io/scrape": "true"}}}
+    assert not list(reserved_keys(allowed))
+    _create(api_client, namespace, app("allowed", allowed))

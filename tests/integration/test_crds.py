@@ -518,6 +518,43 @@ def test_a_member_token_reaches_its_own_member_only(
         as_member.close()
 
 
+def test_a_member_cannot_acknowledge_a_generation_it_was_not_given(
+    api_client: client.ApiClient, namespace: str, kubeconfig_path: Path, crds: None
+) -> None:
+    """A member's executor (its own ServiceAccount, with the Role the operator grants it) may write
+    status.observedGeneration up to its target's spec.generation and no further: a forged
+    acknowledgement (9.2e18) would release revocations it never performed and lift the generation
+    floor. The operator's own spec writes (generations only rise) pass, over any status."""
+    objects = client.CustomObjectsApi(api_client)
+    own = (GROUP, VERSION, namespace, MEMBERS, "counts-1")
+    _create(objects, namespace, _member("counts-1", app="counts", memberId=1, generation=3), MEMBERS)
+    client.RbacAuthorizationV1Api(api_client).create_namespaced_role(
+        namespace, {"metadata": {"name": "counts-1"}, "rules": executor_role_rules("counts-1")}
+    )
+    _account_bound_to(api_client, namespace, "counts-1", "Role", "counts-1")
+    as_member = _impersonating(kubeconfig_path, namespace, "counts-1")
+    try:
+        mine = client.CustomObjectsApi(as_member)
+        wait_for(lambda: _try(lambda: mine.get_namespaced_custom_object(*own)), TIMEOUT_S, "the binding")
+
+        def acknowledge(generation: int) -> Any:
+            return mine.patch_namespaced_custom_object_status(
+                *own, {"status": {"observedGeneration": generation}}
+            )
+
+        for forged in (4, 9_200_000_000_000_000_000):
+            message = _refused(lambda forged=forged: acknowledge(forged))
+            assert "status.observedGeneration may not exceed spec.generation" in message
+        acknowledge(2)
+        assert acknowledge(3)["status"]["observedGeneration"] == 3
+        # The operator raises the target over the member's status; then 4 may be acknowledged.
+        objects.patch_namespaced_custom_object(*own, {"spec": {"generation": 4}})
+        assert acknowledge(4)["status"]["observedGeneration"] == 4
+        assert _refused(lambda: acknowledge(5))
+    finally:
+        as_member.close()
+
+
 def _try(call: Callable[[], Any]) -> bool:
     """True once `call` is allowed (RBAC bindings take a moment to reach the authorizer cache)."""
     try:

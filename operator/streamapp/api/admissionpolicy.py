@@ -7,7 +7,8 @@ API server refuse such a StreamApp when it is applied, with the rule's message. 
 written in CEL over the app's `spec.executor.podTemplate` (its fields beyond the schema's own stay
 reachable: the template keeps what it does not declare); the integration test applies both to the same
 templates. ValidatingAdmissionPolicy is GA in Kubernetes 1.30; installs that run privileged executors
-(`--allow-privileged-pod-templates`) leave it out (the chart's `podTemplatePolicy.enabled`).
+(`--allow-privileged-pod-templates`) leave it out (the chart's `podTemplatePolicy.enabled`). It also
+refuses the operator's own label and annotation keys in a template (`reserved_key_validations`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp.api import security
-from streamapp.api.names import GROUP
+from streamapp.api.names import GROUP, RESERVED_KEY_DOMAIN, RESERVED_KEYS
 from streamapp.api.streamapp import StreamApp
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -211,6 +212,27 @@ def restricted_rules() -> list[tuple[str, str]]:
     return out
 
 
+def reserved_key_validations() -> list[dict[str, str]]:
+    """The template's labels and annotations may not use the operator's keys (`api.names.reserved_key`,
+    `controller.admission.reserved_keys`): one validation each, its message naming the first such key.
+    Not a privilege, so no install flag allows them."""
+    domain, exact = RESERVED_KEY_DOMAIN, ", ".join(f"'{key}'" for key in RESERVED_KEYS)
+    reserved = f"k in [{exact}] || k.startsWith('{domain}/') || k.contains('.{domain}/')"
+    out = []
+    for field in ("labels", "annotations"):
+        keys = f"variables.meta.{field}"
+        out.append(
+            {
+                "expression": _unless(keys, f"!{keys}.exists(k, {reserved})"),
+                "messageExpression": (
+                    f"'spec.executor.podTemplate.metadata.{field}: the key ' + "
+                    f"{keys}.filter(k, {reserved})[0] + ' is reserved for the operator (its own {field})'"
+                ),
+            }
+        )
+    return out
+
+
 def policy(name: str = NAME) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy over StreamApps' pod templates."""
     return {
@@ -233,7 +255,7 @@ def policy(name: str = NAME) -> dict[str, Any]:
                 {"name": "spec", "expression": "object.spec.executor.?podTemplate.?spec.orValue({})"},
                 {"name": "meta", "expression": "object.spec.executor.?podTemplate.?metadata.orValue({})"},
             ],
-            "validations": validations(),
+            "validations": [*validations(), *reserved_key_validations()],
         },
     }
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Literal
 
-from streamapp.api.fields import ValidationError, prop, wire_name
+from streamapp.api.fields import Rule, ValidationError, prop, wire_name
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 
@@ -66,6 +66,14 @@ spec and status together stay under etcd's 1.5 MiB."""
 
 _PACKED_TEXT_LIMIT = 16 * 1_048_576  # inflated text: a packed target is never near this (decoding bound)
 _PACKED_LINE = re.compile(r"([0-9]+(:[0-9]+)?(,[0-9]+(:[0-9]+)?)*)?")
+
+
+def acknowledged_generation(target_generation: int, observed_generation: int | None) -> int:
+    """The generation a member's executor acknowledged, as far as it can have: never above the
+    target it was given (an executor cannot have applied a target the operator has not written, so a
+    higher report acknowledges revocations it never performed); pure."""
+    return max(0, min(observed_generation or 0, target_generation))
+
 
 # `kubectl get sam -o wide` stays one line per member: longer task sets end in "…(N tasks)".
 MAX_TASK_RANGES_CHARS = 48
@@ -563,7 +571,8 @@ class StreamAppMemberStatus(Model):
     observed_generation: int | None = field(
         default=None,
         metadata=prop(
-            "spec.generation the executor has applied; for a revoking task this is the acknowledgement."
+            "spec.generation the executor has applied; for a revoking task this is the acknowledgement. "
+            "Never above spec.generation (refused by the API server)."
         ),
     )
     pod_uid: str | None = field(
@@ -664,6 +673,21 @@ class StreamAppMember(Resource[StreamAppMemberSpec, StreamAppMemberStatus]):
 
     SPEC: ClassVar[type[Model]] = StreamAppMemberSpec
     STATUS: ClassVar[type[Model]] = StreamAppMemberStatus
+
+    # The executor's acknowledgement is bounded by the target it was given. A transition rule: a value
+    # the object already holds (stored before this rule existed) does not make the operator's own spec
+    # writes fail; those only raise spec.generation, so they never trip it otherwise.
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        Rule(
+            "!has(self.status) || !has(self.status.observedGeneration)"
+            " || self.status.observedGeneration <= (has(self.spec.generation) ? self.spec.generation : 0)"
+            " || (has(oldSelf.status) && has(oldSelf.status.observedGeneration)"
+            " && oldSelf.status.observedGeneration == self.status.observedGeneration)",
+            "status.observedGeneration may not exceed spec.generation: an executor acknowledges only "
+            "a target the operator gave it",
+            field_path=".status.observedGeneration",
+        ),
+    )
 
     status: StreamAppMemberStatus = field(default_factory=StreamAppMemberStatus)
 

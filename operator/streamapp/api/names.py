@@ -30,12 +30,15 @@ __all__ = [
     "MANAGED_BY",
     "MEMBERS",
     "MEMBER_LABEL",
+    "RESERVED_KEYS",
+    "RESERVED_KEY_DOMAIN",
     "RESTART_ANNOTATION",
     "REVISION_LABEL",
     "VERSION",
     "executor_account",
     "member_labels",
     "member_name",
+    "reserved_key",
     "selector",
     "state_claim_name",
 ]
@@ -49,6 +52,19 @@ HANDOFF_ANNOTATION = "streamapp.dev/handoff-started"
 # On a member pod the operator deletes itself (a restart, not a drain): its tasks wait for the new pod.
 RESTART_ANNOTATION = "streamapp.dev/operator-restart"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
+# Label and annotation keys a pod template may not set on member pods: the operator's own domain
+# (`streamapp.dev/...` and its subdomains: app and member labels, the revision, the handoff and restart
+# marks the operator acts on) and the labels it sets itself.
+RESERVED_KEY_DOMAIN = GROUP
+RESERVED_KEYS = tuple(MANAGED_BY)
+
+
+def reserved_key(key: str) -> bool:
+    """Whether a pod template's label or annotation key is the operator's to set (pure)."""
+    domain = RESERVED_KEY_DOMAIN
+    return key in RESERVED_KEYS or key.startswith(f"{domain}/") or f".{domain}/" in key
+
+
 # Where a member pod serves /metrics, /readyz and /healthz (the executor's default --http-port).
 EXECUTOR_PORT = 8080
 EXECUTOR_PORT_NAME = "http"

@@ -227,7 +227,11 @@ class PodTemplate(Model):
     """Pod template merged under the operator's pod (labels, tolerations, affinity, sidecars)."""
 
     metadata: dict[str, Any] | None = field(
-        default=None, metadata=prop("Labels and annotations added to every member pod.")
+        default=None,
+        metadata=prop(
+            "Labels and annotations added to every member pod; the operator's own keys "
+            "(streamapp.dev/..., app.kubernetes.io/managed-by) are refused."
+        ),
     )
     spec: PodSpecTemplate | None = field(default=None, metadata=prop("PodSpec fields of every member pod."))
 

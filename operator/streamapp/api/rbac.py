@@ -67,6 +67,10 @@ def operator_cluster_role_rules() -> list[Rule]:
         # Watch apps; persist the assignment intent and the summary in their status.
         _rule(GROUP, [apps], READ),
         _rule(GROUP, [f"{apps}/status"], ["get", "patch"]),
+        # Every child's ownerReference sets blockOwnerDeletion: clusters running the
+        # OwnerReferencesPermissionEnforcement admission plugin (OpenShift) let only someone who may
+        # update the owner's finalizers set it, and refuse the child's create otherwise.
+        _rule(GROUP, [f"{apps}/finalizers"], ["update"]),
         # Write each member's target; hold the executors' status access so the operator may grant it.
         _rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
         _rule(GROUP, [f"{members}/status"], ["get", "patch"]),

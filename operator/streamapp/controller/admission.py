@@ -21,6 +21,10 @@ running.
 `spec.executor.sparkExecutors` is a privilege of its own: the member's ServiceAccount may then create
 pods in the namespace (Spark's executors). The operator refuses such apps unless it was started with
 `--allow-spark-executors` (`admit_spark_executors`; at apply time: `api.sparkpolicy.gate_policy`).
+
+Apart from privileges, a template's labels and annotations may not use the operator's own keys
+(`reserved_keys`: `streamapp.dev/...` and the labels it sets), on any install: they would make a member
+pod look like another app's or carry the restart and handoff marks the operator acts on.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api.fields import ValidationError
+from streamapp.api.names import reserved_key
 from streamapp.api.security import (
     ADDABLE_CAPABILITIES,
     APPARMOR_TYPES,
@@ -174,3 +179,31 @@ def _items(parent: Mapping[str, Any], key: str) -> Iterator[tuple[int, Mapping[s
         for index, item in enumerate(value):
             if isinstance(item, Mapping):
                 yield index, item
+
+
+def admit_metadata(app: StreamApp) -> None:
+    """Raise ValidationError naming the first reserved key the pod template sets (`reserved_keys`);
+    refused on every install, privileged ones too: it is no privilege but the operator's own marks."""
+    for path, problem in reserved_keys(app.spec.executor.pod_template or {}):
+        raise ValidationError(path, problem)
+
+
+def reserved_keys(template: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(field path, what is wrong) for each label or annotation of the template whose key is the
+    operator's (`api.names.reserved_key`). Template labels and annotations go onto every member pod:
+    with the operator's keys a template could make a pod look like another app's member or revision,
+    or carry the restart or handoff marks the operator acts on (an eviction taken for its own restart
+    would keep the member's tasks waiting instead of handing them over)."""
+    metadata = template.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return
+    for field in ("labels", "annotations"):
+        keys = metadata.get(field)
+        if not isinstance(keys, Mapping):
+            continue
+        for key in keys:
+            if reserved_key(str(key)):
+                yield (
+                    f"{TEMPLATE_PATH}.metadata.{field}[{key}]",
+                    f"the key {key} is reserved for the operator (its own {field})",
+                )

@@ -12,6 +12,7 @@ from typing import Any, cast
 import kopf
 
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBERS, VERSION
+from streamapp.controller.acknowledgement import acked_generation
 from streamapp.controller.loops import AppLoops, Key, Sources
 from streamapp.controller.observe import controlling_app
 from streamapp.controller.relist import Kind, Lister, Relists
@@ -195,7 +196,8 @@ def _wake_owner(loops: AppLoops, namespace: str, body: Mapping[str, Any], urgent
 
 
 class Acknowledgements:
-    """The newest generation each StreamAppMember's executor acknowledged (`status.observedGeneration`),
+    """The newest generation each StreamAppMember's executor acknowledged (`status.observedGeneration`,
+    no higher than its target's: `acknowledgement.acked_generation`),
     by object uid: a member event that raises it carries an acknowledgement, which releases revoked
     tasks that stand still until the next reconcile assigns them on — unlike the progress reports
     around it, it must not wait for the loop's interval."""
@@ -209,7 +211,7 @@ class Acknowledgements:
         if event == "DELETED":
             self.generations.pop(uid, None)
             return False
-        generation = int((body.get("status") or {}).get("observedGeneration") or 0)
+        generation = acked_generation(body)
         before = self.generations.get(uid)
         self.generations[uid] = generation
         return before is not None and generation > before

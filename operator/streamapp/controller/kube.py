@@ -9,6 +9,12 @@ merely carries the name the operator would give its child (a ServiceAccount boun
 holding someone's data, a StatefulSet's pod) is never used, adopted or deleted; creating over it raises
 `NameConflict`, which the reconcile shows as the app's condition. Ownership is the controller
 ownerReference with the app's UID, as the watches judge their children (`observe.children_of`).
+
+Every patch and delete of a child is conditional on the UID of the object the watch showed (`uid`): a
+child deleted and re-created under its name by someone else between that event and the write is
+another object, and the API server refuses the write (409: a delete's `preconditions.uid`, a patch's
+`metadata.uid`, refused as an immutable field). Such a refusal is not retried: the object is not this app's, and the watch brings
+what is there now (`_unless_replaced`).
 """
 
 from __future__ import annotations
@@ -89,18 +95,30 @@ class Kube:
             body,
         )
 
-    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any]) -> None:
-        """Replace the target fields of a StreamAppMember's spec (a merge patch: `packed` is written as
-        null unless set, so a target back in list form drops the packed one it replaces)."""
+    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any], *, uid: str) -> None:
+        """Replace the target fields of the StreamAppMember `uid`'s spec (a merge patch: `packed` is
+        written as null unless set, so a target back in list form drops the packed one it replaces)."""
         self._guard()
-        body = {"spec": {"packed": None, **spec}}
-        self.custom.patch_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name, body)
+        body = {"metadata": _same(uid), "spec": {"packed": None, **spec}}
+        _unless_replaced(
+            lambda: self.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, MEMBERS, name, body
+            ),
+            "StreamAppMember",
+            namespace,
+            name,
+        )
 
-    def delete_member(self, namespace: str, name: str) -> None:
-        """Delete a StreamAppMember."""
+    def delete_member(self, namespace: str, name: str, *, uid: str) -> None:
+        """Delete the StreamAppMember `uid`."""
         self._guard()
-        _tolerate_missing(
-            lambda: self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS, name)
+        _unless_replaced(
+            lambda: self.custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, MEMBERS, name, body=_only(uid)
+            ),
+            "StreamAppMember",
+            namespace,
+            name,
         )
 
     def create(self, namespace: str, body: dict[str, Any]) -> None:
@@ -169,49 +187,68 @@ class Kube:
             return _message(error)
         return None
 
-    def patch_role_rules(self, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:
-        """Put a Role's rules back to what the operator grants."""
+    def patch_role_rules(self, namespace: str, name: str, rules: list[dict[str, Any]], *, uid: str) -> None:
+        """Put the Role `uid`'s rules back to what the operator grants."""
         self._guard()
-        self.rbac.patch_namespaced_role(name, namespace, {"rules": rules})
-
-    def patch_account_annotations(
-        self, namespace: str, name: str, annotations: dict[str, str | None]
-    ) -> None:
-        """Merge-patch a member ServiceAccount's annotations (None removes one)."""
-        self._guard()
-        self.core.patch_namespaced_service_account(
-            name, namespace, {"metadata": {"annotations": annotations}}
+        body = {"metadata": _same(uid), "rules": rules}
+        _unless_replaced(
+            lambda: self.rbac.patch_namespaced_role(name, namespace, body), "Role", namespace, name
         )
 
-    def patch_budget(self, namespace: str, name: str, max_unavailable: int) -> None:
-        """Set the app's PodDisruptionBudget to `maxUnavailable` (it follows rollingUpdate's)."""
+    def patch_account_annotations(
+        self, namespace: str, name: str, annotations: dict[str, str | None], *, uid: str
+    ) -> None:
+        """Merge-patch the member ServiceAccount `uid`'s annotations (None removes one)."""
         self._guard()
-        body = {"spec": {"maxUnavailable": max_unavailable}}
-        self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body)
+        body = {"metadata": {**_same(uid), "annotations": annotations}}
+        _unless_replaced(
+            lambda: self.core.patch_namespaced_service_account(name, namespace, body),
+            "ServiceAccount",
+            namespace,
+            name,
+        )
 
-    def delete(self, namespace: str, kind: str, name: str) -> None:
-        """Delete a member's ServiceAccount, Role or RoleBinding (already gone: fine)."""
+    def patch_budget(self, namespace: str, name: str, max_unavailable: int, *, uid: str) -> None:
+        """Set the app's PodDisruptionBudget `uid` to `maxUnavailable` (it follows rollingUpdate's)."""
         self._guard()
-        deleters: dict[str, Callable[[str, str], Any]] = {
+        body = {"metadata": _same(uid), "spec": {"maxUnavailable": max_unavailable}}
+        _unless_replaced(
+            lambda: self.policy.patch_namespaced_pod_disruption_budget(name, namespace, body),
+            "PodDisruptionBudget",
+            namespace,
+            name,
+        )
+
+    def delete(self, namespace: str, kind: str, name: str, *, uid: str) -> None:
+        """Delete the member's ServiceAccount, Role or RoleBinding `uid` (already gone: fine)."""
+        self._guard()
+        deleters: dict[str, Callable[..., Any]] = {
             "ServiceAccount": self.core.delete_namespaced_service_account,
             "Role": self.rbac.delete_namespaced_role,
             "RoleBinding": self.rbac.delete_namespaced_role_binding,
         }
-        _tolerate_missing(lambda: deleters[kind](name, namespace))
+        _unless_replaced(lambda: deleters[kind](name, namespace, body=_only(uid)), kind, namespace, name)
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        """Delete a member pod the operator restarts itself (its grace period lets the executor commit
-        and stop). The pod is first marked so: a pod deleted by anyone else (an eviction, a node drain)
-        is what the operator drains, handing its tasks over while its executor still runs."""
+    def delete_pod(self, namespace: str, name: str, *, uid: str) -> None:
+        """Delete the member pod `uid`, which the operator restarts itself (its grace period lets the
+        executor commit and stop). The pod is first marked so: a pod deleted by anyone else (an
+        eviction, a node drain) is what the operator drains, handing its tasks over while its executor
+        still runs."""
         self._guard()
-        self.annotate_pod(namespace, name, {RESTART_ANNOTATION: "true"})
-        _tolerate_missing(lambda: self.core.delete_namespaced_pod(name, namespace))
+        self.annotate_pod(namespace, name, {RESTART_ANNOTATION: "true"}, uid=uid)
+        _unless_replaced(
+            lambda: self.core.delete_namespaced_pod(name, namespace, body=_only(uid)), "Pod", namespace, name
+        )
 
-    def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str | None]) -> None:
-        """Merge annotations into a member pod (None removes one); a pod already gone is fine."""
+    def annotate_pod(
+        self, namespace: str, name: str, annotations: dict[str, str | None], *, uid: str
+    ) -> None:
+        """Merge annotations into the member pod `uid` (None removes one); a pod already gone is fine."""
         self._guard()
-        body = {"metadata": {"annotations": annotations}}
-        _tolerate_missing(lambda: self.core.patch_namespaced_pod(name, namespace, body))
+        body = {"metadata": {**_same(uid), "annotations": annotations}}
+        _unless_replaced(
+            lambda: self.core.patch_namespaced_pod(name, namespace, body), "Pod", namespace, name
+        )
 
     def read_claim(self, namespace: str, name: str) -> Body | None:
         """A claim as it is now, or None when there is none (claims are not watched: only the few a
@@ -243,9 +280,12 @@ class Kube:
         if owner is None or owner.get("uid") != owner_uid:
             log.warning("claim %s/%s is not this app's; it is not deleted", namespace, name)
             return
-        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=found["metadata"]["uid"]))
-        _tolerate_missing(
-            lambda: self.core.delete_namespaced_persistent_volume_claim(name, namespace, body=options)
+        options = _only(found["metadata"]["uid"])
+        _unless_replaced(
+            lambda: self.core.delete_namespaced_persistent_volume_claim(name, namespace, body=options),
+            "PersistentVolumeClaim",
+            namespace,
+            name,
         )
 
     def event(self, app: Body, reason: str, message: str, warning: bool = False) -> None:
@@ -294,9 +334,45 @@ def controller_of(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return next((ref for ref in refs if ref.get("controller")), None)
 
 
-def _tolerate_missing(call: Callable[[], Any]) -> None:
+def _other_object(error: ApiException) -> bool:
+    """Whether the API server refused a write for its UID condition: a delete's failed precondition
+    is a 409 Conflict; a patch whose metadata.uid is not the stored object's is a 422 naming
+    metadata.uid ("field is immutable"), as the API server answers it (checked in
+    tests/integration/test_ownership_preconditions.py)."""
+    if error.status == 409:
+        return True
+    if error.status != 422:
+        return False
+    try:
+        causes = json.loads(error.body or "{}").get("details", {}).get("causes") or []
+    except (ValueError, AttributeError):
+        return False
+    return any(cause.get("field") == "metadata.uid" for cause in causes)
+
+
+def _only(uid: str) -> client.V1DeleteOptions:
+    """Delete options that make the delete apply only to the object `uid` (409 for any other); an
+    unknown uid (never so for an object a watch delivered) makes no condition."""
+    return client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid) if uid else None)
+
+
+def _same(uid: str) -> dict[str, str]:
+    """The metadata that makes a patch apply only to the object `uid`: the API server refuses (409) a
+    patch whose metadata.uid is not the stored object's; an unknown uid makes no condition."""
+    return {"uid": uid} if uid else {}
+
+
+def _unless_replaced(call: Callable[[], Any], kind: str, namespace: str, name: str) -> None:
+    """Make a write conditional on a UID; gone (404) is fine, and so is another object under the name
+    (re-created by someone else since the watch showed ours: `_other_object`), which is left alone
+    and logged."""
     try:
         call()
     except ApiException as error:
+        if _other_object(error):
+            log.warning(
+                "%s %s/%s was replaced by another object: not this app's, left alone", kind, namespace, name
+            )
+            return
         if error.status != 404:
             raise

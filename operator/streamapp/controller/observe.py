@@ -40,6 +40,7 @@ from streamapp.api.names import (
 )
 from streamapp.api.podtemplate import EXECUTOR_CONTAINER
 from streamapp.api.streamapp import StreamApp
+from streamapp.controller.acknowledgement import acked_generation
 from streamapp.controller.capacity import DEFAULT_CAPACITY, member_capacity, pod_capacity
 from streamapp.rebalance import MemberView
 
@@ -288,11 +289,21 @@ def member_views(
         state = PodState.of(body)
         if state is not None and (state.member not in pod_by_id or not state.terminating):
             pod_by_id[state.member] = state
-    status_by_id = {int(m["spec"]["memberId"]): parse(m) for m in members if "spec" in m}
+    members = [m for m in members if "spec" in m]
+    status_by_id = {int(m["spec"]["memberId"]): parse(m) for m in members}
+    acked_by_id = {int(m["spec"]["memberId"]): acked_generation(m) for m in members}
     ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
     overrides = capacities or {}
     return [
-        _view(i, pod_by_id.get(i), status_by_id.get(i, _NO_REPORT), zones, overrides.get(i), i < wanted)
+        _view(
+            i,
+            pod_by_id.get(i),
+            status_by_id.get(i, _NO_REPORT),
+            acked_by_id.get(i, 0),
+            zones,
+            overrides.get(i),
+            i < wanted,
+        )
         for i in ids
     ]
 
@@ -312,6 +323,7 @@ def _view(
     member: int,
     pod: PodState | None,
     status: StreamAppMemberStatus,
+    acked: int,
     zones: Mapping[str, str],
     capacity: float | None,
     wanted: bool,
@@ -327,7 +339,7 @@ def _view(
         zone=zone,
         capacity=member_capacity(pod.capacity if pod is not None else None, capacity),
         lags=lags,
-        acked_generation=status.observed_generation or 0,
+        acked_generation=acked,
         store_epochs=store_epochs(reports),
         fenced=frozenset(t.task for t in reports if fresh and t.role == "active" and t.fenced_by),
         retiring=pod is not None and pod.draining,

@@ -24,7 +24,7 @@ from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, claims, costs, recovery, rollout, supporting
-from streamapp.controller.admission import STRICT, PodPolicy, admit
+from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
@@ -106,6 +106,7 @@ def reconcile(
     try:
         model = StreamApp.from_resource(app)
         admit(model, policy)
+        admit_metadata(model)
         config = model.spec.app_config()
     except ValueError as error:
         # Nothing is planned and no child is touched; the condition (and one Event per change of it,
@@ -362,7 +363,10 @@ def _write_member_specs(
                 )
         elif not children.same_target(current["spec"], wanted):
             wave = releasing if _gives_up(current["spec"], wanted) else writes
-            wave.append(partial(kube.patch_member_spec, namespace, member_name(name, member), wanted))
+            uid = str((current.get("metadata") or {}).get("uid") or "")
+            wave.append(
+                partial(kube.patch_member_spec, namespace, member_name(name, member), wanted, uid=uid)
+            )
     side_by_side(releasing)
     side_by_side(writes)
 
@@ -416,11 +420,11 @@ def _manage_pods(
     for member in result.timed_out:
         late = pods.get(member)
         if late is not None and not late.terminating:
-            kube.delete_pod(namespace, late.name)
+            kube.delete_pod(namespace, late.name, uid=late.uid)
     for member in range(config.replicas):
         pod = pods.get(member)
         if pod is not None and pod.finished and not pod.terminating:
-            kube.delete_pod(namespace, pod.name)
+            kube.delete_pod(namespace, pod.name, uid=pod.uid)
         if pod is None:
             try:
                 claim = children.state_claim(app, member)
@@ -432,14 +436,18 @@ def _manage_pods(
                     raise
                 log.warning("%s/%s: member %d's pod refused: %s", namespace, name, member, error.reason)
                 refused = refused or error
-    member_ids = {int(m["spec"]["memberId"]) for m in members if "spec" in m}
+    member_uids = {
+        int(m["spec"]["memberId"]): str((m.get("metadata") or {}).get("uid") or "")
+        for m in members
+        if "spec" in m
+    }
     retain = app.spec.executor.storage.retain_on_scale_in
     for member in result.removable:
         if member in pods and not pods[member].terminating:
-            kube.delete_pod(namespace, member_name(name, member))
+            kube.delete_pod(namespace, member_name(name, member), uid=pods[member].uid)
         if member not in pods:
-            if member in member_ids:
-                kube.delete_member(namespace, member_name(name, member))
+            if member in member_uids:
+                kube.delete_member(namespace, member_name(name, member), uid=member_uids[member])
             if not retain:
                 kube.delete_claim(namespace, state_claim_name(name, member), str(app.metadata.uid))
     if refused is not None:

@@ -12,8 +12,10 @@ restored without status, a status replaced by hand) while its members went on. P
 the generation started again at 1, below what every executor had applied: executors ignore a target
 whose generation is not above the one they applied, and an acknowledgement is the generation applied,
 so every revocation counted as acknowledged at once while the old owners kept processing. Whatever the
-intent says, the generation the engine plans from is floored at the highest one any member's spec or
-acknowledgement carries (`floor_generation`), so the next target is always news to every executor.
+intent says, the generation the engine plans from is floored at the highest one any member's spec
+carries (`floor_generation`), so the next target is always news to every executor. (An executor's
+acknowledgement is believed only up to its own target, `controller.acknowledgement`: a member's status
+cannot lift the floor.)
 An intent *older* than a target a member holds is damage for the same reason (`outdated`).
 """
 
@@ -76,18 +78,10 @@ def _tasks(listed: Iterable[int], partitions: int) -> list[int]:
 
 
 def highest_generation(members: Iterable[Body]) -> int:
-    """The highest generation any member's target carries or its executor acknowledged."""
-    return max(
-        (
-            int(value or 0)
-            for body in members
-            for value in (
-                (body.get("spec") or {}).get("generation"),
-                (body.get("status") or {}).get("observedGeneration"),
-            )
-        ),
-        default=0,
-    )
+    """The highest generation any member's target carries. What its executor acknowledged is never
+    believed above its own target (`acknowledgement.acked_generation`), so it adds nothing here: a
+    member's status, which its executor writes, cannot lift the floor above what the operator wrote."""
+    return max((int((body.get("spec") or {}).get("generation") or 0) for body in members), default=0)
 
 
 def outdated(intent: Assignment, members: Iterable[Body]) -> str | None:

@@ -86,11 +86,11 @@ def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mappin
             continue
         since = rollout.retiring.get(member)
         if member in rollout.delete:
-            kube.delete_pod(namespace, member_name(app, member))
+            kube.delete_pod(namespace, member_name(app, member), uid=pod.uid)
         elif since is not None and pod.handoff_since != since:
-            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: _stamp(since)})
+            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: _stamp(since)}, uid=pod.uid)
         elif since is None and pod.handoff_since is not None:
-            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: None})
+            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: None}, uid=pod.uid)
 
 
 def announce(

@@ -14,6 +14,7 @@ from typing import Any
 
 from streamapp.api.member import report_rows
 from streamapp.api.names import member_name, selector
+from streamapp.controller.acknowledgement import acked_generation
 from streamapp.controller.intent import encode as encode_intent
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, LostMember, MemberView, Plan
@@ -307,7 +308,7 @@ def digest(body: Body) -> ReportDigest:
         member=int(member) if member is not None else None,
         pod_uid=status.get("podUID"),
         started_at=status.get("startedAt"),
-        acknowledged=int(status.get("observedGeneration") or 0),
+        acknowledged=acked_generation(body),
         target_generation=int(spec.get("generation") or 0),
         input_lags={int(t["task"]): int(t["inputLag"]) for t in tasks if t.get("inputLag") is not None},
         processing=frozenset(int(t["task"]) for t in tasks if t.get("fencedBy") is None),

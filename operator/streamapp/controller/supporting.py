@@ -38,6 +38,8 @@ class Repair:
     kind: str
     name: str
     body: Body
+    uid: str = ""
+    """The UID of the object a patch or delete is for (the one observed): the write applies to it only."""
 
 
 def wanted(app: StreamApp, members: Iterable[int]) -> list[dict[str, Any]]:
@@ -61,14 +63,18 @@ def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
         elif key[0] == "ServiceAccount":
             patch = annotation_patch(current, body)
             if patch:
-                fixes.append(Repair("patch", *key, {"metadata": {"annotations": patch}}))
+                fixes.append(Repair("patch", *key, {"metadata": {"annotations": patch}}, _uid(current)))
         elif any(_at(current, path) != _at(body, path) for path in _CONTENT.get(key[0], ())):
             action: Literal["patch", "delete"] = "delete" if key[0] == "RoleBinding" else "patch"
-            fixes.append(Repair(action, *key, body))
+            fixes.append(Repair(action, *key, body, _uid(current)))
     for (kind, name), body in sorted(seen.items()):
         if kind in IDENTITY_KINDS and MEMBER_LABEL in ((body.get("metadata") or {}).get("labels") or {}):
-            fixes.append(Repair("delete", kind, name, body))
+            fixes.append(Repair("delete", kind, name, body, _uid(body)))
     return fixes
+
+
+def _uid(body: Body) -> str:
+    return str((body.get("metadata") or {}).get("uid") or "")
 
 
 def annotation_patch(current: Body, want: Body) -> dict[str, str | None]:
@@ -99,10 +105,11 @@ def apply(kube: Kube, namespace: str, fixes: Iterable[Repair]) -> None:
         if fix.action == "create":
             kube.create(namespace, dict(fix.body))
         elif fix.action == "patch" and fix.kind == "ServiceAccount":
-            kube.patch_account_annotations(namespace, fix.name, dict(fix.body["metadata"]["annotations"]))
+            annotations = dict(fix.body["metadata"]["annotations"])
+            kube.patch_account_annotations(namespace, fix.name, annotations, uid=fix.uid)
         elif fix.action == "patch" and fix.kind == "PodDisruptionBudget":
-            kube.patch_budget(namespace, fix.name, int(fix.body["spec"]["maxUnavailable"]))
+            kube.patch_budget(namespace, fix.name, int(fix.body["spec"]["maxUnavailable"]), uid=fix.uid)
         elif fix.action == "patch":
-            kube.patch_role_rules(namespace, fix.name, list(fix.body["rules"]))
+            kube.patch_role_rules(namespace, fix.name, list(fix.body["rules"]), uid=fix.uid)
         else:
-            kube.delete(namespace, fix.kind, fix.name)
+            kube.delete(namespace, fix.kind, fix.name, uid=fix.uid)
