@@ -82,7 +82,8 @@ test-loaded: $(STAMP) system-packages k8s-binaries helm s3server promtool image 
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
-## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem)
+## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem), and
+## ten SIGTERMed leaders handing the Lease over (make test: three)
 test-long: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m "long and not node"
 
