@@ -21,6 +21,10 @@ The attacks that pass admission by design are proven against the operator elsewh
   tests/integration/test_crds.py::test_a_member_cannot_acknowledge_a_generation_it_was_not_given;
 - the operator's patches and deletes carry the UID it observed:
   tests/integration/test_ownership_preconditions.py::test_an_object_recreated_under_the_same_name_is_neither_patched_nor_deleted.
+
+Not refused, and not tried here: a template label that another Service of the namespace selects on
+(say `app: payments`) puts the member pods behind that Service; only the operator's own keys are
+reserved.
 """
 
 from __future__ import annotations
@@ -155,6 +159,16 @@ ATTACKS: list[tuple[str, Mutation, tuple[str, ...]]] = [
         "host-path-volume",
         template(volumes=[{"name": "root", "hostPath": {"path": "/"}}]),
         ("spec.executor.podTemplate asks for volumes other than configMap", PRIVILEGED),
+    ),
+    (
+        "template-service-account",
+        template(serviceAccountName="default"),
+        (f"{T}.serviceAccountName", "cannot choose another identity"),
+    ),
+    (
+        "template-api-token",
+        template(automountServiceAccountToken=True),
+        (f"{T}.automountServiceAccountToken", "cannot choose another identity"),
     ),
     (
         "reserved-label",
