@@ -2,8 +2,9 @@
 Secrets, no ConfigMaps, no claims), in a namespace without Pod Security labels, against the real API
 server with the CRDs and the admission policies the kustomization ships (read from manifests/, bound
 to this namespace only). Every attack that admission can see is refused at apply time, the message
-naming what was refused; a plain restricted app is the tenant's to create, so the refusals are the
-checks' and not RBAC's. Dry runs only: no operator, no pod.
+naming what was refused, whether it comes with a new app or as a change of an app the tenant has; a
+plain restricted app is the tenant's to create, so the refusals are the checks' and not RBAC's. Dry
+runs only, beside that one app: no operator, no pod.
 
 The attacks that pass admission by design are proven against the operator elsewhere:
 - explicit nulls in a template keep the operator's restricted defaults in the member pod:
@@ -29,6 +30,7 @@ reserved.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -38,16 +40,18 @@ import pytest
 import rawjson
 import tenancy
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from test_reference_policy import KAFKA, Mutation, base, pipeline, template
 
 from kubesetup import create_namespace
 from localcluster.waiting import wait_for
-from streamapp.api.names import APP_LABEL, RESTART_ANNOTATION
+from streamapp.api.names import APP_LABEL, APPS, GROUP, RESTART_ANNOTATION, VERSION
 
 TIMEOUT_S = 60.0
 T = "spec.executor.podTemplate.spec"
 C = f"{T}.<containers|initContainers|ephemeralContainers>[]"
 PRIVILEGED = "--allow-privileged-pod-templates"
+MINE = "mine"  # the app the tenant has, changed by the attacks that can come as a change
 
 
 def executor(**fields: Any) -> Mutation:
@@ -79,6 +83,8 @@ def secret_names(kind: str, field: str, name: str) -> tuple[str, ...]:
     return (f"{field} names {kind} {name} in namespace", "you may not get it")
 
 
+# A name cannot change: this attack comes only with a new app.
+RENAMED = named("x-0-exec")
 # (attack, mutation of a plain app, what the refusal must say)
 ATTACKS: list[tuple[str, Mutation, tuple[str, ...]]] = [
     (
@@ -201,7 +207,7 @@ ATTACKS: list[tuple[str, Mutation, tuple[str, ...]]] = [
     ),
     (
         "spark-executor-pod-name",
-        named("x-0-exec"),
+        RENAMED,
         ("metadata.name must not end in -<number>-exec",),
     ),
 ]
@@ -263,6 +269,8 @@ def tenant(api_client: client.ApiClient, crds: None) -> Iterator[tuple[client.Ap
                     TIMEOUT_S,
                     f"the policy of {file} to take effect",
                 )
+            apps = client.CustomObjectsApi(as_tenant)
+            apps.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, restricted(MINE))
             yield as_tenant, namespace
     finally:
         client.CoreV1Api(api_client).delete_namespace(namespace)
@@ -291,5 +299,28 @@ def test_the_attack_is_refused_at_apply_time_naming_what_it_asked_for(
     body = attack(name)
     message = rawjson.create_app(as_tenant, namespace, body, dry_run=True)
     assert message is not None, f"{name} was accepted"
+    missing = [part for part in said if part not in message]
+    assert not missing, f"{name}: {missing} not in {message!r}"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [(name, said) for name, mutate, said in ATTACKS if mutate is not RENAMED],
+    ids=[a[0] for a in ATTACKS if a[1] is not RENAMED],
+)
+def test_the_attack_as_a_change_of_the_tenants_app_is_refused_too(
+    tenant: tuple[client.ApiClient, str], name: str, said: tuple[str, ...]
+) -> None:
+    as_tenant, namespace = tenant
+    apps = client.CustomObjectsApi(as_tenant)
+    mine = apps.get_namespaced_custom_object(GROUP, VERSION, namespace, APPS, MINE)
+    mine["spec"] = attack(name)["spec"]
+    try:
+        apps.replace_namespaced_custom_object(GROUP, VERSION, namespace, APPS, MINE, mine, dry_run="All")
+    except ApiException as error:
+        assert error.status in (403, 422), error.body
+        message = str(json.loads(error.body)["message"])
+    else:
+        raise AssertionError(f"{name} was accepted as a change of {MINE}")
     missing = [part for part in said if part not in message]
     assert not missing, f"{name}: {missing} not in {message!r}"
