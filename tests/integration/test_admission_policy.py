@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import rawjson
+import tenancy
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -20,7 +21,6 @@ from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.controller.admission import reserved_keys, violations
 
-ADMISSION = "admissionregistration.k8s.io"
 HOSTILE: list[tuple[dict[str, Any], str]] = [
     ({"spec": {"nodeName": "node-a"}}, "nodeName"),
     ({"spec": {"hostNetwork": True}}, "hostNetwork"),
@@ -121,23 +121,8 @@ def app(name: str, template: dict[str, Any]) -> dict[str, Any]:
 def policy(api_client: client.ApiClient, namespace: str, crds: None) -> Iterator[None]:
     """The generated policy, bound as installs bind it but to this test's namespace only (other tests'
     apps must not meet it)."""
-    name = f"{admissionpolicy.NAME}-{namespace}"[:63]
-    custom = client.CustomObjectsApi(api_client)
-    binding = admissionpolicy.binding(name)
-    binding["spec"]["matchResources"] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-    }
-    kinds = (
-        ("validatingadmissionpolicies", admissionpolicy.policy(name)),
-        ("validatingadmissionpolicybindings", binding),
-    )
-    for plural, body in kinds:
-        custom.create_cluster_custom_object(ADMISSION, "v1", plural, body)
-    try:
+    with tenancy.bound_to(api_client, namespace, admissionpolicy.policy(), admissionpolicy.binding()):
         yield
-    finally:
-        for plural, _ in reversed(kinds):
-            custom.delete_cluster_custom_object(ADMISSION, "v1", plural, name)
 
 
 def _create(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:

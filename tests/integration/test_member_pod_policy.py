@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tenancy
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
@@ -24,7 +25,6 @@ from streamapp.controller import children
 from streamapp.controller.admission import violations
 from streamapp.executor import sparkk8s
 
-ADMISSION = "admissionregistration.k8s.io"
 TIMEOUT_S = 60.0
 APP = "counts"
 MEMBER = f"{APP}-0"
@@ -144,23 +144,9 @@ def hostile(base: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
 @pytest.fixture
 def member_pods_policy(api_client: client.ApiClient, namespace: str, crds: None) -> Iterator[None]:
     """The generated policy, bound as installs bind it but to this test's namespace only."""
-    name = f"{sparkpolicy.MEMBER_PODS_NAME}-{namespace}"[:63]
-    custom = client.CustomObjectsApi(api_client)
-    binding = sparkpolicy.member_pod_binding(name)
-    binding["spec"]["matchResources"] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-    }
-    kinds = (
-        ("validatingadmissionpolicies", sparkpolicy.member_pod_policy(name)),
-        ("validatingadmissionpolicybindings", binding),
-    )
-    for plural, body in kinds:
-        custom.create_cluster_custom_object(ADMISSION, "v1", plural, body)
-    try:
+    policy, binding = sparkpolicy.member_pod_policy(), sparkpolicy.member_pod_binding()
+    with tenancy.bound_to(api_client, namespace, policy, binding):
         yield
-    finally:
-        for plural, _ in reversed(kinds):
-            custom.delete_cluster_custom_object(ADMISSION, "v1", plural, name)
 
 
 def _account(api: client.ApiClient, namespace: str, name: str, rules: list[dict[str, Any]]) -> None:

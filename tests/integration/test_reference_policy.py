@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import rawjson
+import tenancy
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -18,8 +19,6 @@ from localcluster.waiting import wait_for
 from streamapp.api import referencepolicy
 from streamapp.api.names import APPS, GROUP, VERSION
 
-ADMISSION = "admissionregistration.k8s.io"
-RBAC = "rbac.authorization.k8s.io"
 T = "spec.executor.podTemplate.spec"
 C = f"{T}.<containers|initContainers|ephemeralContainers>[]"
 TIMEOUT_S = 60.0
@@ -192,71 +191,16 @@ CASES: list[tuple[str, Mutation, str, str, tuple[str, str, str]]] = [
 @pytest.fixture
 def policy(api_client: client.ApiClient, namespace: str, crds: None) -> Iterator[None]:
     """The generated policy, bound as installs bind it but to this test's namespace only."""
-    name = f"{referencepolicy.NAME}-{namespace}"[:63]
-    custom = client.CustomObjectsApi(api_client)
-    binding = referencepolicy.binding(name)
-    binding["spec"]["matchResources"] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-    }
-    kinds = (
-        ("validatingadmissionpolicies", referencepolicy.policy(name)),
-        ("validatingadmissionpolicybindings", binding),
-    )
-    for plural, body in kinds:
-        custom.create_cluster_custom_object(ADMISSION, "v1", plural, body)
-    try:
+    with tenancy.bound_to(api_client, namespace, referencepolicy.policy(), referencepolicy.binding()):
         yield
-    finally:
-        for plural, _ in reversed(kinds):
-            custom.delete_cluster_custom_object(ADMISSION, "v1", plural, name)
 
 
 @pytest.fixture
 def tenant(api_client: client.ApiClient, namespace: str) -> Iterator[client.ApiClient]:
     """A client acting as a user who may create, read and change StreamApps in the namespace and
     nothing else (impersonated by the admin client)."""
-    user = f"tenant@{namespace}"
-    _grant(
-        api_client,
-        namespace,
-        "streamapps-only",
-        user,
-        [GROUP],
-        [APPS],
-        None,
-        ["create", "get", "update", "patch"],
-    )
-    impersonating = client.ApiClient(api_client.configuration)
-    impersonating.set_default_header("Impersonate-User", user)
-    try:
+    with tenancy.tenant(api_client, namespace, ["create", "get", "update", "patch"]) as impersonating:
         yield impersonating
-    finally:
-        impersonating.close()
-
-
-def _grant(
-    api: client.ApiClient,
-    namespace: str,
-    name: str,
-    user: str,
-    groups: list[str],
-    resources: list[str],
-    names: list[str] | None,
-    verbs: list[str],
-) -> None:
-    rule: dict[str, Any] = {"apiGroups": groups, "resources": resources, "verbs": verbs}
-    if names:
-        rule["resourceNames"] = names
-    rbac = client.RbacAuthorizationV1Api(api)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": [rule]})
-    rbac.create_namespaced_role_binding(
-        namespace,
-        {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": name},
-            "subjects": [{"apiGroup": RBAC, "kind": "User", "name": user}],
-        },
-    )
 
 
 def _refusal(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> str | None:
@@ -296,9 +240,8 @@ def test_a_tenant_may_reference_only_what_it_may_get(
     for index, (case, mutate, _field, _kind, (group, resource, name)) in enumerate(CASES):
         body = base(case)
         mutate(body)
-        _grant(
-            api_client, namespace, f"get-{index}", f"tenant@{namespace}", [group], [resource], [name], ["get"]
-        )
+        rule = {"apiGroups": [group], "resources": [resource], "resourceNames": [name], "verbs": ["get"]}
+        tenancy.grant(api_client, namespace, f"get-{index}", tenancy.tenant_user(namespace), [rule])
         wait_for(
             lambda body=body: _refusal(tenant, namespace, body) is None or None,
             TIMEOUT_S,

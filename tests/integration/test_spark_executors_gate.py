@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import tenancy
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import Operators
@@ -20,7 +21,6 @@ from localcluster.waiting import wait_for
 from streamapp.api import admissionpolicy, sparkpolicy
 from streamapp.api.names import APPS, GROUP, VERSION
 
-ADMISSION = "admissionregistration.k8s.io"
 TIMEOUT_S = 120.0
 FIELD = "spec.executor.sparkExecutors"
 
@@ -34,23 +34,9 @@ def spark_app(name: str) -> dict[str, Any]:
 @contextmanager
 def gate(api_client: client.ApiClient, namespace: str) -> Iterator[None]:
     """The generated gate, bound as installs bind it but to this test's namespace only."""
-    name = f"{sparkpolicy.GATE_NAME}-{namespace}"[:63]
-    custom = client.CustomObjectsApi(api_client)
-    binding = admissionpolicy.binding(name)
-    binding["spec"]["matchResources"] = {
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-    }
-    kinds = (
-        ("validatingadmissionpolicies", sparkpolicy.gate_policy(name)),
-        ("validatingadmissionpolicybindings", binding),
-    )
-    for plural, body in kinds:
-        custom.create_cluster_custom_object(ADMISSION, "v1", plural, body)
-    try:
+    policy, binding = sparkpolicy.gate_policy(), admissionpolicy.binding(sparkpolicy.GATE_NAME)
+    with tenancy.bound_to(api_client, namespace, policy, binding):
         yield
-    finally:
-        for plural, _ in reversed(kinds):
-            custom.delete_cluster_custom_object(ADMISSION, "v1", plural, name)
 
 
 def test_an_install_that_does_not_allow_spark_executors_flags_an_existing_app_and_leaves_its_pod(
