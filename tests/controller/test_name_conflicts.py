@@ -4,13 +4,14 @@ executor, someone's claim mounted read-write) nor deleted (controller/kube.py)."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from streamapp.controller.kube import Kube, NameConflict
+from streamapp.controller.kube import Kube, NameConflict, _other_object
 
 APP_UID = "app-uid"
 
@@ -87,3 +88,29 @@ def test_a_claim_that_is_not_the_apps_is_never_deleted() -> None:
     kube, fake = kube_with(None)
     kube.delete_claim("ns", "web-state-0", APP_UID)  # already gone: fine
     assert fake.deleted == []
+
+
+def _refusal(status: int, body: dict[str, Any]) -> ApiException:
+    error = ApiException(status=status)
+    error.body = json.dumps(body)
+    return error
+
+
+def test_only_a_uid_refusal_reads_as_another_object_and_other_conflicts_propagate() -> None:
+    """A write conditional on a UID that meets another object is left alone; a conflict of any other
+    kind must propagate, or a streak of them would never be shown (controller/conflicts.py)."""
+    precondition = _refusal(
+        409,
+        {
+            "reason": "Conflict",
+            "message": 'Operation cannot be fulfilled on Pod "web-0": the UID in the precondition (a) '
+            "does not match the UID in record (b). The object might have been deleted and then recreated",
+        },
+    )
+    immutable = _refusal(
+        422, {"reason": "Invalid", "details": {"causes": [{"field": "metadata.uid", "message": "immutable"}]}}
+    )
+    modified = _refusal(409, {"reason": "Conflict", "message": "the object has been modified"})
+    other_field = _refusal(422, {"reason": "Invalid", "details": {"causes": [{"field": "spec.replicas"}]}})
+    assert _other_object(precondition) and _other_object(immutable)
+    assert not _other_object(modified) and not _other_object(other_field)

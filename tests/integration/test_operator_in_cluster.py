@@ -28,6 +28,12 @@ from streamapp.api.names import MEMBERS
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_INSTALL = ROOT / "e2e" / "local-install"
 OPERATOR_SELECTOR = f"app.kubernetes.io/name={LABELS['app.kubernetes.io/name']}"
+CLUSTER_KINDS = (
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+)
 
 
 def overlay(directory: Path, namespace: str) -> Path:
@@ -83,18 +89,18 @@ def installed(
     try:
         yield objects
     finally:
-        apps = client.AppsV1Api(api_client)
-        rbac = client.RbacAuthorizationV1Api(api_client)
-        for delete in (
-            lambda: apps.delete_namespaced_deployment(NAME, namespace),
-            lambda: rbac.delete_cluster_role_binding(NAME),
-            lambda: rbac.delete_cluster_role(NAME),
+        try:
+            client.AppsV1Api(api_client).delete_namespaced_deployment(NAME, namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        # Every cluster-scoped object the install made but the CRDs (other tests use them): its
+        # ClusterRole and binding, and its admission policies, which would otherwise go on refusing
+        # the apps of every later test in the session.
+        for kind, name in sorted(
+            (o["kind"], o["metadata"]["name"]) for o in objects if o["kind"] in CLUSTER_KINDS
         ):
-            try:
-                delete()
-            except ApiException as error:
-                if error.status != 404:
-                    raise
+            kubectl(kubeconfig_path, "delete", "--ignore-not-found", "--wait", kind, name)
 
 
 def ready_operator_pods(api: client.ApiClient, namespace: str) -> list[client.V1Pod]:

@@ -336,11 +336,12 @@ def controller_of(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _other_object(error: ApiException) -> bool:
     """Whether the API server refused a write for its UID condition: a delete's failed precondition
-    is a 409 Conflict; a patch whose metadata.uid is not the stored object's is a 422 naming
-    metadata.uid ("field is immutable"), as the API server answers it (checked in
-    tests/integration/test_ownership_preconditions.py)."""
+    is a 409 Conflict saying "the UID in the precondition ... does not match"; a patch whose metadata.uid is not the stored
+    object's is a 422 naming metadata.uid ("field is immutable"), as the API server answers them
+    (checked in tests/integration/test_ownership_preconditions.py). Any other conflict is a conflict:
+    it propagates, and a streak of them is shown (`controller.conflicts`)."""
     if error.status == 409:
-        return True
+        return "UID in the precondition" in (error.body or "")
     if error.status != 422:
         return False
     try:
@@ -357,7 +358,7 @@ def _only(uid: str) -> client.V1DeleteOptions:
 
 
 def _same(uid: str) -> dict[str, str]:
-    """The metadata that makes a patch apply only to the object `uid`: the API server refuses (409) a
+    """The metadata that makes a patch apply only to the object `uid`: the API server refuses (422) a
     patch whose metadata.uid is not the stored object's; an unknown uid makes no condition."""
     return {"uid": uid} if uid else {}
 
