@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators, app
@@ -61,6 +62,7 @@ def settled(api: client.ApiClient, namespace: str) -> bool:
     )
 
 
+@pytest.mark.long
 def test_a_member_of_twice_the_capacity_owns_twice_the_tasks_exactly_once(
     api_client: client.ApiClient, namespace: str, operators: Operators, process_node: str, tmp_path: Path
 ) -> None:

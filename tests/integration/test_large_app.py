@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from kubernetes import client
 from operator_support import APP, Operators, create_app, scale
 
@@ -44,6 +45,7 @@ def wait_settled(custom: client.CustomObjectsApi, namespace: str) -> None:
         time.sleep(2.0)
 
 
+@pytest.mark.long
 def test_an_app_of_2000_tasks_is_placed_its_reports_coalesce_and_it_scales_out(
     api_client: client.ApiClient, kubeconfig_path: Path, namespace: str, operators: Operators
 ) -> None:
