@@ -233,8 +233,10 @@ def reserved_key_validations() -> list[dict[str, str]]:
     return out
 
 
-def policy(name: str = NAME) -> dict[str, Any]:
-    """The ValidatingAdmissionPolicy over StreamApps' pod templates."""
+def app_policy(name: str, **spec: Any) -> dict[str, Any]:
+    """A ValidatingAdmissionPolicy over StreamApps as they are created or changed (refusals fail
+    closed): the frame of every policy the project ships over apps; `spec` adds its variables,
+    conditions and validations."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
@@ -251,13 +253,21 @@ def policy(name: str = NAME) -> dict[str, Any]:
                     }
                 ]
             },
-            "variables": [
-                {"name": "spec", "expression": "object.spec.executor.?podTemplate.?spec.orValue({})"},
-                {"name": "meta", "expression": "object.spec.executor.?podTemplate.?metadata.orValue({})"},
-            ],
-            "validations": [*validations(), *reserved_key_validations()],
+            **spec,
         },
     }
+
+
+def policy(name: str = NAME) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy over StreamApps' pod templates."""
+    return app_policy(
+        name,
+        variables=[
+            {"name": "spec", "expression": "object.spec.executor.?podTemplate.?spec.orValue({})"},
+            {"name": "meta", "expression": "object.spec.executor.?podTemplate.?metadata.orValue({})"},
+        ],
+        validations=[*validations(), *reserved_key_validations()],
+    )
 
 
 def binding(name: str = NAME) -> dict[str, Any]:

@@ -31,9 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from streamapp.api import admissionpolicy
 from streamapp.api.admissionpolicy import API_VERSION
-from streamapp.api.names import GROUP
-from streamapp.api.streamapp import StreamApp
 
 NAME = "streamapp-references"
 TEMPLATE = "spec.executor.podTemplate.spec"
@@ -215,37 +214,22 @@ def policy(name: str = NAME) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy over the objects StreamApps reference."""
     template = f"({present('object.spec.executor.podTemplate')} ? object.spec.executor.podTemplate : {{}})"
     spec = f"({present(f'{template}.spec')} ? {template}.spec : {{}})"
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [GROUP],
-                        "apiVersions": ["*"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": [StreamApp.PLURAL],
-                    }
-                ]
+    return admissionpolicy.app_policy(
+        name,
+        matchConditions=[
+            {"name": "spec-written", "expression": "oldObject == null || object.spec != oldObject.spec"}
+        ],
+        variables=[
+            {"name": "template", "expression": spec},
+            {"name": "volumes", "expression": _list("variables.template.volumes")},
+            {
+                "name": "containers",
+                "expression": " + ".join(_list(f"variables.template.{key}") for key in CONTAINER_LISTS),
             },
-            "matchConditions": [
-                {"name": "spec-written", "expression": "oldObject == null || object.spec != oldObject.spec"}
-            ],
-            "variables": [
-                {"name": "template", "expression": spec},
-                {"name": "volumes", "expression": _list("variables.template.volumes")},
-                {
-                    "name": "containers",
-                    "expression": " + ".join(_list(f"variables.template.{key}") for key in CONTAINER_LISTS),
-                },
-                *denied(),
-            ],
-            "validations": validations(),
-        },
-    }
+            *denied(),
+        ],
+        validations=validations(),
+    )
 
 
 def binding(name: str = NAME) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from typing import Any
 
 from streamapp.api import admissionpolicy
 from streamapp.api.meta import GROUP, VERSION
-from streamapp.api.streamapp import StreamApp
 
 API_VERSION = admissionpolicy.API_VERSION
 ALLOW_FLAG = "--allow-spark-executors"
@@ -50,30 +49,15 @@ CONTAINER_LISTS = admissionpolicy.CONTAINER_LISTS
 def gate_policy(name: str = GATE_NAME) -> dict[str, Any]:
     """Refuses a StreamApp with `sparkExecutors` (an update of one that already had it passes)."""
     had = "oldObject != null && oldObject.spec.?executor.?sparkExecutors.hasValue()"
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [GROUP],
-                        "apiVersions": ["*"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": [StreamApp.PLURAL],
-                    }
-                ]
-            },
-            "validations": [
-                {
-                    "expression": f"!object.spec.?executor.?sparkExecutors.hasValue() || ({had})",
-                    "message": GATE_MESSAGE,
-                }
-            ],
-        },
-    }
+    return admissionpolicy.app_policy(
+        name,
+        validations=[
+            {
+                "expression": f"!object.spec.?executor.?sparkExecutors.hasValue() || ({had})",
+                "message": GATE_MESSAGE,
+            }
+        ],
+    )
 
 
 def _every_container(check: str) -> str:
