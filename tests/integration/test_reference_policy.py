@@ -16,7 +16,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from localcluster.waiting import wait_for
-from streamapp.api import referencepolicy
+from streamapp.api import admissionpolicy, referencepolicy
 from streamapp.api.names import APPS, GROUP, VERSION
 
 T = "spec.executor.podTemplate.spec"
@@ -191,7 +191,9 @@ CASES: list[tuple[str, Mutation, str, str, tuple[str, str, str]]] = [
 @pytest.fixture
 def policy(api_client: client.ApiClient, namespace: str, crds: None) -> Iterator[None]:
     """The generated policy, bound as installs bind it but to this test's namespace only."""
-    with tenancy.bound_to(api_client, namespace, referencepolicy.policy(), referencepolicy.binding()):
+    with tenancy.bound_to(
+        api_client, namespace, referencepolicy.policy(), admissionpolicy.binding(referencepolicy.NAME)
+    ):
         yield
 
 

@@ -565,7 +565,7 @@ def _reference_policy_template() -> str:
         f"{{{{- if and .Values.references.admissionPolicy "
         f'(.Capabilities.APIVersions.Has "{admissionpolicy.API_VERSION}/ValidatingAdmissionPolicy") }}}}'
     )
-    documents = (referencepolicy.policy(name), referencepolicy.binding(name))
+    documents = (referencepolicy.policy(name), admissionpolicy.binding(name))
     return guard + "\n" + _policy_documents(name, documents) + "\n{{- end }}\n"
 
 

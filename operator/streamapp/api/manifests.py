@@ -164,7 +164,9 @@ def manifest_files() -> Files:
         ),
         # Refuses, at apply time, a StreamApp naming a Secret, ConfigMap or claim its author may not
         # get (1.30+); kept with --allow-privileged-pod-templates too.
-        "referencepolicy.yaml": render([referencepolicy.policy(), referencepolicy.binding()], COMMAND),
+        "referencepolicy.yaml": render(
+            [referencepolicy.policy(), admissionpolicy.binding(referencepolicy.NAME)], COMMAND
+        ),
     }
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

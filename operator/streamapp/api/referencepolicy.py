@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamapp.api import admissionpolicy
-from streamapp.api.admissionpolicy import API_VERSION
 
 NAME = "streamapp-references"
 TEMPLATE = "spec.executor.podTemplate.spec"
@@ -230,13 +229,3 @@ def policy(name: str = NAME) -> dict[str, Any]:
         ],
         validations=validations(),
     )
-
-
-def binding(name: str = NAME) -> dict[str, Any]:
-    """Its binding: every namespace, refusals denied."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]},
-    }
