@@ -100,21 +100,7 @@ RESTRICTED = {
 
 
 def app(name: str, template: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 0,
-            "partitions": 1,
-            "pipeline": {
-                "transform": "m:f",
-                "source": {"type": "file", "path": "/in"},
-                "stateStore": {"uri": "file:///state"},
-            },
-            "executor": {"image": "img", "podTemplate": template},
-        },
-    }
+    return tenancy.minimal_app(name, {"image": "img", "podTemplate": template})
 
 
 @pytest.fixture

@@ -32,21 +32,7 @@ IMAGE = "registry.example.com/streamapp:1"
 
 
 def app_body() -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": 0,
-            "partitions": 1,
-            "pipeline": {
-                "transform": "m:f",
-                "source": {"type": "file", "path": "/in"},
-                "stateStore": {"uri": "file:///state"},
-            },
-            "executor": {"image": IMAGE, "sparkExecutors": {}},
-        },
-    }
+    return tenancy.minimal_app(APP, {"image": IMAGE, "sparkExecutors": {}})
 
 
 def executor_pod(namespace: str) -> dict[str, Any]:

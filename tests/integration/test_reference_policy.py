@@ -26,21 +26,7 @@ Mutation = Callable[[dict[str, Any]], None]
 
 
 def base(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 0,
-            "partitions": 1,
-            "pipeline": {
-                "transform": "m:f",
-                "source": {"type": "file", "path": "/in"},
-                "stateStore": {"uri": "file:///state"},
-            },
-            "executor": {"image": "img"},
-        },
-    }
+    return tenancy.minimal_app(name, {"image": "img"})
 
 
 def template(**spec: Any) -> Mutation:
