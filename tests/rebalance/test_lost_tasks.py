@@ -61,21 +61,27 @@ def test_a_quick_restore_takes_over_a_returning_members_tasks_at_once() -> None:
 
 
 def test_a_member_expected_back_before_a_restore_keeps_its_tasks_until_overdue() -> None:
-    """Restores of 100 s against a member back in 40 s: nothing moves and nothing is restored; the
-    plan wakes when the member becomes overdue, and from then on its tasks are restored elsewhere."""
-    world = settled(rate=1_000.0)
+    """Restores of 100 s against a member back in 40 s: nothing moves, and the tasks are warmed
+    elsewhere only as insurance, within the budget (one per survivor here); the plan wakes when the
+    member becomes overdue, and from then on every one of its tasks is restored elsewhere."""
+    world = settled(rate=1_000.0, max_warmup_replicas=1)
     owned = lose(world, 1, returning=True, expected=40.0)
     held = world.replan()
-    assert all(held.assignment.tasks[t].active == 1 and not held.assignment.tasks[t].warmups for t in owned)
+    assert all(held.assignment.tasks[t].active == 1 for t in owned)
+    insured = [m for t in owned for m in held.assignment.tasks[t].warmups]
+    assert sorted(insured) == [0, 2], "one insurance warmup per survivor"
     report = lost_member(world, 1)
     assert report.choice == "Wait" and report.restore_seconds == 100.0
-    assert "waiting for the member" in report.reason
+    assert (
+        "waiting for the member" in report.reason
+        and "2 warming elsewhere in case it is late" in report.reason
+    )
     assert held.wake_at == LATE_FACTOR * 40.0
     world.now = 59.9
     assert not world.replan().changed
     world.now = LATE_FACTOR * 40.0
     overdue = world.replan()
-    assert any(overdue.assignment.tasks[t].warmups for t in owned)
+    assert all(overdue.assignment.tasks[t].warmups for t in owned)
     assert "overdue" in lost_member(world, 1).reason
 
 
@@ -131,19 +137,26 @@ def test_a_silent_member_is_restored_for_at_once_warm_when_it_could_be_back_firs
     assert "not visibly coming back" in lost_member(slow, 1).reason
 
 
-def test_restores_queue_on_their_destination_within_the_warmup_budget() -> None:
-    """12 tasks on 2 members, one lost: its 6 tasks would all go to the other, 2 restores at a time.
-    With 30-s restores they finish at 30, 30, 45, 60, 75 and 90 s (each restore takes a share of the
-    two slots); the member is back in 80 s: five are restored (taken over at once: each finishes
-    before the member could be back), the sixth waits for the member."""
+def test_restores_of_down_tasks_are_not_paced_by_the_warmup_budget() -> None:
+    """12 tasks on 2 members, one lost: its 6 tasks all go to the other. The warmup budget is 2, but
+    nobody processes these tasks, so all 6 restores start at once: each finishes in 30 s, before the
+    member could be back (80 s), so all are taken over at once and none waits for the member."""
     world = settled(12, 2, rate=ROWS / 30.0, max_warmup_replicas=2)
     owned = lose(world, 1, returning=True, expected=80.0)
     world.replan()
-    taken = [t for t in owned if world.assignment.tasks[t].active == 0]
-    waiting = [t for t in owned if world.assignment.tasks[t].active == 1]
-    assert len(taken) == 5 and len(waiting) == 1
-    assert not world.assignment.tasks[waiting[0]].warmups
-    assert "restoring 5 of 6 tasks elsewhere" in lost_member(world, 1).reason
+    assert all(world.assignment.tasks[t].active == 0 for t in owned)
+    assert lost_member(world, 1).reason.startswith("restoring elsewhere")
+
+
+def test_down_tasks_of_unknown_restore_time_all_warm_at_once() -> None:
+    """Restore time unknown, budget 1 per member: the lost member's 4 tasks all warm at once, two on
+    each survivor (under the budget two would have waited for the first two)."""
+    world = settled(12, 3, rate=None, max_warmup_replicas=1)
+    owned = lose(world, 2, returning=False, expected=None)
+    world.replan()
+    warming = {t: world.assignment.tasks[t].warmups for t in range(12) if world.assignment.tasks[t].warmups}
+    assert set(warming) == set(owned) and len(owned) == 4
+    assert sorted(m for members in warming.values() for m in members) == [0, 0, 1, 1]
 
 
 def test_a_restore_under_way_continues_when_the_member_is_then_expected_back_first() -> None:

@@ -39,6 +39,7 @@ class Member:
     restore_rate: float | None = None
     return_seconds: float | None = None
     stopping: bool = False
+    replaced: bool = False
 
 
 @dataclass
@@ -84,6 +85,7 @@ class World:
                 restore_rate=m.restore_rate,
                 return_seconds=None if m.alive else m.return_seconds,
                 stopping=m.stopping and not m.alive,
+                replaced=m.replaced and not m.alive,
             )
             for m in sorted(self.members.values(), key=lambda m: m.id)
         ]
@@ -147,6 +149,7 @@ class World:
         member.retiring = False
         member.returning = False
         member.stopping = False
+        member.replaced = False
 
     def lose_intent(self) -> None:
         """The app is deleted and re-created on the same store: every pod and member report is new,

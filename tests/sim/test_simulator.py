@@ -294,17 +294,18 @@ def test_a_bounce_within_the_delay_wastes_no_warmup() -> None:
     assert gone.background_restore_records > 0 and gone.blocking_restore_records == 0
 
 
-def test_auto_waits_for_a_member_expected_back_before_a_restore_and_restores_once_it_is_overdue() -> None:
+def test_auto_waits_for_a_member_expected_back_and_insures_against_a_late_one() -> None:
     """`auto`: bounce.yaml's member is expected back in 20 s (the app's pod start) against ~100-s
-    restores, and is back in 30 s: nothing is restored. bounce-slow's is back only after 200 s: once
-    it is overdue (30 s), its tasks are restored elsewhere and taken over long before it returns."""
+    restores, and is back in 30 s: its tasks wait for it, nothing moves, and the insurance warmed
+    meanwhile (within the budget) is thrown away. bounce-slow's is back only after 200 s: the
+    insurance takes its tasks over when restored, ~100 s after the loss, long before it returns."""
     bounce = run("bounce", "streamapp")
-    assert bounce.wasted_warmups == 0 and bounce.background_restore_records == 0
-    assert bounce.task_movements == 0
+    assert bounce.task_movements == 0 and bounce.max_task_downtime_seconds <= 30 + 1
+    assert 0 < bounce.wasted_warmups <= 4, "two survivors, two insurance warmups each at most"
     slow = run("bounce-slow", "streamapp")
-    assert slow.wasted_warmups == 0 and slow.blocking_restore_records == 0
-    assert slow.max_task_downtime_seconds < 200 / 1.4
-    assert slow.task_downtime_seconds < run("bounce-slow", "cooperative").task_downtime_seconds
+    assert slow.blocking_restore_records == 0
+    assert slow.max_task_downtime_seconds <= 100 + 10
+    assert slow.task_downtime_seconds <= run("bounce-slow", "eager").task_downtime_seconds
 
 
 def churn_scenario(standbys: int) -> Scenario:
@@ -343,23 +344,22 @@ def test_standbys_cost_no_more_moves_than_failover_and_return() -> None:
     assert with_standby.background_restore_records <= new_copies * 20000 * 1.5 + tailing
 
 
-COST_SCENARIOS = [
-    f"{kind}-{size}-state"
-    for kind in ("bounce", "permanent-loss", "scale-out", "rolling-restart")
-    for size in ("small", "large")
-]
+COST_SCENARIOS = sorted(p.stem for p in SCENARIOS.glob("*.yaml") if p.stem != "headline-900")
 
 
 @pytest.mark.parametrize("name", COST_SCENARIOS)
 def test_streamapp_never_loses_to_the_simple_protocols(name: str) -> None:
-    """DESIGN §5.8 on scenarios like issue 28's table (24 tasks, 4 members, 40-s pod starts, a 5-min
-    delay; a cold restore of ~1 s or ~100 s): `streamapp`'s total and worst-task downtime are no worse
-    than the better of eager and cooperative, within 5 task-seconds."""
+    """DESIGN §5.8 on every shipped scenario (the 900-task headline has a table of its own): bounces
+    and permanent losses of small and large state, 16 tasks per member, two members lost at once, a
+    member lost every three minutes, a member much later than its estimate, rolling restarts and
+    scale-out. `streamapp`'s total and worst-task downtime are no worse than the better of eager and
+    cooperative, within 5 task-seconds and 2 s."""
     runs = {protocol: run(name, protocol) for protocol in PROTOCOLS}
     ours = runs["streamapp"]
     for metric in ("task_downtime_seconds", "max_task_downtime_seconds"):
         best = min(getattr(runs[p], metric) for p in ("eager", "cooperative"))
-        assert getattr(ours, metric) <= best + 5, f"{metric}: {getattr(ours, metric)} against {best}"
+        margin = 5 if metric == "task_downtime_seconds" else 2
+        assert getattr(ours, metric) <= best + margin, f"{metric}: {getattr(ours, metric)} against {best}"
     assert ours.double_ownership_violations == 0 and ours.converged
 
 
@@ -378,6 +378,19 @@ def test_a_lost_task_is_down_about_the_sooner_of_its_members_return_and_a_restor
     restore = log_end / work.restore_rate
     result = simulate(scenario)[0]
     assert result.max_task_downtime_seconds <= 1.2 * min(back, restore) + scenario.tick
+
+
+def test_a_flapping_member_costs_two_bounces_then_nothing() -> None:
+    """A member back 40 s after each of five losses three minutes apart, its tasks 100 s from a
+    restore elsewhere: each of the first two losses waits for it (40 s a task); from the second on it
+    is damped, its tasks hand off to the others while it is up, and later losses cost nothing. It takes
+    tasks again once up for the window, and the app ends balanced (before: 40 s a task at every loss)."""
+    scenario = load_scenario(SCENARIOS / "flapping-large-state.yaml").with_protocol("streamapp")
+    result, _ = simulate(scenario)
+    held = scenario.partitions // scenario.members
+    assert result.task_downtime_seconds <= 2 * held * 40 + 5
+    assert result.max_task_downtime_seconds <= 2 * 40 + 2
+    assert result.converged and result.double_ownership_violations == 0
 
 
 def test_a_rolling_restart_of_large_state_is_balanced_again_within_ten_minutes() -> None:

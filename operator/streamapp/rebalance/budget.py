@@ -10,7 +10,10 @@ budget is counted where the load lands: each member that receives tasks warms at
 `maxWarmupReplicasTotal` (0: no cap) bounds the sum, for a store whose read bandwidth is the limit.
 
 A standby is already warm and costs nothing here; a revoked task's successor has caught up and no
-longer restores, so it does not count either.
+longer restores, so it does not count either. The restore of a task that is *down* — a lost member's,
+under `lostTaskRecovery: auto` — is not a warmup: it starts whatever the budget says (nobody processes
+the task meanwhile, and the eager protocol would restore it at once too), but it takes its destination's
+slots, so optional warmups wait there until it is done.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ class WarmupBudget:
             return False
         if self.total and self._used_total >= self.total:
             return False
+        self.take(member)
+        return True
+
+    def take(self, member: int) -> None:
+        """Take a slot on `member` whether or not one is left: a restore that must run (see above)."""
         self._used[member] = self._used.get(member, 0) + 1
         self._used_total += 1
-        return True

@@ -98,6 +98,7 @@ class RebalanceConfig:
     drain_on_scale_in: bool = True
     revocation_timeout: float = 300.0
     lost_task_recovery: LostTaskRecovery = "auto"
+    flap_window: float = 600.0
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -143,7 +144,12 @@ class RebalanceConfig:
         return out
 
 
-_DURATION_FIELDS = {"scheduled_rebalance_max_delay", "probing_rebalance_interval", "revocation_timeout"}
+_DURATION_FIELDS = {
+    "scheduled_rebalance_max_delay",
+    "probing_rebalance_interval",
+    "revocation_timeout",
+    "flap_window",
+}
 _INT_FIELDS = {
     "acceptableRecoveryLag",
     "handoffLag",

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
-from streamapp.rebalance.model import Assignment, Event, EventKind, Reservation, TaskAssignment
+from streamapp.rebalance.model import Assignment, Event, EventKind, Flap, Reservation, TaskAssignment
 
 
 class Draft:
@@ -44,8 +44,10 @@ class Draft:
         self.standbys: list[tuple[int, ...]] = [t.standbys for t in base.tasks]
         self.warmups: list[tuple[int, ...]] = [t.warmups for t in base.tasks]
         self.reservations: dict[int, float] = {r.member: r.deadline for r in base.reservations}
+        self.planned: set[int] = {r.member for r in base.reservations if r.planned}
         self.membership: tuple[int, ...] = base.membership
         self.next_probe_at: float | None = base.next_probe_at
+        self.flaps: tuple[Flap, ...] = base.flaps
         self.events: list[Event] = []
         self._grouped: dict[tuple[EventKind, int | None, str], list[int]] = defaultdict(list)
 
@@ -152,9 +154,12 @@ class Draft:
                 self.previous,
                 generation=self.generation if changed else self.previous.generation,
                 tasks=tasks,
-                reservations=tuple(Reservation(m, d) for m, d in sorted(self.reservations.items())),
+                reservations=tuple(
+                    Reservation(m, d, m in self.planned) for m, d in sorted(self.reservations.items())
+                ),
                 membership=self.membership,
                 next_probe_at=self.next_probe_at,
+                flaps=self.flaps,
             ),
             changed,
         )

@@ -8,14 +8,16 @@ clock and does no I/O: time is an argument and the intent of an in-flight handof
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
+from streamapp.rebalance import flapping
 from streamapp.rebalance.config import AppConfig
 from streamapp.rebalance.deadlines import timed_out_members
 from streamapp.rebalance.draft import Draft
 from streamapp.rebalance.eager import plan_eager
 from streamapp.rebalance.fencing import refence_owners, still_fenced
 from streamapp.rebalance.handoff import revoke_moves, warm_handoffs
-from streamapp.rebalance.model import Assignment, Event, EventKind, LostMember, MemberView, Plan
+from streamapp.rebalance.model import Assignment, Event, EventKind, Flap, LostMember, MemberView, Plan
 from streamapp.rebalance.placement import desired_owners, takeover_owner
 from streamapp.rebalance.quotas import quotas
 from streamapp.rebalance.recovery import Recovery, recover, take_over
@@ -34,21 +36,34 @@ from streamapp.rebalance.standbys import place_standbys
 def plan(app: AppConfig, members: Iterable[MemberView], previous: Assignment, now: float) -> Plan:
     """Compute the next assignment of `app` from the members as observed at time `now`."""
     config = app.rebalance
-    roster = Roster.build(members, app.replicas, config.acceptable_recovery_lag)
+    views = list(members)
+    flaps_before = previous.flaps
+    damped: frozenset[int] = frozenset()
+    if config.protocol == "streamapp" and config.flap_window > 0:
+        flaps = flapping.age(previous.flaps, views, app.replicas, config.flap_window, now)
+        damped = flapping.damped(flaps, views, app.replicas)
+        views = flapping.distrust(views, damped)
+        previous = replace(previous, flaps=flaps)
+    elif previous.flaps:
+        previous = replace(previous, flaps=())
+    roster = Roster.build(views, app.replicas, config.acceptable_recovery_lag)
     draft = Draft(previous, app.partitions, now, roster.store_epochs(app.partitions))
     recovery = None
     if config.protocol == "eager":
         plan_eager(draft, roster, now)
     else:
-        recovery = _plan_incremental(draft, roster, app, now)
+        recovery = _plan_incremental(draft, roster, app, now, damped)
     refenced = refence_owners(draft)
     timed_out = timed_out_members(draft, roster, config.revocation_timeout, now)
-    return _finish(draft, roster, app, now, timed_out, refenced, recovery)
+    return _finish(draft, roster, app, now, timed_out, refenced, recovery, flaps_before)
 
 
-def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) -> Recovery | None:
+def _plan_incremental(
+    draft: Draft, roster: Roster, app: AppConfig, now: float, damped: frozenset[int]
+) -> Recovery | None:
     """Cooperative and streamapp: move only what must move, hold tasks of lost members (and, with
-    `lostTaskRecovery: auto`, restore them elsewhere where that is quicker: `recovery`)."""
+    `lostTaskRecovery: auto`, restore them elsewhere where that is quicker: `recovery`); members
+    `damped` for flapping (`flapping`) are not waited for."""
     config = app.rebalance
     aware = config.protocol == "streamapp"
     auto = aware and config.lost_task_recovery == "auto"
@@ -58,7 +73,12 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
         promote_warmups=auto,
         handoff_lag=config.handoff_lag,
     )
+    reserved = set(draft.reservations)
     settle(draft, roster, rules, now)
+    if aware and config.flap_window > 0:
+        lost = set(draft.reservations) - reserved - draft.planned
+        draft.flaps = flapping.lose(draft.flaps, lost, now)
+        damped |= flapping.damped(draft.flaps, roster.members.values(), app.replicas)
     _drop_copies_off_live_members(draft, roster, keep_standbys=aware)
     for member in roster.draining:
         # A member retiring for a rolling update always hands off first; scale-in only if asked to.
@@ -72,15 +92,24 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
     held = held_tasks(draft)
     delay = config.scheduled_rebalance_max_delay
     recovery = None
+    restores: dict[int, int] = {}
     if auto:
         targets = _would_take(draft, roster, held, capacity)
-        recovery = recover(draft, roster, held, targets, delay, config.max_warmup_replicas, now)
+        recovery = recover(draft, roster, held, targets, delay, now, damped)
         take_over(draft, recovery.takeover, targets)
         held -= recovery.takeover
-        held_targets = {task: targets[task] for task in sorted(recovery.warm)}
+        restores = {task: targets[task] for task in sorted(recovery.warm)}
+        # The tasks that wait for their member are down too: insure them, within the warmup budget,
+        # against a member later than expected (a copy thrown away if it is back first) — unless the
+        # operator itself restarts the member, whose restart is measured and planned.
+        insured = {
+            task: targets[task]
+            for task in sorted(held - recovery.warm)
+            if task in targets and draft.active[task] not in draft.planned
+        }
     else:
-        prewarm = prewarm_due(draft, roster, held, delay, now) if aware else set()
-        held_targets = _would_take(draft, roster, prewarm, capacity)
+        prewarm = prewarm_due(draft, roster, held, delay, now, damped) if aware else set()
+        insured = _would_take(draft, roster, prewarm, capacity)
     owned = {m: 0 for m in roster.live}
     for task in range(draft.partitions):
         owner = draft.owner(task)
@@ -93,8 +122,8 @@ def _plan_incremental(draft: Draft, roster: Roster, app: AppConfig, now: float) 
             draft.assign(task, takeover_owner(task, target, roster) if aware else target)
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
-        warm_handoffs(draft, roster, desired, config, probe_due, held_targets, held_first=auto)
-        back = expected_back(draft, roster, delay, now)
+        warm_handoffs(draft, roster, desired, config, probe_due, restores, insured, held_first=auto)
+        back = expected_back(draft, roster, delay, now) - damped
         place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
     else:
@@ -140,9 +169,13 @@ def _finish(
     timed_out: tuple[int, ...],
     refenced: tuple[int, ...],
     recovery: Recovery | None,
+    flaps_before: tuple[Flap, ...],
 ) -> Plan:
     previous = draft.previous
     lost: tuple[LostMember, ...] = recovery.report(draft) if recovery is not None else ()
+    window = app.rebalance.flap_window
+    for event in flapping.events(flaps_before, draft.flaps, window):
+        draft.event(event)
     assignment, changed = draft.freeze()
     if previous.in_flight() and not assignment.in_flight() and not _homeless(assignment, roster):
         draft.event(Event(EventKind.REBALANCE_COMPLETED, detail=f"generation {assignment.generation}"))
@@ -157,6 +190,7 @@ def _finish(
         deadlines.append(recovery.wake_at)
     if assignment.next_probe_at is not None:
         deadlines.append(assignment.next_probe_at)
+    deadlines += flapping.steady_at(assignment.flaps, window).values()
     timeout = app.rebalance.revocation_timeout
     deadlines += [t.revoking_at + timeout for t in assignment.tasks if t.revoking_at is not None]
     wake_at = min((d for d in deadlines if d > now), default=None)

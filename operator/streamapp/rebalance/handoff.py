@@ -30,17 +30,22 @@ def warm_handoffs(
     desired: Sequence[int | None],
     config: RebalanceConfig,
     probe_due: bool,
-    held_targets: Mapping[int, int],
+    restores: Mapping[int, int],
+    insured: Mapping[int, int],
     held_first: bool = False,
 ) -> None:
     """State-aware: hand over caught-up tasks, warm up the others within the warmup budget.
 
-    Tasks held for a lost member are warmed on the member that would take them (`held_targets`) when
-    the budget allows: if the member returns the warmup is dropped; if not, the warmup takes the task
-    once it is restored (`held_first`: they are restored in place of their member, and go first since
-    nobody processes them) or at the delay's expiry (pre-warmed insurance, after every other warmup).
+    Tasks held for a lost member are warmed on the member that would take them: if the member returns
+    the warmup is dropped; if not, the warmup takes the task once it is restored. `restores` are
+    restored in place of their member, the engine having found that quicker than waiting
+    (`recovery`): nobody processes them, so they start at once, outside the budget. `insured` are
+    warmed within the budget, as insurance against a member later than expected; with `held_first`
+    (`lostTaskRecovery: auto`: the tasks are down) before every other warmup, otherwise (pre-warming
+    under `delay`) after them.
     """
-    wanted = [held_targets.get(task, target) for task, target in enumerate(desired)]
+    held = {**insured, **restores}
+    wanted = [held.get(task, target) for task, target in enumerate(desired)]
     _cancel_unwanted_warmups(draft, wanted)
     waiting: list[int] = []
     for task in _moving(draft, desired):
@@ -56,9 +61,9 @@ def warm_handoffs(
             draft.revoke(task, successor=target)
         elif target not in draft.standbys[task]:
             waiting.append(task)
-    waiting += [t for t, m in sorted(held_targets.items()) if m not in draft.standbys[t]]
+    waiting += [t for t, m in sorted(held.items()) if m not in draft.standbys[t]]
     budget = WarmupBudget(config.max_warmup_replicas, config.max_warmup_replicas_total)
-    _start_warmups(draft, wanted, waiting, budget, roster, held_first)
+    _start_warmups(draft, wanted, waiting, budget, roster, held_first, frozenset(restores))
 
 
 def _moving(draft: Draft, desired: Sequence[int | None]) -> list[int]:
@@ -85,8 +90,11 @@ def _start_warmups(
     budget: WarmupBudget,
     roster: Roster,
     held_first: bool,
+    restores: frozenset[int],
 ) -> None:
-    """Keep the warmups already running, start new ones — draining members' tasks first — within budget.
+    """Keep the warmups already running, start new ones — a lost member's tasks first (outside the
+    budget when they restore a task the engine chose to restore: `restores`), then draining members' —
+    within budget.
 
     Running warmups claim their destination's slots first (a restore half done is not thrown away for
     a fresh one); one that no longer fits (the budget was lowered) is dropped. New ones are taken owner
@@ -99,31 +107,44 @@ def _start_warmups(
     """
     running = [t for t in waiting if draft.warmups[t]]
     fresh = sorted(
-        (t for t in waiting if not draft.warmups[t]), key=lambda t: _order(draft, roster, t, held_first)
+        (t for t in waiting if not draft.warmups[t]),
+        key=lambda t: _order(draft, roster, t, held_first, restores),
     )
-    for task in running:
+    for task in sorted(running, key=lambda t: _urgency(draft, roster, t, held_first, restores)):
         for member in draft.warmups[task]:
-            if not budget.admit(member):
+            if task in restores:
+                budget.take(member)
+            elif not budget.admit(member):
                 draft.drop_warmup(task, member)
     for task in fresh:
         target = desired[task]
         assert target is not None
-        if roster.reported(target) and budget.admit(target):
+        if not roster.reported(target):
+            continue
+        if task in restores:
+            budget.take(target)
+            draft.add_warmup(task, target)
+        elif budget.admit(target):
             draft.add_warmup(task, target)
 
 
-def _order(draft: Draft, roster: Roster, task: int, held_first: bool) -> tuple[int, int, int]:
+def _order(
+    draft: Draft, roster: Roster, task: int, held_first: bool, restores: frozenset[int]
+) -> tuple[int, int, int]:
     """Which new warmup goes first: by urgency, then grouped by current owner, then by task."""
     owner = draft.active[task]
-    return (_urgency(draft, roster, task, held_first), -1 if owner is None else owner, task)
+    return (_urgency(draft, roster, task, held_first, restores), -1 if owner is None else owner, task)
 
 
-def _urgency(draft: Draft, roster: Roster, task: int, held_first: bool) -> int:
-    """Restores of a lost member's tasks first when they replace the member (nobody processes those
-    tasks), then a draining member's tasks, then balance; pre-warmed insurance last."""
+def _urgency(draft: Draft, roster: Roster, task: int, held_first: bool, restores: frozenset[int]) -> int:
+    """Restores of a lost member's tasks first (nobody processes those tasks), then their insurance
+    when they are down (`held_first`), then a draining member's tasks, then balance; pre-warmed
+    insurance under `delay` last."""
     owner = draft.active[task]
+    if task in restores:
+        return 0
     if owner is not None and owner in draft.reservations:
-        return 0 if held_first else 3
+        return 1 if held_first else 4
     if owner is not None and roster.is_draining(owner):
-        return 1
-    return 2
+        return 2
+    return 3

@@ -54,6 +54,9 @@ class MemberView:
     may still run until the grace period ends, so a task revoked from it is released only once it
     acknowledged or its pod is gone (`reservations.settle`).
 
+    `replaced` marks a member whose pod the operator itself deleted to restart it in place (a rolling
+    update): its loss is planned, so it does not count toward flapping (`flapping`).
+
     `reported` is False for a member whose current pod has not reported yet: its `lags` are empty
     because nothing is known of its local state, not because it has none, so no warmup is started on
     it until it has (a member back from a restart would otherwise be given tasks to restore in full
@@ -75,6 +78,7 @@ class MemberView:
     return_seconds: float | None = None
     reported: bool = True
     stopping: bool = False
+    replaced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,10 +101,25 @@ class TaskAssignment:
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
-    """Tasks of a lost member are held for it until `deadline` (delayed reassignment, KIP-415)."""
+    """Tasks of a lost member are held for it until `deadline` (delayed reassignment, KIP-415).
+    `planned`: the loss is the operator's own restart of the member's pod (`MemberView.replaced`), so
+    it is no flap and its tasks are not insured against a late return (`recovery`)."""
 
     member: int
     deadline: float
+    planned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Flap:
+    """A member lost recently (`flapping`): when (`losses`, those within `flapWindow`), whether it is
+    damped — lost twice within the window, so not trusted to return and given no tasks — and since when
+    its pod has been ready again (`up_since`; None while it is not)."""
+
+    member: int
+    losses: tuple[float, ...] = ()
+    damped: bool = False
+    up_since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +128,7 @@ class Assignment:
 
     `membership` is the set of live members the last full assignment was computed for (the eager
     protocol compares against it); `next_probe_at` is when caught-up warmups are re-checked even
-    without a fresh report.
+    without a fresh report; `flaps` the members lost recently, by the state-aware protocol's account.
     """
 
     generation: int = 0
@@ -117,6 +136,7 @@ class Assignment:
     reservations: tuple[Reservation, ...] = ()
     membership: tuple[int, ...] = ()
     next_probe_at: float | None = None
+    flaps: tuple[Flap, ...] = ()
 
     @staticmethod
     def empty(partitions: int) -> Assignment:
@@ -146,9 +166,10 @@ class Assignment:
                 }
                 for t in self.tasks
             ],
-            "reservations": [{"member": r.member, "deadline": r.deadline} for r in self.reservations],
+            "reservations": [reservation_to_dict(r) for r in self.reservations],
             "membership": list(self.membership),
             "nextProbeAt": self.next_probe_at,
+            "flaps": [flap_to_dict(f) for f in self.flaps],
         }
 
     @staticmethod
@@ -167,12 +188,45 @@ class Assignment:
                 )
                 for t in data.get("tasks") or ()
             ),
-            reservations=tuple(
-                Reservation(int(r["member"]), float(r["deadline"])) for r in data.get("reservations") or ()
-            ),
+            reservations=tuple(reservation_from_dict(r) for r in data.get("reservations") or ()),
             membership=tuple(data.get("membership") or ()),
             next_probe_at=data.get("nextProbeAt"),
+            flaps=tuple(flap_from_dict(f) for f in data.get("flaps") or ()),
         )
+
+
+def reservation_to_dict(reservation: Reservation) -> dict[str, Any]:
+    """A reservation, JSON-ready (`planned` only when set, as intents before it was kept)."""
+    found: dict[str, Any] = {"member": reservation.member, "deadline": reservation.deadline}
+    if reservation.planned:
+        found["planned"] = True
+    return found
+
+
+def reservation_from_dict(data: Mapping[str, Any]) -> Reservation:
+    """Inverse of `reservation_to_dict`."""
+    return Reservation(int(data["member"]), float(data["deadline"]), bool(data.get("planned")))
+
+
+def flap_to_dict(flap: Flap) -> dict[str, Any]:
+    """A flap record, JSON-ready (the intent's `flaps`)."""
+    return {
+        "member": flap.member,
+        "losses": list(flap.losses),
+        "damped": flap.damped,
+        "upSince": flap.up_since,
+    }
+
+
+def flap_from_dict(data: Mapping[str, Any]) -> Flap:
+    """Inverse of `flap_to_dict`; a missing key reads as empty."""
+    up = data.get("upSince")
+    return Flap(
+        int(data["member"]),
+        tuple(float(t) for t in data.get("losses") or ()),
+        bool(data.get("damped")),
+        None if up is None else float(up),
+    )
 
 
 class EventKind(StrEnum):
@@ -191,10 +245,14 @@ class EventKind(StrEnum):
     REBALANCE_COMPLETED = "RebalanceCompleted"
     REVOCATION_TIMED_OUT = "RevocationTimedOut"
     TASK_FENCED = "TaskFenced"
+    MEMBER_FLAPPING = "MemberFlapping"
+    MEMBER_STEADY = "MemberSteady"
 
 
 # Kinds that mean something went wrong (Warning Events): a person may have to look.
-WARNING_KINDS = frozenset({EventKind.MEMBER_LOST, EventKind.REVOCATION_TIMED_OUT, EventKind.TASK_FENCED})
+WARNING_KINDS = frozenset(
+    {EventKind.MEMBER_LOST, EventKind.REVOCATION_TIMED_OUT, EventKind.TASK_FENCED, EventKind.MEMBER_FLAPPING}
+)
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,24 @@ from the app's measured restarts and pod starts). It uses them under `lostTaskRe
   restore is expected to finish before the member is back: the member is silent (its pod not visibly
   coming back: a node gone quiet, no room to schedule, an image that will not pull, a crash loop), or
   its return or the restore is not measured yet, or the restore finishes first by the estimates.
-* Restores queue on their destination within the warmup budget (`maxWarmupReplicas` at once per
-  member), so the estimate of a task's finish counts the restores ahead of it there; a restore that is
-  expected to lose the race is not started at all, so survivors spend no load on copies that will be
-  thrown away. That is what the budget and the queue weigh: a survivor restores at most its budget's
-  worth at a time, shortest first, and only what will be used.
+* A task that is down is restored at once, all of a lost member's tasks together, spread over the
+  members that would take them: restoring a task nobody processes is recovery, not an optional warmup,
+  so the warmup budget (`maxWarmupReplicas`, which paces copies of tasks that *are* processed) never
+  delays it. Each restore is estimated at the destination's measured rate for one restore
+  (`MemberView.restore_rate`, measured as its restores ran, side by side or not), which is how fast the
+  eager protocol's blocking restores would run there too. A restore that is expected to lose the race
+  is not started at all, so survivors spend no load on copies that will be thrown away.
 * Whichever is ready first takes the task: a warmup that caught up (`handoffLag`) while the owner is
   still away is promoted at once (`reservations.settle`), the owner becoming its standby in place;
   an owner back first keeps its tasks and the warmups are dropped. A restore under way is never
   dropped while its owner stays away (the estimates may have been wrong the other way).
+* A restore is *taken over* — the task made active on its destination, which restores it while active —
+  rather than warmed and promoted, once its member could not be back before the restore ends: at once
+  when the restore is that quick, else as soon as the member, still away, could no longer make it
+  (a pod not even starting is a whole pod start away). The task then processes the moment its restore
+  ends, not at the warmup's next report and promotion; a member back first still finds a warmup.
+* A member lost twice within `flapWindow` (`flapping`) is not trusted to return: its tasks are
+  restored elsewhere as for a member whose pod is not coming back.
 * A member that is not back `LATE_FACTOR` times its expected return after its loss is overdue: its
   estimate was wrong, and its tasks are restored elsewhere from then on.
 
@@ -71,9 +80,17 @@ class Recovery:
 
     def report(self, draft: Draft) -> tuple[LostMember, ...]:
         """Per lost member, the figures and the choice as the plan leaves it: `restoring` are the held
-        tasks taken over or warming elsewhere once the warmup budget had its say."""
+        tasks taken over or chosen to warm elsewhere (a task that waits may warm too, as insurance)."""
         return tuple(
-            _explain(w, tuple(t for t in w.held if draft.active[t] != w.member or draft.warmups[t]))
+            _explain(
+                w,
+                tuple(t for t in w.held if draft.active[t] != w.member or t in self.warm),
+                sum(
+                    1
+                    for t in w.held
+                    if draft.active[t] == w.member and t not in self.warm and draft.warmups[t]
+                ),
+            )
             for w in self.weighed
         )
 
@@ -84,11 +101,11 @@ def recover(
     held: Collection[int],
     targets: Mapping[int, int],
     delay: float,
-    budget: int,
     now: float,
+    damped: Collection[int] = (),
 ) -> Recovery:
-    """Choose what happens to each held task now; `targets` says who would take it, `budget` how many
-    restores run at once on one member (`maxWarmupReplicas`).
+    """Choose what happens to each held task now; `targets` says who would take it; the members
+    `damped` for flapping (`flapping`) are not trusted to return.
 
     A task is restored elsewhere when that is expected to finish before its member is back (see the
     module docstring). It is then taken over at once — restored by its new owner while active, with no
@@ -102,14 +119,14 @@ def recover(
             by_member.setdefault(owner, []).append(task)
     rate = _rates(roster)
     seconds = {task: _restore_seconds(task, member, draft, roster, rate) for task, member in targets.items()}
-    finish = _finish_times(targets, seconds, draft, budget, now)
+    finish = {task: now + estimate for task, estimate in seconds.items() if estimate is not None}
     takeover: set[int] = set()
     warm: set[int] = set()
     weighed: list[Weighed] = []
     wakes: list[float] = []
     for member, tasks in sorted(by_member.items()):
         lost_at = draft.reservations[member] - delay
-        back = _expected_back(roster, member, lost_at, now)
+        back = _expected_back(roster, member, lost_at, now, member in damped)
         why = back.why if any(t in targets for t in tasks) else "no live member can take its tasks"
         if back.late_at is not None:
             wakes.append(back.late_at)
@@ -119,8 +136,13 @@ def recover(
                 draft.warmups[task] or back.at is None or done is None or done < back.at
             ):
                 continue
-            quick = done is not None and back.earliest is not None and done < back.earliest
+            quick = done is not None and back.earliest is not None and done <= back.earliest
             (takeover if quick else warm).add(task)
+            if not quick and done is not None and back.at is None and back.earliest is not None:
+                # A member not coming back (or not trusted to) cannot beat the restore once it could
+                # not be back before it ends: then take over, so the task processes the moment its
+                # restore ends instead of at the warmup's next report and promotion.
+                wakes.append(done - (back.earliest - now))
         rows = [r for t in tasks if (r := restore_rows(t, draft, roster)) is not None]
         total = sum(rows) if len(rows) == len(tasks) else None
         own = {t: seconds.get(t) for t in tasks}
@@ -153,12 +175,19 @@ class Back:
     why: str
 
 
-def _expected_back(roster: Roster, member: int, lost_at: float, now: float) -> Back:
+def _expected_back(roster: Roster, member: int, lost_at: float, now: float, flapping: bool) -> Back:
     view = roster.members.get(member)
     expected = view.return_seconds if view is not None else None
-    if not roster.returning(member):
-        earliest = lost_at + expected if expected is not None else None
-        return Back(None, earliest, None, "its pod is not visibly coming back")
+    if not roster.returning(member) or flapping:
+        # Its pod is not starting: it cannot be back before a whole pod start from now.
+        start = lost_at if roster.returning(member) else now
+        earliest = start + expected if expected is not None else None
+        why = (
+            "it is flapping (lost again soon after a return)"
+            if flapping
+            else "its pod is not visibly coming back"
+        )
+        return Back(None, earliest, None, why)
     if expected is None:
         return Back(None, None, None, "its return time is not measured yet")
     late_at = lost_at + LATE_FACTOR * expected
@@ -188,41 +217,18 @@ def restore_rows(task: int, draft: Draft, roster: Roster) -> int | None:
 def _restore_seconds(
     task: int, member: int, draft: Draft, roster: Roster, fallback: float | None
 ) -> float | None:
-    """How long `member` takes to restore `task` from nothing: 0 with a caught-up copy there already."""
+    """How long `member` takes to restore `task` from what it holds: 0 with a caught-up copy there,
+    its copy's lag with one under way (a warmup half done has half left), all the rows without."""
     if roster.caught_up(member, task):
         return 0.0
-    rows = restore_rows(task, draft, roster)
+    lag = roster.lag(member, task)
+    rows = lag if lag is not None else restore_rows(task, draft, roster)
     view = roster.members.get(member)
     rate = (view.restore_rate if view is not None else None) or fallback
     return None if rows is None or not rate else rows / rate
 
 
-def _finish_times(
-    targets: Mapping[int, int],
-    seconds: Mapping[int, float | None],
-    draft: Draft,
-    budget: int,
-    now: float,
-) -> dict[int, float]:
-    """When each held task's restore would finish on its destination, restores queued there shortest
-    first behind those already running, `budget` at a time (a fluid queue: each takes a `1/budget`
-    share of the member's restore slots). Tasks of unknown restore time are left out (they are
-    restored anyway, and measure the rate for the next time)."""
-    queues: dict[int, list[tuple[bool, float, int]]] = {}
-    for task, member in targets.items():
-        estimate = seconds.get(task)
-        if estimate is not None:
-            queues.setdefault(member, []).append((not draft.warmups[task], estimate, task))
-    finish: dict[int, float] = {}
-    for queue in queues.values():
-        spent = 0.0
-        for _, estimate, task in sorted(queue):
-            spent += estimate
-            finish[task] = now + max(estimate, spent / max(1, budget))
-    return finish
-
-
-def _explain(weighed: Weighed, restoring: tuple[int, ...]) -> LostMember:
+def _explain(weighed: Weighed, restoring: tuple[int, ...], insured: int) -> LostMember:
     """The figures behind one member's choice, and a phrase a person can check them by."""
     known = [s for s in weighed.seconds.values() if s is not None]
     slowest = max(known) if known and len(known) == len(weighed.held) else None
@@ -232,6 +238,8 @@ def _explain(weighed: Weighed, restoring: tuple[int, ...]) -> LostMember:
         reason = f"restoring elsewhere: {weighed.why}; a restore takes {restore}"
     elif not restoring:
         reason = f"waiting for the member: {weighed.why}; a restore would take {restore}"
+        if insured:
+            reason += f"; {insured} warming elsewhere in case it is late"
     else:
         reason = f"restoring {len(restoring)} of {held} tasks elsewhere: {weighed.why}; the longest restore {restore}"
     return LostMember(

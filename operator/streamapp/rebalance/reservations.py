@@ -25,6 +25,7 @@ delay is to be set above a restart's time.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from streamapp.rebalance.draft import Draft
@@ -70,10 +71,12 @@ def expected_back(draft: Draft, roster: Roster, delay: float, now: float) -> set
     }
 
 
-def prewarm_due(draft: Draft, roster: Roster, held: set[int], delay: float, now: float) -> set[int]:
+def prewarm_due(
+    draft: Draft, roster: Roster, held: set[int], delay: float, now: float, damped: Collection[int] = ()
+) -> set[int]:
     """The held tasks whose owner has been away long enough for pre-warming them to be worth it, and
-    is not visibly on its way back."""
-    back = expected_back(draft, roster, delay, now)
+    is not visibly on its way back — or is flapping (`damped`: its return is not trusted)."""
+    back = expected_back(draft, roster, delay, now) - set(damped)
     return {task for task in held if draft.active[task] not in back}
 
 
@@ -131,6 +134,11 @@ def _handle_gone_owners(draft: Draft, roster: Roster, rules: HoldRules, now: flo
             lost.add(owner)
     for owner in sorted(lost - set(draft.reservations)):
         draft.reservations[owner] = now + rules.delay
+        view = roster.members.get(owner)
+        if view is not None and view.replaced:
+            draft.planned.add(owner)
+        else:
+            draft.planned.discard(owner)
         draft.event(
             Event(
                 EventKind.MEMBER_LOST, owner, tuple(draft.owned_by(owner)), f"reserved for {rules.delay:g}s"

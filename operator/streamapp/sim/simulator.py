@@ -71,6 +71,8 @@ class Simulation:
         self.wasted_warmups = 0
         # Members killed whose death the operator has not seen yet: until when it sees them ready.
         self.unnoticed: dict[int, float] = {}
+        # Members whose pods the rollout deleted to restart them in place, until they are ready again.
+        self.replaced: set[int] = set()
         self.now = 0.0
 
     def run(self) -> SimResult:
@@ -137,7 +139,8 @@ class Simulation:
 
     def _pods(self, now: float) -> None:
         for executor in self.executors.values():
-            executor.become_ready(now)
+            if executor.become_ready(now):
+                self.replaced.discard(executor.id)
         self._roll(now)
 
     def _roll(self, now: float) -> RolloutStep:
@@ -160,6 +163,7 @@ class Simulation:
         )
         self.retiring = dict(step.retiring)
         self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0)
+        self.replaced |= set(step.delete)
         for member in step.delete:
             victim = self.executors[member]
             victim.die()
@@ -348,7 +352,8 @@ class Simulation:
                 view = replace(view, alive=True, returning=False)
             pod_start = self.work.pod_start_seconds
             back = None if view.alive else expected_return(m, self.costs.restart, pod_start)
-            views.append(replace(view, retiring=m in self.retiring, return_seconds=back))
+            planned = m in self.replaced
+            views.append(replace(view, retiring=m in self.retiring, return_seconds=back, replaced=planned))
         return views
 
     def _result(self) -> SimResult:
