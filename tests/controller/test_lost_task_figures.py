@@ -117,7 +117,8 @@ def test_the_status_shows_the_choice_and_its_figures() -> None:
         "choice": "Wait",
         "held": 2,
         "restoring": 0,
-        "reason": "waiting for the member: it is expected back 40 s after its loss; a restore would take ~100 s",
+        "reason": "waiting for the member: it is expected back 40 s after its loss; a restore would take ~100 s; "
+        "2 warming elsewhere in case it is late",
         "expectedBackSeconds": 40.0,
         "restoreSeconds": 100.0,
         "restoreRows": 200_000,

@@ -2,7 +2,7 @@
 
 What the kubelet reports decides (`controller.observe._starting`): a container being created, starting
 without being ready yet, or waiting out the back-off after a first crash is on its way back; a second
-crash, an image that does not pull, a pod with no node, one being deleted, or a Ready executor in a pod
+crash soon after the first, an image that does not pull, a pod with no node, one being deleted, or a Ready executor in a pod
 that is not (its node stopped reporting) are not. The app's status shows such a member holding tasks
 as Restarting rather than Lost.
 """
@@ -66,6 +66,23 @@ def test_a_crash_loop_or_a_start_that_needs_a_person_is_not_returning() -> None:
     assert not returning(starting(executor({"waiting": {"reason": "PodInitializing"}}), init=(failed_twice,)))
     init_looping = {"name": "setup", "state": BACKOFF, "restartCount": 3}
     assert not returning(starting(executor({"waiting": {"reason": "PodInitializing"}}), init=(init_looping,)))
+
+
+def test_crashes_count_toward_a_loop_only_when_close_together() -> None:
+    """`restartCount` counts over the pod's life: a crash after a day of running is a new bounce, a
+    crash after a minute's run the second of a loop (the run is the one the latest crash ended)."""
+
+    def crashed(began: str, ended: str) -> dict[str, Any]:
+        return {"terminated": {"exitCode": 137, "startedAt": began, "finishedAt": ended}}
+
+    day_run = crashed("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z")
+    minute_run = crashed("2026-01-02T00:00:00Z", "2026-01-02T00:01:00Z")
+    for run, loop in ((day_run, False), (minute_run, True)):
+        backoff = executor(BACKOFF, restarts=1) | {"lastState": run}
+        assert returning(starting(backoff)) is not loop
+        restarted = executor(RUNNING, restarts=2) | {"lastState": run}
+        assert returning(starting(restarted)) is not loop
+        assert returning(starting(executor(run, restarts=1))) is not loop  # terminated, not yet restarted
 
 
 def test_a_pod_with_no_node_being_deleted_or_on_a_silent_node_is_not_returning() -> None:

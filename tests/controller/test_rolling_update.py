@@ -114,7 +114,10 @@ def test_a_member_restarted_in_place_keeps_its_tasks_for_its_new_pod(protocol: s
         MemberView(1, restore_rate=1_000.0, restore_rows={1: 100_000, 3: 100_000}),
     ]
     views = rollout.mark_retiring(measured, step)
-    assert [(v.alive, v.retiring, v.returning) for v in views] == [(True, False, False), (False, False, True)]
+    assert [(v.alive, v.retiring, v.returning, v.replaced) for v in views] == [
+        (True, False, False, False),
+        (False, False, True, True),
+    ]
     views = costs.with_return_estimates(views, Costs(restart={1: 10.0}), None)
     app = AppConfig(4, 2, RebalanceConfig(protocol=protocol))  # type: ignore[arg-type]
     result = plan(app, views, owning(0, 1, 0, 1), 30.0)

@@ -53,6 +53,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "that is expected to be quicker than the member's return (state size over the measured restore rate, "
     "against the member's measured restart) and promotes whichever copy is ready first; delay holds them "
     "for the member until scheduledRebalanceMaxDelay (pre-warming from half of it), Kafka's fixed delay.",
+    "flapWindow": "A member lost twice within this window is flapping: it is not trusted to return (its "
+    "tasks are restored elsewhere while it is away, handed off it while it is up) until it has stayed up "
+    "this long; 0 turns the damping off.",
     "revocationTimeout": "How long a revocation waits for the owner's acknowledgement; a member that has "
     "not let go by then is treated as lost and its pod replaced (epoch fencing keeps the handover safe).",
 }

@@ -614,6 +614,22 @@ class LostTasks(Model):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Flapping(Model):
+    """A member damped for flapping: lost twice within rebalance.flapWindow, so it is not trusted to
+    return. While away its tasks are restored elsewhere; while up it takes no tasks and hands off what it
+    holds, until it has stayed up for flapWindow (Events MemberFlapping and MemberSteady)."""
+
+    losses: int = field(default=0, metadata=prop("Its losses within flapWindow."))
+    up_since: str | None = field(
+        default=None,
+        metadata=prop(
+            "When its pod was last seen ready again (RFC 3339); it takes tasks again once up for "
+            "flapWindow from then. Unset while it is not up."
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class MemberSummary(Model):
     """One member as the operator sees it; its StreamAppMember lists the tasks themselves.
 
@@ -650,6 +666,9 @@ class MemberSummary(Model):
             "While the member is lost and holds tasks: whether they wait for it or are restored "
             "elsewhere, and the figures that decided it."
         ),
+    )
+    flapping: Flapping | None = field(
+        default=None, metadata=prop("While the member is damped for flapping (rebalance.flapWindow).")
     )
 
 

@@ -4,7 +4,7 @@ The intent is the engine's whole `Assignment`, written before any child is touch
 (`Assignment.to_dict`: one JSON object per task) costs ~70 bytes per task and puts the StreamApp past
 etcd's 1.5 MiB request limit near 21,000 tasks. Format 2 stores the per-task fields as four columns
 — owner, epoch, standbys, warmups — of comma-separated decimal text, deflated and base64-encoded, and
-only the sparse fields (revocations in flight, reservations) as JSON.
+only the sparse fields (revocations in flight, reservations, flapping members) as JSON.
 
 Why columns plus deflate rather than a run-length encoding of owners: the engine hands pending tasks
 to the least-loaded member with ties broken by id, so a fresh app's owners cycle 0, 1, …, M-1 and
@@ -32,12 +32,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from streamapp.rebalance import Assignment
-from streamapp.rebalance.model import Reservation, TaskAssignment
+from streamapp.rebalance.model import (
+    Reservation,
+    TaskAssignment,
+    flap_from_dict,
+    flap_to_dict,
+    reservation_from_dict,
+    reservation_to_dict,
+)
 
 FORMAT = 2
 COLUMNS = ("owner", "epoch", "standbys", "warmups")
 KEYS = frozenset(
-    ("format", "generation", "partitions", "columns", "revoking", "reservations", "membership", "nextProbeAt")
+    (
+        "format",
+        "generation",
+        "partitions",
+        "columns",
+        "revoking",
+        "reservations",
+        "membership",
+        "nextProbeAt",
+        "flaps",
+    )
 )
 _TEXT = re.compile(r"[0-9+,\n]*")
 _RANGES = re.compile(r"([0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*)?")
@@ -63,9 +80,10 @@ def encode(assignment: Assignment) -> dict[str, Any]:
             for task, t in enumerate(tasks)
             if t.revoking_since is not None or t.revoking_at is not None
         ],
-        "reservations": [{"member": r.member, "deadline": r.deadline} for r in assignment.reservations],
+        "reservations": [reservation_to_dict(r) for r in assignment.reservations],
         "membership": ranges(assignment.membership),
         "nextProbeAt": assignment.next_probe_at,
+        "flaps": [flap_to_dict(f) for f in assignment.flaps],
     }
 
 
@@ -84,12 +102,17 @@ def decode(data: Mapping[str, Any]) -> Assignment:
     return Assignment(
         generation=_count(data["generation"]),
         tasks=tasks,
-        reservations=tuple(
-            Reservation(_count(r["member"]), float(r["deadline"])) for r in data.get("reservations") or ()
-        ),
+        reservations=tuple(_reservation(r) for r in data.get("reservations") or ()),
         membership=parse_ranges(str(data.get("membership") or "")),
         next_probe_at=None if probe is None else float(probe),
+        flaps=tuple(flap_from_dict(f) for f in data.get("flaps") or ()),
     )
+
+
+def _reservation(data: Mapping[str, Any]) -> Reservation:
+    """A reservation of the intent; its member id checked strictly, as every count here."""
+    _count(data["member"])
+    return reservation_from_dict(data)
 
 
 def ranges(members: Sequence[int]) -> str:

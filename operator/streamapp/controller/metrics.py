@@ -79,6 +79,13 @@ class Metrics:
             registry=r,
         )
         self._lost_members: dict[tuple[str, ...], set[str]] = {}
+        self.flapping_members = Gauge(
+            "streamapp_flapping_members",
+            "Members damped for flapping (lost twice within rebalance.flapWindow): given no tasks until "
+            "they have stayed up for the window",
+            _LABELS,
+            registry=r,
+        )
         self.input_lag = Gauge(
             INPUT_LAG_METRIC,
             "Source records not yet processed by the active owners (the app's status.inputLag)",
@@ -97,6 +104,7 @@ class Metrics:
             self.tasks.labels(**labels, state=state).set(counts[state])
         self.warmups.labels(**labels).set(sum(len(t.warmups) for t in assignment.tasks))
         self.generation.labels(**labels).set(assignment.generation)
+        self.flapping_members.labels(**labels).set(sum(1 for f in assignment.flaps if f.damped))
 
     def observe_lost(self, labels: Mapping[str, str], lost: tuple[LostMember, ...]) -> None:
         """Mirror what the plan weighed for lost members; series of members no longer lost (or no
@@ -142,6 +150,7 @@ class Metrics:
             self.lost_tasks,
             self.lost_expected_back,
             self.lost_restore,
+            self.flapping_members,
         ):
             names = metric._labelnames  # the public API lists no label sets
             found = {

@@ -170,8 +170,13 @@ STARTING_REASONS = frozenset({"ContainerCreating", "PodInitializing", "CrashLoop
 CreateContainerConfigError, ...) needs a person to fix something, so the member is not coming back."""
 
 MAX_CRASHES_RETURNING = 1
-"""Crashes of one container (restarts done or pending) after which its pod no longer counts as on its
-way back: a first crash is a bounce, a second is the start of a crash loop."""
+"""Recent crashes of one container (`_recent_crashes`) after which its pod no longer counts as on its
+way back: a first crash is a bounce, a second soon after it is the start of a crash loop."""
+
+CRASH_LOOP_RUN_SECONDS = 600.0
+"""Two crashes count as a loop only when the run between them was shorter than this (the default
+`flapWindow`): `restartCount` counts over the pod's whole life, and a crash weeks after the last one is
+a new bounce, not the second step of a loop."""
 
 
 def _starting(status: Body) -> bool:
@@ -185,11 +190,25 @@ def _starting(status: Body) -> bool:
         waiting = state.get("waiting")
         if waiting is not None and waiting.get("reason", "ContainerCreating") not in STARTING_REASONS:
             return False
-        if int(container.get("restartCount") or 0) + _crash_pending(state, is_init) > MAX_CRASHES_RETURNING:
+        if _recent_crashes(container, state, is_init) > MAX_CRASHES_RETURNING:
             return False
         if container.get("name") == EXECUTOR_CONTAINER and "running" in state and container.get("ready"):
             return False
     return True
+
+
+def _recent_crashes(container: Body, state: Body, is_init: bool) -> int:
+    """Crashes of the container (restarts done, and one pending) that are recent enough to make a loop:
+    the latest, and the one before it only if the run between them (the run the latest crash ended,
+    `state.terminated` or `lastState.terminated`) was shorter than `CRASH_LOOP_RUN_SECONDS`. A run of
+    unknown length counts as short."""
+    total = int(container.get("restartCount") or 0) + _crash_pending(state, is_init)
+    if total < 2:
+        return total
+    run = state.get("terminated") or (container.get("lastState") or {}).get("terminated") or {}
+    began, ended = _time(run.get("startedAt")), _time(run.get("finishedAt"))
+    long_run = began is not None and ended is not None and ended - began >= CRASH_LOOP_RUN_SECONDS
+    return 1 if long_run else 2
 
 
 def _crash_pending(state: Body, is_init: bool) -> int:
@@ -348,6 +367,7 @@ def _view(
         restore_rate=status.restore_rate,
         reported=fresh,
         stopping=pod is not None and pod.terminating and not alive,
+        replaced=pod is not None and pod.restarted,
     )
 
 

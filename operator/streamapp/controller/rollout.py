@@ -57,7 +57,8 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
     """Members handing off are retiring: the engine hands their tasks over and gives them nothing new.
     A member whose pod this step deletes (a restart in place) is planned as the next reconcile will
     see it, not alive and returning (the operator re-creates its pod): its tasks are held for its new
-    pod, or restored elsewhere if that is measured to be quicker (`rebalance.recovery`). Marked retiring instead, it had its tasks
+    pod, or restored elsewhere if that is measured to be quicker (`rebalance.recovery`); its loss is
+    planned (`replaced`): no flap, and no insurance copies. Marked retiring instead, it had its tasks
     revoked and moved cold by the cooperative and eager protocols in the very step that restarts it,
     and warm handoffs started under streamapp, wasted when the pod came back
     (bench/results/cluster-notes.md)."""
@@ -66,7 +67,7 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
         if view.id in rollout.retiring:
             view = dataclasses.replace(view, retiring=True)
         elif view.id in rollout.delete:
-            view = dataclasses.replace(view, alive=False, returning=True)
+            view = dataclasses.replace(view, alive=False, returning=True, replaced=True)
         marked.append(view)
     return marked
 

@@ -7,6 +7,7 @@ columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from streamapp.controller.acknowledgement import acked_generation
 from streamapp.controller.intent import encode as encode_intent
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import Assignment, LostMember, MemberView, Plan
+from streamapp.rebalance.model import Flap
 
 Body = Mapping[str, Any]
 INVALID_SPEC = "InvalidSpec"
@@ -221,8 +223,9 @@ def members_summary(
     replicas: int,
     lost: Sequence[LostMember] = (),
 ) -> list[dict[str, Any]]:
-    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`), and for a lost
-    member holding tasks what happens to them (`lostTasks`).
+    """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`), for a lost
+    member holding tasks what happens to them (`lostTasks`), and for a member damped for flapping
+    its losses (`flapping`).
 
     Counted in one pass over the tasks: at 100,000 tasks and 1,000 members a count per member would
     walk the tasks a thousand times in every reconcile.
@@ -231,6 +234,7 @@ def members_summary(
     standby: Counter[int] = Counter(m for t in assignment.tasks for m in t.standbys)
     warmup: Counter[int] = Counter(m for t in assignment.tasks for m in t.warmups)
     weighed = {m.member: m for m in lost}
+    damped = {f.member: f for f in assignment.flaps if f.damped}
     rows = []
     for view in views:
         pod = pods.get(view.id)
@@ -253,6 +257,8 @@ def members_summary(
         }
         if view.id in weighed:
             row["lostTasks"] = lost_tasks(weighed[view.id])
+        if view.id in damped:
+            row["flapping"] = flapping(damped[view.id])
         rows.append(row)
     return rows
 
@@ -274,6 +280,14 @@ def lost_tasks(lost: LostMember) -> dict[str, Any]:
         row["restoreRows"] = lost.restore_rows
     if lost.restore_rate is not None:
         row["restoreRate"] = two_figures(lost.restore_rate)
+    return row
+
+
+def flapping(flap: Flap) -> dict[str, Any]:
+    """A damped member's `flapping` status: its losses within the window, and since when it is up."""
+    row: dict[str, Any] = {"losses": len(flap.losses)}
+    if flap.up_since is not None:
+        row["upSince"] = dt.datetime.fromtimestamp(flap.up_since, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return row
 
 
