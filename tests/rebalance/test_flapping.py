@@ -3,10 +3,13 @@ trusted to return, hands its tasks off while up, and takes tasks again after sta
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from world import World
 
 from streamapp.controller.intent import decode, encode
 from streamapp.rebalance import AppConfig, Assignment, EventKind, RebalanceConfig
+from streamapp.rebalance.rollout import at_rest
 
 ROWS = 100_000
 
@@ -186,3 +189,18 @@ def test_the_operators_own_restart_is_not_insured() -> None:
     bounce(world, 1, 1_000.0)
     assert not world.assignment.reservations[0].planned
     assert any(t.warmups for t in world.assignment.tasks)
+
+
+def test_a_rolling_update_does_not_wait_for_a_damped_members_share() -> None:
+    """The rollout takes its next member once the app is at rest; a damped member owning nothing is
+    not a member short of its share (it would hold every step of a rollout for handoffTimeout)."""
+    world = settled()
+    bounce(world, 1, 0.0)
+    back(world, 1, 40.0)
+    bounce(world, 1, 180.0)
+    back(world, 1, 220.0)
+    for _ in range(6):
+        world.settle_round()
+    assert owned(world, 1) == [] and not world.assignment.in_flight()
+    assert at_rest(world.assignment, world.views(), 3)
+    assert not at_rest(replace(world.assignment, flaps=()), world.views(), 3)

@@ -174,10 +174,16 @@ def rollout_step(
 def at_rest(assignment: Assignment, views: Iterable[MemberView], replicas: int) -> bool:
     """Whether the app's assignment is at rest for a rollout to take its next member: nothing warming,
     revoking or held for a lost member, and every live member owning its share but for one task (a
-    member back from a handoff owns nothing until its tasks come back; a plan has yet to move them)."""
+    member back from a handoff owns nothing until its tasks come back; a plan has yet to move them). A
+    member damped for flapping owns nothing by design (`flapping`), and has no share."""
     if assignment.in_flight() or assignment.reservations:
         return False
-    live = {v.id: v.capacity for v in views if v.alive and not v.retiring and v.id < replicas}
+    damped = {f.member for f in assignment.flaps if f.damped}
+    live = {
+        v.id: v.capacity
+        for v in views
+        if v.alive and not v.retiring and v.id < replicas and v.id not in damped
+    }
     if not live:
         return True
     owned = dict.fromkeys(live, 0)
