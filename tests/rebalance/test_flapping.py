@@ -50,6 +50,19 @@ def back(world: World, member: int, at: float) -> None:
     world.apply(member)
 
 
+def damped_and_drained(**rebalance: object) -> World:
+    """Member 1 bounced at 0 and 180 s, back 40 s later each time, and handed everything off."""
+    world = settled(**rebalance)
+    bounce(world, 1, 0.0)
+    back(world, 1, 40.0)
+    bounce(world, 1, 180.0)
+    back(world, 1, 220.0)
+    for _ in range(6):
+        world.settle_round()
+    assert owned(world, 1) == [] and not world.assignment.in_flight()
+    return world
+
+
 def kinds(world: World) -> set[EventKind]:
     return {e.kind for e in world.history[-1].events}
 
@@ -92,14 +105,7 @@ def test_a_second_loss_within_the_window_restores_elsewhere_and_drains_the_membe
 
 
 def test_a_damped_member_takes_tasks_again_after_staying_up_a_window() -> None:
-    world = settled(flap_window=600.0)
-    bounce(world, 1, 0.0)
-    back(world, 1, 40.0)
-    bounce(world, 1, 180.0)
-    back(world, 1, 220.0)
-    for _ in range(6):
-        world.settle_round()
-    assert owned(world, 1) == []
+    world = damped_and_drained(flap_window=600.0)
     assert world.history[-1].wake_at == 820.0, "woken when the member has been up a window"
     world.now = 819.0
     world.settle_round()
@@ -194,13 +200,6 @@ def test_the_operators_own_restart_is_not_insured() -> None:
 def test_a_rolling_update_does_not_wait_for_a_damped_members_share() -> None:
     """The rollout takes its next member once the app is at rest; a damped member owning nothing is
     not a member short of its share (it would hold every step of a rollout for handoffTimeout)."""
-    world = settled()
-    bounce(world, 1, 0.0)
-    back(world, 1, 40.0)
-    bounce(world, 1, 180.0)
-    back(world, 1, 220.0)
-    for _ in range(6):
-        world.settle_round()
-    assert owned(world, 1) == [] and not world.assignment.in_flight()
+    world = damped_and_drained()
     assert at_rest(world.assignment, world.views(), 3)
     assert not at_rest(replace(world.assignment, flaps=()), world.views(), 3)
