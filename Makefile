@@ -84,7 +84,8 @@ test-loaded: $(STAMP) system-packages k8s-binaries helm s3server promtool image 
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
 ## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem), and
 ## ten SIGTERMed leaders handing the Lease over (make test: three), the 2,000-task app on the API server (make test:
-## 100,000 tasks scaled in onto one member) and the capacity split on real executors (make test: the engine's quotas)
+## 100,000 tasks scaled in onto one member), the capacity split on real executors (make test: the engine's quotas),
+## a member without a claim restoring in full and a `delay` member restarting (make test: their rules as unit tests)
 test-long: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m "long and not node"
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators, app
@@ -208,6 +209,9 @@ def test_a_member_with_its_claim_replays_only_the_delta(
         check_partition(state, tmp_path / "outputs", log, partition)
 
 
+# make test-long: a minute or more of make test's cold budget; make test keeps the claim's delta replay
+# above, and the executor's full restore is unit-tested (tests/executor).
+@pytest.mark.long
 def test_a_member_without_a_claim_restores_in_full(
     api_client: client.ApiClient, namespace: str, operators: Operators, process_node: str, tmp_path: Path
 ) -> None:

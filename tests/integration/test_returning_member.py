@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dataplane_checks import check_partition
 from kubernetes import client
 from operator_support import APP, Operators
@@ -70,6 +71,9 @@ def settled(api: client.ApiClient, namespace: str) -> bool:
     )
 
 
+# make test-long: `delay` is not the default; make test keeps its rule as a property
+# (tests/rebalance/test_invariants.py: no pre-warm while the member is visibly returning).
+@pytest.mark.long
 def test_a_restarting_member_gets_no_prewarmed_copies(
     api_client: client.ApiClient,
     namespace: str,
