@@ -203,3 +203,13 @@ def test_a_rolling_update_does_not_wait_for_a_damped_members_share() -> None:
     world = damped_and_drained()
     assert at_rest(world.assignment, world.views(), 3)
     assert not at_rest(replace(world.assignment, flaps=()), world.views(), 3)
+
+
+def test_a_damped_member_scaled_away_is_dropped_without_a_steady_event() -> None:
+    world = damped_and_drained()
+    world.now = 300.0
+    world.scale(1)
+    for _ in range(6):
+        world.settle_round()
+    assert world.assignment.flaps == ()
+    assert not any(e.kind == EventKind.MEMBER_STEADY for p in world.history for e in p.events)

@@ -174,7 +174,7 @@ def _finish(
     previous = draft.previous
     lost: tuple[LostMember, ...] = recovery.report(draft) if recovery is not None else ()
     window = app.rebalance.flap_window
-    for event in flapping.events(flaps_before, draft.flaps, window):
+    for event in flapping.events(flaps_before, draft.flaps, window, app.replicas):
         draft.event(event)
     assignment, changed = draft.freeze()
     if previous.in_flight() and not assignment.in_flight() and not _homeless(assignment, roster):

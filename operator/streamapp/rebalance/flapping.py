@@ -80,8 +80,9 @@ def distrust(views: Iterable[MemberView], members: Collection[int]) -> list[Memb
     return [replace(v, retiring=True) if v.id in members and v.alive else v for v in views]
 
 
-def events(before: Sequence[Flap], after: Sequence[Flap], window: float) -> list[Event]:
-    """`MemberFlapping` for each member damped in this step, `MemberSteady` for each released."""
+def events(before: Sequence[Flap], after: Sequence[Flap], window: float, replicas: int) -> list[Event]:
+    """`MemberFlapping` for each member damped in this step, `MemberSteady` for each released that
+    is still wanted (a member scaled away is dropped, not steady)."""
     was = {f.member for f in before if f.damped}
     found = [
         Event(
@@ -96,6 +97,7 @@ def events(before: Sequence[Flap], after: Sequence[Flap], window: float) -> list
     found += [
         Event(EventKind.MEMBER_STEADY, m, detail=f"up {window:g}s: it takes tasks again")
         for m in steadied(before, after)
+        if m < replicas
     ]
     return found
 
