@@ -230,10 +230,11 @@ def loses_the_race(
 ) -> bool:
     """Whether a restore of `task` on `member`, started now, cannot finish before the task's owner is
     expected back (an owner visibly returning, trusted to — not damped for flapping —, not yet
-    overdue; every figure measured). The restore starts from the member's copy when it has one."""
+    overdue; every figure measured). The restore starts from the member's copy when that is shorter."""
     owner = views[held_by.member]
     expected, rate = owner.return_seconds, views[member].restore_rate
-    rows = views[member].lags.get(task, owner.restore_rows.get(task))
+    known = [n for n in (views[member].lags.get(task), owner.restore_rows.get(task)) if n is not None]
+    rows = min(known) if known else None
     if not owner.returning or held_by.member in damped or expected is None or rate is None or rows is None:
         return False
     if views[member].lags.get(task, world.app.rebalance.acceptable_recovery_lag + 1) <= (

@@ -17,8 +17,10 @@ from the app's measured restarts and pod starts). It uses them under `lostTaskRe
   so the warmup budget (`maxWarmupReplicas`, which paces copies of tasks that *are* processed) never
   delays it. Each restore is estimated at the destination's measured rate for one restore
   (`MemberView.restore_rate`, measured as its restores ran, side by side or not), which is how fast the
-  eager protocol's blocking restores would run there too. A restore that is expected to lose the race
-  is not started at all, so survivors spend no load on copies that will be thrown away.
+  eager protocol's blocking restores would run there too. A task whose restore is expected to lose
+  the race waits for its member; it is warmed elsewhere only as insurance against a late member,
+  within the warmup budget (`engine`), so survivors spend a bounded load on copies that may be thrown
+  away.
 * Whichever is ready first takes the task: a warmup that caught up (`handoffLag`) while the owner is
   still away is promoted at once (`reservations.settle`), the owner becoming its standby in place;
   an owner back first keeps its tasks and the warmups are dropped. A restore under way is never
@@ -218,11 +220,12 @@ def _restore_seconds(
     task: int, member: int, draft: Draft, roster: Roster, fallback: float | None
 ) -> float | None:
     """How long `member` takes to restore `task` from what it holds: 0 with a caught-up copy there,
-    its copy's lag with one under way (a warmup half done has half left), all the rows without."""
+    its copy's lag with one under way (a warmup half done has half left) unless a restore from
+    nothing is shorter, all the rows without."""
     if roster.caught_up(member, task):
         return 0.0
-    lag = roster.lag(member, task)
-    rows = lag if lag is not None else restore_rows(task, draft, roster)
+    known = [n for n in (roster.lag(member, task), restore_rows(task, draft, roster)) if n is not None]
+    rows = min(known) if known else None
     view = roster.members.get(member)
     rate = (view.restore_rate if view is not None else None) or fallback
     return None if rows is None or not rate else rows / rate
