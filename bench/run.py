@@ -119,9 +119,12 @@ def scenarios() -> str:
         "(`executor.storage.size` set: a returning member replays only the delta) or `emptyDir` (the "
         "default: a replaced pod restores in full).",
         "",
+        "`balanced after` is the time from the last event until the assignment is at rest and balanced "
+        "again (`time_to_balance_seconds`).",
+        "",
         "| scenario | local state | protocol | downtime (task-s) | worst task (s) | blocking restore "
-        "| background restore | movements | generations | worst 60 s | double owner |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| background restore | movements | generations | worst 60 s | double owner | balanced after (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for path in sorted(SCENARIOS.glob("*.yaml")):
         if path.stem == "headline-900":
@@ -135,7 +138,8 @@ def scenarios() -> str:
                 f"| {r.max_task_downtime_seconds:g} | {r.blocking_restore_records:,} "
                 f"| {r.background_restore_records:,} "
                 f"| {r.task_movements} | {r.generations} | {r.min_window_throughput_ratio:.3f} "
-                f"| {r.double_ownership_violations} |"
+                f"| {r.double_ownership_violations} "
+                f"| {'never' if r.time_to_balance_seconds is None else f'{r.time_to_balance_seconds:g}'} |"
             )
     return "\n".join(rows)
 

@@ -95,6 +95,18 @@ def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engin
     assert step.retiring == {1: 30.0}
     views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
     assert [v.retiring for v in views] == [False, True]
+    assert not any(v.upcoming for v in views), "no claim: a copy warmed ahead would not survive"
+
+
+def test_the_member_handed_off_next_is_upcoming_for_the_engine_and_in_the_condition() -> None:
+    pods = states(labelled(0, "old"), labelled(1, "old"), labelled(2, "old"))
+    claims = Costs(claims=True)
+    step = rollout.step(pods, 3, "new", owning(0, 1, 2), RolloutConfig(), 30.0, True, claims)
+    assert (step.retiring, step.upcoming) == ({2: 30.0}, (1,))
+    views = rollout.mark_retiring([MemberView(0), MemberView(1), MemberView(2)], step)
+    assert [(v.retiring, v.upcoming) for v in views] == [(False, False), (False, True), (True, False)]
+    message = rollout.progressing(step, RolloutConfig(), {2: 1}).message
+    assert message.endswith("; member 1 hands off next: copies of its tasks warm ahead")
 
 
 @pytest.mark.parametrize("protocol", ["cooperative", "streamapp"])

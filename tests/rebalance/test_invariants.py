@@ -56,7 +56,8 @@ def setups(draw: st.DrawFn, protocols: tuple[str, ...] = PROTOCOLS) -> Setup:
 
 # One step of the world: (kind, member, value). Members beyond the app's size exercise scale-in;
 # "deafen" makes a member stop applying and acknowledging (until its pod is replaced), "retire" marks
-# or unmarks (a paused rollout) a member a rolling update is about to replace, "return" marks or
+# or unmarks (a paused rollout) a member a rolling update is about to replace, "next" one it will hand
+# off next (copies of its tasks warm ahead), "return" marks or
 # unmarks (a crash loop) a dead member's pod as visibly starting again, "lose_intent" deletes and
 # re-creates the app on the same store, "estimate" changes what a member reports of restores (a task's
 # rows, its rate) and what the shell expects of its return.
@@ -72,6 +73,7 @@ KINDS = [
     "apply_all",
     "deafen",
     "retire",
+    "next",
     "return",
     "estimate",
 ]
@@ -137,6 +139,8 @@ def run(world: World, kind: str, member: int, value: int) -> None:
         estimated.return_seconds = float(value % 120) if value % 7 else None
     elif kind == "retire" and member in world.members:
         world.members[member].retiring = not world.members[member].retiring
+    elif kind == "next" and member in world.members:
+        world.members[member].upcoming = not world.members[member].upcoming
     elif kind == "stall":
         for t in world.assignment.tasks:
             if t.active is not None and t.revoking_since is not None:
@@ -212,6 +216,12 @@ def check_step(world: World, before: Assignment, after: Assignment, observed: li
         # Copies: distinct members, never the owner, within the configured counts.
         copies = (*new.standbys, *new.warmups)
         assert len(set(copies)) == len(copies) and new.active not in copies, f"task {task}: bad copies {new}"
+        # Warmups run on live members; only a copy warmed ahead of an upcoming member's handoff may run
+        # on one that is merely alive (retiring now, its claim keeping the copy across its restart).
+        ahead = new.active is not None and new.active in views and views[new.active].upcoming
+        assert all(m in live or (ahead and alive(m) and m < world.app.replicas) for m in new.warmups), (
+            f"task {task}: warmup on a member that takes no copy: {new}"
+        )
         live_standbys = [m for m in new.standbys if alive(m)]
         assert len(live_standbys) <= config.standby_replicas, f"task {task}: too many standbys {new.standbys}"
         assert all(alive(m) or after.reserved_for(m) for m in new.standbys), (
@@ -350,6 +360,7 @@ def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[t
     for member in world.members.values():
         member.alive = True
         member.retiring = False
+        member.upcoming = False
     world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
     partitions = world.app.partitions
     standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
@@ -386,6 +397,7 @@ def test_members_that_never_acknowledge_are_replaced_and_the_app_converges(
     for member in world.members.values():
         member.alive = True
         member.retiring = False
+        member.upcoming = False
     world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
     partitions = world.app.partitions
     standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0

@@ -320,3 +320,97 @@ def test_an_assignment_is_at_rest_once_every_live_member_owns_its_share() -> Non
     warming = owning(0, 1, 2, 0, 1, 2)
     warming = replace(warming, tasks=(replace(warming.tasks[0], warmups=(1,)), *warming.tasks[1:]))
     assert not at_rest(warming, views, 3), "a handoff in flight"
+    ahead = [MemberView(0, upcoming=True), MemberView(1), MemberView(2)]
+    assert at_rest(warming, ahead, 3), "a copy warmed ahead of member 0's handoff waits for its turn"
+
+
+def test_the_members_handed_off_next_are_upcoming_when_state_is_on_claims() -> None:
+    """While member 2 hands off, member 1 (the next, by id) is upcoming: copies of its tasks warm
+    ahead. Never more than maxUnavailable, never one restarting in place, and only on claims: a copy
+    warmed on the member handing off now must survive its restart."""
+    claims = Costs(claims=True)
+    step = rollout_step(three_old(), 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(), 0.0, costs=claims)
+    assert (step.retiring, step.upcoming) == ({2: 0.0}, (1,))
+    two = RolloutConfig(max_unavailable=2)
+    four = {**three_old(), 3: MemberPod(3, "old", True)}
+    step = rollout_step(four, 4, NEW, {m: 3 for m in range(4)}, two, 0.0, costs=claims)
+    assert (set(step.retiring), step.upcoming) == ({2, 3}, (1, 0))
+    assert rollout_step(three_old(), 3, NEW, {0: 4, 1: 4, 2: 4}, RolloutConfig(), 0.0).upcoming == ()
+    in_place = RolloutConfig(strategy="inPlace")
+    assert rollout_step(three_old(), 3, NEW, {0: 4}, in_place, 0.0, costs=claims).upcoming == ()
+    cheap = Costs(restart={0: 0.5, 1: 0.5, 2: 0.5}, claims=True)
+    assert rollout_step(three_old(), 3, NEW, {0: 4}, RolloutConfig(), 0.0, costs=cheap).upcoming == ()
+
+
+def _round(world: World) -> bool:
+    """One planning step checked against the invariants, then every member applies and catches up;
+    whether the plan changed anything."""
+    before, views = world.assignment, world.views()
+    result = world.replan()
+    check_step(world, before, result.assignment, views)
+    for member in sorted(world.members):
+        world.apply(member)
+        world.catch_up(member)
+    return result.changed
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    partitions=st.integers(2, 24),
+    replicas=st.integers(3, 6),
+    budget=st.integers(1, 3),
+    pause=st.integers(0, 8),
+    capacities=st.sampled_from([(), (1.0, 2.0)]),
+)
+def test_copies_warm_ahead_of_the_next_handoff_where_it_will_put_the_tasks(
+    partitions: int, replicas: int, budget: int, pause: int, capacities: tuple[float, ...]
+) -> None:
+    """The highest member retires and the next one is upcoming: the invariants hold every step and no
+    task leaves the upcoming member. Once the first is back and the app at rest, the upcoming member
+    retires in turn: every task it hands off that had a copy warmed ahead goes to that copy (none is
+    thrown away), and the app ends balanced."""
+    config = RebalanceConfig(max_warmup_replicas=budget)
+    world = World.start(AppConfig(partitions, replicas, config), capacities=capacities)
+    world.converge(4 * partitions + 4)
+    current, upcoming = replicas - 1, replicas - 2
+    world.members[current].retiring = True
+    world.members[upcoming].upcoming = True
+    mine = {t for t, a in enumerate(world.assignment.tasks) if a.active == upcoming}
+    for _ in range(pause + 1):
+        _round(world)
+        assert {t for t, a in enumerate(world.assignment.tasks) if a.active == upcoming} >= mine
+    world.members[current].retiring = False
+    for _ in range(4 * partitions + 4):
+        if not _round(world):
+            break
+    assert at_rest(world.assignment, world.views(), replicas)
+    warmed = {t: world.assignment.tasks[t].warmups for t in mine}
+    world.members[upcoming].upcoming = False
+    world.members[upcoming].retiring = True
+    for _ in range(4 * partitions + 4):
+        if not _round(world):
+            break
+    owners = [t.active for t in world.assignment.tasks]
+    assert upcoming not in owners
+    assert all(owners[t] in warmed[t] for t in mine if warmed[t]), (warmed, owners)
+
+
+@pytest.mark.parametrize("replicas", [3, 4, 6])
+def test_the_retiring_member_warms_its_share_of_the_next_members_tasks(replicas: int) -> None:
+    """Each of the others will own one more of the next member's tasks once it is gone, the member
+    handing off now included: each warms one ahead — the one handing off in the gap its own handoff
+    leaves it, the others once that handoff is done."""
+    partitions = replicas * (replicas - 1)
+    world = World.start(AppConfig(partitions, replicas, RebalanceConfig(max_warmup_replicas=1)))
+    world.converge(4 * partitions + 4)
+    current, upcoming = replicas - 1, replicas - 2
+    world.members[current].retiring = True
+    world.members[upcoming].upcoming = True
+    mine = {t for t, a in enumerate(world.assignment.tasks) if a.active == upcoming}
+    _round(world)
+    assert [m for t in mine for m in world.assignment.tasks[t].warmups] == [current]
+    for _ in range(4 * partitions + 4):
+        if not _round(world):
+            break
+    hosts = sorted(m for t in mine for m in world.assignment.tasks[t].warmups)
+    assert hosts == [m for m in range(replicas) if m != upcoming]

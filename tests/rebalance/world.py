@@ -34,6 +34,7 @@ class Member:
     store_epochs: dict[int, int] = field(default_factory=dict)
     fenced: frozenset[int] = frozenset()
     retiring: bool = False
+    upcoming: bool = False
     returning: bool = False
     restore_rows: dict[int, int] = field(default_factory=dict)
     restore_rate: float | None = None
@@ -80,6 +81,7 @@ class World:
                 dict(m.store_epochs),
                 m.fenced if m.alive else frozenset(),
                 m.retiring,
+                upcoming=m.upcoming,
                 returning=m.returning and not m.alive,
                 restore_rows=dict(m.restore_rows),
                 restore_rate=m.restore_rate,
@@ -147,6 +149,7 @@ class World:
         member.deaf = False
         member.fenced = frozenset()
         member.retiring = False
+        member.upcoming = False
         member.returning = False
         member.stopping = False
         member.replaced = False

@@ -61,11 +61,14 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
     planned (`replaced`): no flap, and no insurance copies. Marked retiring instead, it had its tasks
     revoked and moved cold by the cooperative and eager protocols in the very step that restarts it,
     and warm handoffs started under streamapp, wasted when the pod came back
-    (bench/results/cluster-notes.md)."""
+    (bench/results/cluster-notes.md). A member the rollout hands off next is `upcoming`: copies of its
+    tasks warm ahead (`rebalance.upcoming`)."""
     marked = []
     for view in views:
         if view.id in rollout.retiring:
             view = dataclasses.replace(view, retiring=True)
+        elif view.id in rollout.upcoming:
+            view = dataclasses.replace(view, upcoming=True)
         elif view.id in rollout.delete:
             view = dataclasses.replace(view, alive=False, returning=True, replaced=True)
         marked.append(view)
@@ -136,7 +139,8 @@ def progressing(rollout: RolloutStep, config: RolloutConfig, active: Mapping[int
     behind = f"{len(rollout.outdated)} member(s) still run an older spec"
     if config.paused:
         return Condition(PROGRESSING, False, "RolloutPaused", f"{behind}; rollingUpdate.paused is set")
-    message = "; ".join([behind, *(describe(m, rollout, active) for m in sorted(rollout.reasons))])
+    next_ = [f"member {m} hands off next: copies of its tasks warm ahead" for m in rollout.upcoming]
+    message = "; ".join([behind, *(describe(m, rollout, active) for m in sorted(rollout.reasons)), *next_])
     return Condition(PROGRESSING, True, "RollingUpdate", message[:MESSAGE_LIMIT])
 
 

@@ -31,6 +31,7 @@ from streamapp.rebalance.reservations import (
 )
 from streamapp.rebalance.roster import Roster
 from streamapp.rebalance.standbys import place_standbys
+from streamapp.rebalance.upcoming import warm_ahead
 
 
 def plan(app: AppConfig, members: Iterable[MemberView], previous: Assignment, now: float) -> Plan:
@@ -79,7 +80,7 @@ def _plan_incremental(
         lost = set(draft.reservations) - reserved - draft.planned
         draft.flaps = flapping.lose(draft.flaps, lost, now)
         damped |= flapping.damped(draft.flaps, roster.members.values(), app.replicas)
-    _drop_copies_off_live_members(draft, roster, keep_standbys=aware)
+    _drop_copies_off_live_members(draft, roster, keep_standbys=aware, damped=damped)
     for member in roster.draining:
         # A member retiring for a rolling update always hands off first; scale-in only if asked to.
         if not (aware and roster.live and (config.drain_on_scale_in or member < app.replicas)):
@@ -122,7 +123,8 @@ def _plan_incremental(
             draft.assign(task, takeover_owner(task, target, roster) if aware else target)
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
-        warm_handoffs(draft, roster, desired, config, probe_due, restores, insured, held_first=auto)
+        ahead = warm_ahead(draft, roster, desired, damped)
+        warm_handoffs(draft, roster, desired, config, probe_due, restores, insured, ahead, held_first=auto)
         back = expected_back(draft, roster, delay, now) - damped
         place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)
@@ -142,10 +144,19 @@ def _would_take(
     return {task: member for task in sorted(held) if (member := placed[task]) is not None}
 
 
-def _drop_copies_off_live_members(draft: Draft, roster: Roster, keep_standbys: bool) -> None:
-    """Warmups need a live member; standbys survive only on members reserved after a loss."""
+def _drop_copies_off_live_members(
+    draft: Draft, roster: Roster, keep_standbys: bool, damped: frozenset[int]
+) -> None:
+    """Warmups need a live member — or, warming ahead for a member a rolling update hands off next, one
+    that is alive (`upcoming`); standbys survive only on members reserved after a loss."""
     for task in range(draft.partitions):
-        draft.warmups[task] = tuple(m for m in draft.warmups[task] if roster.is_live(m))
+        owner = draft.active[task]
+        ahead = owner is not None and roster.is_upcoming(owner)
+        draft.warmups[task] = tuple(
+            m
+            for m in draft.warmups[task]
+            if roster.is_live(m) or (ahead and m < roster.replicas and roster.alive(m) and m not in damped)
+        )
         draft.standbys[task] = tuple(
             m
             for m in draft.standbys[task]

@@ -10,6 +10,7 @@ probing re-check, at most `acceptableRecoveryLag` — so the only pause is the o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from streamapp.rebalance.budget import WarmupBudget
 from streamapp.rebalance.config import RebalanceConfig
@@ -32,6 +33,7 @@ def warm_handoffs(
     probe_due: bool,
     restores: Mapping[int, int],
     insured: Mapping[int, int],
+    ahead: Mapping[int, int],
     held_first: bool = False,
 ) -> None:
     """State-aware: hand over caught-up tasks, warm up the others within the warmup budget.
@@ -42,10 +44,11 @@ def warm_handoffs(
     (`recovery`): nobody processes them, so they start at once, outside the budget. `insured` are
     warmed within the budget, as insurance against a member later than expected; with `held_first`
     (`lostTaskRecovery: auto`: the tasks are down) before every other warmup, otherwise (pre-warming
-    under `delay`) after them.
+    under `delay`) after them. `ahead` are tasks of a member a rolling update hands off next, warmed
+    ahead where they will go (`upcoming`), after every other warmup.
     """
     held = {**insured, **restores}
-    wanted = [held.get(task, target) for task, target in enumerate(desired)]
+    wanted = [held.get(task, ahead.get(task, target)) for task, target in enumerate(desired)]
     _cancel_unwanted_warmups(draft, wanted)
     waiting: list[int] = []
     for task in _moving(draft, desired):
@@ -61,9 +64,11 @@ def warm_handoffs(
             draft.revoke(task, successor=target)
         elif target not in draft.standbys[task]:
             waiting.append(task)
-    waiting += [t for t, m in sorted(held.items()) if m not in draft.standbys[t]]
+    waiting += [t for t, m in sorted({**held, **ahead}.items()) if m not in draft.standbys[t]]
+    waiting = list(dict.fromkeys(waiting))  # a task moving elsewhere may also be warming ahead
     budget = WarmupBudget(config.max_warmup_replicas, config.max_warmup_replicas_total)
-    _start_warmups(draft, wanted, waiting, budget, roster, held_first, frozenset(restores))
+    urgency = _Urgency(draft, roster, held_first, frozenset(restores), frozenset(ahead))
+    _start_warmups(draft, wanted, waiting, budget, roster, urgency)
 
 
 def _moving(draft: Draft, desired: Sequence[int | None]) -> list[int]:
@@ -89,8 +94,7 @@ def _start_warmups(
     waiting: list[int],
     budget: WarmupBudget,
     roster: Roster,
-    held_first: bool,
-    restores: frozenset[int],
+    urgency: _Urgency,
 ) -> None:
     """Keep the warmups already running, start new ones — a lost member's tasks first (outside the
     budget when they restore a task the engine chose to restore: `restores`), then draining members' —
@@ -105,12 +109,10 @@ def _start_warmups(
     member that has not reported since its pod started: which tasks it should take depends on the
     local state its report will list.
     """
+    restores = urgency.restores
     running = [t for t in waiting if draft.warmups[t]]
-    fresh = sorted(
-        (t for t in waiting if not draft.warmups[t]),
-        key=lambda t: _order(draft, roster, t, held_first, restores),
-    )
-    for task in sorted(running, key=lambda t: _urgency(draft, roster, t, held_first, restores)):
+    fresh = sorted((t for t in waiting if not draft.warmups[t]), key=urgency.order)
+    for task in sorted(running, key=urgency):
         for member in draft.warmups[task]:
             if task in restores:
                 budget.take(member)
@@ -128,23 +130,31 @@ def _start_warmups(
             draft.add_warmup(task, target)
 
 
-def _order(
-    draft: Draft, roster: Roster, task: int, held_first: bool, restores: frozenset[int]
-) -> tuple[int, int, int]:
-    """Which new warmup goes first: by urgency, then grouped by current owner, then by task."""
-    owner = draft.active[task]
-    return (_urgency(draft, roster, task, held_first, restores), -1 if owner is None else owner, task)
+@dataclass(frozen=True)
+class _Urgency:
+    """Which warmup goes first: restores of a lost member's tasks (nobody processes those tasks), then
+    their insurance when they are down (`held_first`), then a draining member's tasks, then balance;
+    pre-warmed insurance under `delay`, then copies warmed ahead of a rolling update (`ahead`), last."""
 
+    draft: Draft
+    roster: Roster
+    held_first: bool
+    restores: frozenset[int]
+    ahead: frozenset[int]
 
-def _urgency(draft: Draft, roster: Roster, task: int, held_first: bool, restores: frozenset[int]) -> int:
-    """Restores of a lost member's tasks first (nobody processes those tasks), then their insurance
-    when they are down (`held_first`), then a draining member's tasks, then balance; pre-warmed
-    insurance under `delay` last."""
-    owner = draft.active[task]
-    if task in restores:
-        return 0
-    if owner is not None and owner in draft.reservations:
-        return 1 if held_first else 4
-    if owner is not None and roster.is_draining(owner):
-        return 2
-    return 3
+    def __call__(self, task: int) -> int:
+        owner = self.draft.active[task]
+        if task in self.restores:
+            return 0
+        if owner is not None and owner in self.draft.reservations:
+            return 1 if self.held_first else 4
+        if task in self.ahead:
+            return 5
+        if owner is not None and self.roster.is_draining(owner):
+            return 2
+        return 3
+
+    def order(self, task: int) -> tuple[int, int, int]:
+        """New warmups: by urgency, then grouped by current owner, then by task."""
+        owner = self.draft.active[task]
+        return (self(task), -1 if owner is None else owner, task)

@@ -32,7 +32,9 @@ class MemberView:
 
     `retiring` marks a member whose pod is about to be replaced by a rolling update: it is treated
     like a draining member (keeps what it owns until caught-up successors take it, gets nothing new),
-    so its pod can be deleted once it owns no active task, without a task going down.
+    so its pod can be deleted once it owns no active task, without a task going down. `upcoming`
+    marks a live member a rolling update will hand off next: it keeps and gets tasks as usual, but
+    copies of its tasks warm ahead on the members that will take them (`upcoming`).
 
     `returning` marks a member that is not alive but whose pod is visibly on its way back: its
     container restarting in place, or a replacement pod scheduled and starting. A lost member that is
@@ -72,6 +74,7 @@ class MemberView:
     store_epochs: Mapping[int, int] = field(default_factory=dict)
     fenced: frozenset[int] = frozenset()
     retiring: bool = False
+    upcoming: bool = False
     returning: bool = False
     restore_rows: Mapping[int, int] = field(default_factory=dict)
     restore_rate: float | None = None

@@ -95,9 +95,10 @@ class Choice:
 
 @dataclass(frozen=True)
 class RolloutStep:
-    """What the shell does now: mark `retiring` members (member → when their handoff began), delete
-    the pods in `delete`, and look again at `wake_at` (a handoff timeout) if nothing else wakes it.
-    `reasons` says, for each ready member this step hands off or deletes, why it went that way."""
+    """What the shell does now: mark `retiring` members (member → when their handoff began), mark
+    `upcoming` ones (the next to hand off: copies of their tasks warm ahead), delete the pods in
+    `delete`, and look again at `wake_at` (a handoff timeout) if nothing else wakes it. `reasons` says,
+    for each ready member this step hands off or deletes, why it went that way."""
 
     retiring: Mapping[int, float]
     delete: tuple[int, ...]
@@ -105,6 +106,7 @@ class RolloutStep:
     outdated: tuple[int, ...]
     wake_at: float | None = None
     reasons: Mapping[int, str] = field(default_factory=dict)
+    upcoming: tuple[int, ...] = ()
 
     @property
     def rolling(self) -> bool:
@@ -136,7 +138,12 @@ def rollout_step(
     state — a replay of what it missed — and the next member's tasks then spread over every other
     member, where taking the next member at once sent them all to the one with room, to restore in
     full a few at a time (bench/scenarios/rolling-restart-large-state.yaml: balanced after 1,594 s
-    against 540 s). A member whose executor never reported is replaced at once: it processes nothing."""
+    against 540 s). A member whose executor never reported is replaced at once: it processes nothing.
+
+    Up to `maxUnavailable` members that will hand off next are `upcoming`: while the app settles, the
+    members that will take their tasks warm copies ahead (`rebalance.upcoming`), the one handing off
+    now included, so their handoff is ready when their turn comes instead of starting it. Only when the
+    members keep their state on a claim: a copy warmed on a member about to restart must survive it."""
     wanted = [m for m in range(replicas) if m in pods]
     outdated = tuple(m for m in wanted if pods[m].revision != revision)
     updated = len(wanted) - len(outdated)
@@ -152,13 +159,16 @@ def rollout_step(
         if pods[m].ready and not pods[m].reporting
     }
     candidates = (m for m in outdated if pods[m].ready and pods[m].reporting)
+    upcoming: list[int] = []
     for member in sorted(candidates, key=lambda m: _order(pods[m])):
         since = pods[member].retiring_since
+        choice = choose(member, _successor_ready(member, pods, retiring, replicas), config, warm, costs)
         if since is None and (busy >= config.max_unavailable or waiting is not None):
+            if choice.hands_off and costs.claims and len(upcoming) < config.max_unavailable:
+                upcoming.append(member)
             continue
         busy += 1
         timed_out = since is not None and now >= since + config.handoff_timeout
-        choice = choose(member, _successor_ready(member, pods, retiring, replicas), config, warm, costs)
         if choice.hands_off and active.get(member, 0) > 0 and not timed_out:
             retiring[member] = now if since is None else since
         else:
@@ -168,15 +178,21 @@ def rollout_step(
     if waiting is not None:
         deadlines.append(waiting)
     wake_at = min(deadlines, default=None)
-    return RolloutStep(retiring, tuple(sorted(delete)), updated, outdated, wake_at, reasons)
+    return RolloutStep(retiring, tuple(sorted(delete)), updated, outdated, wake_at, reasons, tuple(upcoming))
 
 
 def at_rest(assignment: Assignment, views: Iterable[MemberView], replicas: int) -> bool:
     """Whether the app's assignment is at rest for a rollout to take its next member: nothing warming,
     revoking or held for a lost member, and every live member owning its share but for one task (a
     member back from a handoff owns nothing until its tasks come back; a plan has yet to move them). A
-    member damped for flapping owns nothing by design (`flapping`), and has no share."""
-    if assignment.in_flight() or assignment.reservations:
+    member damped for flapping owns nothing by design (`flapping`), and has no share. Copies warming
+    ahead for an upcoming member (`rebalance.upcoming`) do not count: they wait for its turn, which
+    waits for this."""
+    views = list(views)
+    upcoming = {v.id for v in views if v.upcoming}
+    if assignment.reservations or any(
+        t.revoking_since is not None or (t.warmups and t.active not in upcoming) for t in assignment.tasks
+    ):
         return False
     damped = {f.member for f in assignment.flaps if f.damped}
     live = {

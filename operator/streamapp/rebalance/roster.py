@@ -61,6 +61,10 @@ class Roster:
         view = self.members.get(member)
         return member < self.replicas and view is not None and view.alive and not view.retiring
 
+    def is_upcoming(self, member: int) -> bool:
+        """Whether the member is live and a rolling update hands it off next (`MemberView.upcoming`)."""
+        return self.is_live(member) and self.members[member].upcoming
+
     def is_draining(self, member: int) -> bool:
         """Whether the member is alive but leaving (scale-in or a rolling update)."""
         return self.alive(member) and not self.is_live(member)

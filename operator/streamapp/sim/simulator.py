@@ -55,6 +55,7 @@ class Simulation:
         self.revision = 0
         self.pod_revision: dict[int, int] = {}
         self.retiring: dict[int, float] = {}
+        self.upcoming: frozenset[int] = frozenset()
         self.timeline = Timeline()
         self.movements = 0
         self.violations = 0
@@ -162,6 +163,7 @@ class Simulation:
             pods, self.app.replicas, str(self.revision), active, update, now, warm, self.costs, settled
         )
         self.retiring = dict(step.retiring)
+        self.upcoming = frozenset(step.upcoming)
         self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0)
         self.replaced |= set(step.delete)
         for member in step.delete:
@@ -353,7 +355,15 @@ class Simulation:
             pod_start = self.work.pod_start_seconds
             back = None if view.alive else expected_return(m, self.costs.restart, pod_start)
             planned = m in self.replaced
-            views.append(replace(view, retiring=m in self.retiring, return_seconds=back, replaced=planned))
+            views.append(
+                replace(
+                    view,
+                    retiring=m in self.retiring,
+                    upcoming=m in self.upcoming,
+                    return_seconds=back,
+                    replaced=planned,
+                )
+            )
         return views
 
     def _result(self) -> SimResult:
