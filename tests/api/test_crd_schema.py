@@ -131,6 +131,7 @@ def test_status_shape() -> None:
         "tasks",
         "setupError",
         "restoreRate",
+        "batchRunningSince",
         "packed",
     }
     assert member_status["tasks"]["items"]["properties"]["role"]["enum"] == [

@@ -84,6 +84,9 @@ class Plane:
     def restore_rate(self) -> float | None:
         return None
 
+    def batch_running_since(self) -> float | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         return self.rows
 

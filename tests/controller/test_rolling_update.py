@@ -145,8 +145,13 @@ class RecordingKube:
 
     calls: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str) -> None:
-        self.calls.append(("delete_pod", name))
+    def delete_pod(self, namespace: str, name: str, *, uid: str, grace_seconds: int | None = None) -> None:
+        self.calls.append(
+            ("delete_pod", name) if grace_seconds is None else ("delete_pod", name, grace_seconds)
+        )
+
+    def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:
+        self.calls.append(("event", reason, message, warning))
 
     def annotate_pod(
         self, namespace: str, name: str, annotations: dict[str, str | None], *, uid: str

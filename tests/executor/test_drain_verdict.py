@@ -106,6 +106,9 @@ class Plane:
     def restore_rate(self) -> float | None:
         return None
 
+    def batch_running_since(self) -> float | None:
+        return None
+
     def reports(self) -> list[object]:
         return []
 

@@ -79,6 +79,9 @@ class TwoTasks:
     def restore_rate(self) -> float | None:
         return None
 
+    def batch_running_since(self) -> float | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         return [
             TaskReport(

@@ -120,6 +120,9 @@ class Recorder:
     def restore_rate(self) -> float | None:
         return None
 
+    def batch_running_since(self) -> float | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         target = self.applied[-1] if self.applied else None
         return [
@@ -315,6 +318,40 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     clock.now += 0.1
     membership.notice(member(3))  # a new target is acknowledged at once, whatever the intervals
     assert [w["observedGeneration"] for w in api.writes][-1] == 3
+
+
+class Hanging(Recorder):
+    """A data plane whose batch round hangs from `since` on (None: it does not)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.since: float | None = None
+
+    def batch_running_since(self) -> float | None:
+        return self.since
+
+
+def test_a_hanging_batch_round_is_reported_within_the_report_interval_and_cleared_after() -> None:
+    """What the operator replaces a stuck member by: reported once (not with every report), within
+    the report interval, and cleared when the round ends."""
+    api, clock = ScriptedApi(), Clock()
+    plane = Hanging()
+    membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
+    membership.custom = api  # type: ignore[assignment]
+    membership.notice(member(2))
+    assert len(api.writes) == 1 and api.writes[-1].get("batchRunningSince") is None
+    plane.since = 1767225600.0
+    clock.now += 2.5
+    membership.report()
+    assert api.writes[-1]["batchRunningSince"] == "2026-01-01T00:00:00Z"
+    for _ in range(3):
+        clock.now += 2.5
+        membership.report()
+    assert len(api.writes) == 2, "a round still hanging changes nothing to write"
+    plane.since = None
+    clock.now += 2.5
+    membership.report()
+    assert len(api.writes) == 3 and api.writes[-1].get("batchRunningSince") is None
 
 
 def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progress() -> None:

@@ -412,3 +412,22 @@ def test_a_rolling_restart_of_large_state_is_balanced_again_within_minutes(
     assert result.time_to_balance_seconds <= limit
     state = load_scenario(SCENARIOS / f"{scenario}.yaml").workload.state_records
     assert result.background_restore_records < 25 * state, "one full restore per task, plus deltas"
+
+
+def test_stuck_members_are_replaced_one_at_a_time_once_their_round_outlasts_the_batch_timeout() -> None:
+    """Two of four members' batch rounds hang at 60 s while their pods stay ready; batchTimeout 2m,
+    one member unavailable at a time. Both are replaced — not before the timeout, and the second only
+    once the first is back — and their tasks are processed again; every protocol does the same
+    replacements, streamapp restoring the second's tasks elsewhere instead of waiting a pod start."""
+    scenario = load_scenario(SCENARIOS / "stuck-members.yaml")
+    results = {p: simulate(scenario.with_protocol(p))[0] for p in ("eager", "cooperative", "streamapp")}
+    for result in results.values():
+        assert result.stuck_replacements == 2
+        assert result.converged and result.double_ownership_violations == 0
+    timeout, pod_start = 120, 40
+    cooperative, streamapp = results["cooperative"], results["streamapp"]
+    assert cooperative.max_task_downtime_seconds >= timeout + 2 * pod_start, "one at a time"
+    assert streamapp.max_task_downtime_seconds < cooperative.max_task_downtime_seconds
+    assert streamapp.task_downtime_seconds < min(
+        r.task_downtime_seconds for p, r in results.items() if p != "streamapp"
+    )

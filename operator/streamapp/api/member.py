@@ -64,6 +64,11 @@ REPORT_LIST_BYTES = 524_288
 packed, and packed it is bounded by this too (`pack_report`): with the target's `MAX_PACKED_CHARS`,
 spec and status together stay under etcd's 1.5 MiB."""
 
+BATCH_NOTICE_SECONDS = 30.0
+"""How long a batch round runs before its executor reports it (`batchRunningSince`): far beyond a
+healthy round, so the report changes only for a round that hangs, and far below any `batchTimeout`
+worth setting."""
+
 _PACKED_TEXT_LIMIT = 16 * 1_048_576  # inflated text: a packed target is never near this (decoding bound)
 _PACKED_LINE = re.compile(r"([0-9]+(:[0-9]+)?(,[0-9]+(:[0-9]+)?)*)?")
 
@@ -603,6 +608,15 @@ class StreamAppMemberStatus(Model):
             "its copies made (unset until enough rows were restored to measure): the other side of a "
             "lost task's restore estimate.",
             minimum=0,
+        ),
+    )
+    batch_running_since: str | None = field(
+        default=None,
+        metadata=prop(
+            "When the batch round running now began, once it has run for over "
+            f"{BATCH_NOTICE_SECONDS:g} s (a healthy round takes seconds); unset otherwise. The operator "
+            "replaces the member's pod when a round outlasts spec.rebalance.batchTimeout: its Spark is stuck.",
+            format="date-time",
         ),
     )
     setup_error: str | None = field(

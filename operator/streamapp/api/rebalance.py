@@ -56,6 +56,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "flapWindow": "A member lost twice within this window is flapping: it is not trusted to return (its "
     "tasks are restored elsewhere while it is away, handed off it while it is up) until it has stayed up "
     "this long; 0 turns the damping off.",
+    "batchTimeout": "How long one batch round of a member may run before the member counts as stuck (a "
+    "Spark that hangs while its pod stays ready) and its pod is replaced, at most "
+    "rollingUpdate.maxUnavailable at a time; 0 turns it off. Longer than the slowest batch.",
     "revocationTimeout": "How long a revocation waits for the owner's acknowledgement; a member that has "
     "not let go by then is treated as lost and its pod replaced (epoch fencing keeps the handover safe).",
 }

@@ -229,15 +229,17 @@ class Kube:
         }
         _unless_replaced(lambda: deleters[kind](name, namespace, body=_only(uid)), kind, namespace, name)
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str) -> None:
+    def delete_pod(self, namespace: str, name: str, *, uid: str, grace_seconds: int | None = None) -> None:
         """Delete the member pod `uid`, which the operator restarts itself (its grace period lets the
-        executor commit and stop). The pod is first marked so: a pod deleted by anyone else (an
-        eviction, a node drain) is what the operator drains, handing its tasks over while its executor
-        still runs."""
+        executor commit and stop; `grace_seconds` shortens it for an executor that cannot). The pod is
+        first marked so: a pod deleted by anyone else (an eviction, a node drain) is what the operator
+        drains, handing its tasks over while its executor still runs."""
         self._guard()
         self.annotate_pod(namespace, name, {RESTART_ANNOTATION: "true"}, uid=uid)
+        body = _only(uid)
+        body.grace_period_seconds = grace_seconds
         _unless_replaced(
-            lambda: self.core.delete_namespaced_pod(name, namespace, body=_only(uid)), "Pod", namespace, name
+            lambda: self.core.delete_namespaced_pod(name, namespace, body=body), "Pod", namespace, name
         )
 
     def annotate_pod(

@@ -327,6 +327,33 @@ def member_views(
     ]
 
 
+def batch_running_since(
+    pods: Iterable[Body],
+    members: Iterable[Body],
+    parse: Callable[[Body], StreamAppMemberStatus] | None = None,
+) -> dict[int, float]:
+    """Per member whose current pod reported a batch round running for a while
+    (`batchRunningSince`), when that round began: what `rebalance.stuck` replaces members by. A
+    report from an earlier pod or process says nothing about the current one."""
+    parse = parse or member_status
+    pod_by_id = {
+        state.member: state
+        for body in pods
+        if (state := PodState.of(body)) is not None and not state.terminating
+    }
+    running: dict[int, float] = {}
+    for body in members:
+        if "spec" not in body:
+            continue
+        member = int(body["spec"]["memberId"])
+        status = parse(body)
+        pod = pod_by_id.get(member)
+        since = _time(status.batch_running_since)
+        if pod is not None and since is not None and pod.made(status.pod_uid, status.started_at):
+            running[member] = since
+    return running
+
+
 def member_status(body: Body) -> StreamAppMemberStatus:
     """A member's report, read with the model the executor wrote it with (`api.member`); one that
     does not parse counts as no report (and is logged): a report must never stop the app's reconcile."""

@@ -28,7 +28,13 @@ from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metad
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import PodState, children_of, member_views, pod_start_seconds
+from streamapp.controller.observe import (
+    PodState,
+    batch_running_since,
+    children_of,
+    member_views,
+    pod_start_seconds,
+)
 from streamapp.controller.status import (
     RECONCILE_FAILED,
     Condition,
@@ -130,7 +136,11 @@ def reconcile(
     views = member_views(
         observed.pods, observed.members, observed.zones, config.replicas, capacities, reports
     )
-    step = rollout.step(pods, config.replicas, revision, previous, rolling, now, warm, measured, views)
+    running = batch_running_since(observed.pods, observed.members, reports)
+    timeout = config.rebalance.batch_timeout
+    step = rollout.step(
+        pods, config.replicas, revision, previous, rolling, now, warm, measured, views, running, timeout
+    )
     handing_off = rollout.handing_off(views, step)
     views = rollout.mark_retiring(views, step)
     pod_start = pod_start_seconds(pods.values())

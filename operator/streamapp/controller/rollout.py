@@ -22,9 +22,15 @@ from streamapp.controller.status import Condition
 from streamapp.rebalance import Assignment, MemberView
 from streamapp.rebalance.costs import Costs
 from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, at_rest, rollout_step
+from streamapp.rebalance.stuck import replace_stuck
 
 PROGRESSING = "Progressing"
 STRATEGY_CHOSEN = "RolloutStrategyChosen"
+MEMBER_STUCK = "MemberStuck"
+STUCK_GRACE_SECONDS = 5
+"""A stuck member's pod grace period: its executor cannot finish the round it is stuck in, so the
+pod's full grace period would only keep its tasks down longer (they are released once the pod is gone,
+its process killed)."""
 MESSAGE_LIMIT = 2000
 
 
@@ -38,11 +44,15 @@ def step(
     warm: bool,
     costs: Costs,
     views: Sequence[MemberView] = (),
+    running_since: Mapping[int, float] | None = None,
+    batch_timeout: float = 0.0,
 ) -> RolloutStep:
     """The rollout's next step from the pods as observed and the persisted assignment's owners;
     `warm`: the app's protocol warms successors before a handoff; `costs`: what `auto` weighs;
     `views`: the members as observed — whose current pod has reported (one that never did has
-    nothing to hand off) and whether the assignment is at rest (the next member waits until it is)."""
+    nothing to hand off) and whether the assignment is at rest (the next member waits until it is).
+    Within the same `maxUnavailable`, members whose batch round has run `batch_timeout` since
+    `running_since` (`observe.batch_running_since`) are replaced (`rebalance.stuck`)."""
     silent = {v.id for v in views if not v.reported}
     observed = {
         m: MemberPod(m, p.revision, p.alive, p.handoff_since, p.ready_since, m not in silent)
@@ -50,7 +60,9 @@ def step(
         if not p.terminating
     }
     settled = at_rest(previous, views, replicas)
-    return rollout_step(observed, replicas, revision, owned(previous), config, now, warm, costs, settled)
+    rolled = rollout_step(observed, replicas, revision, owned(previous), config, now, warm, costs, settled)
+    stuck = running_since or {}
+    return replace_stuck(rolled, observed, stuck, replicas, batch_timeout, config.max_unavailable, now)
 
 
 def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[MemberView]:
@@ -84,13 +96,16 @@ def handing_off(views: Iterable[MemberView], rollout: RolloutStep) -> frozenset[
 
 def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mapping[int, PodState]) -> None:
     """Persist handoff starts on the pods, clear abandoned ones (a paused rollout), delete the pods
-    the rollout replaces (the next reconcile creates them from the current spec)."""
+    the rollout replaces (the next reconcile creates them from the current spec) — a stuck member's
+    within `STUCK_GRACE_SECONDS`: its executor cannot finish its round, so waiting out its grace period
+    only keeps its tasks down longer."""
     for member, pod in sorted(pods.items()):
         if pod.terminating:
             continue
         since = rollout.retiring.get(member)
         if member in rollout.delete:
-            kube.delete_pod(namespace, member_name(app, member), uid=pod.uid)
+            grace = STUCK_GRACE_SECONDS if member in rollout.stuck else None
+            kube.delete_pod(namespace, member_name(app, member), uid=pod.uid, grace_seconds=grace)
         elif since is not None and pod.handoff_since != since:
             kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: _stamp(since)}, uid=pod.uid)
         elif since is None and pod.handoff_since is not None:
@@ -105,20 +120,26 @@ def announce(
     active: Mapping[int, int],
 ) -> None:
     """One Event naming the members whose way was chosen in this step — a handoff that starts, a pod
-    deleted for a restart in place or after its handoff — and why; nothing while handoffs go on."""
+    deleted for a restart in place or after its handoff — and why; nothing while handoffs go on. A
+    Warning for members replaced because their executor is stuck."""
     chosen = [
         describe(m, rollout, active)
         for m in sorted(rollout.reasons)
-        if m in rollout.delete or pods[m].handoff_since is None
+        if m not in rollout.stuck and (m in rollout.delete or pods[m].handoff_since is None)
     ]
     if chosen:
         kube.event(app, STRATEGY_CHOSEN, "; ".join(chosen))
+    stuck = [describe(m, rollout, active) for m in rollout.stuck]
+    if stuck:
+        kube.event(app, MEMBER_STUCK, "; ".join(stuck), warning=True)
 
 
 def describe(member: int, rollout: RolloutStep, active: Mapping[int, int]) -> str:
     """Which way a member goes and why, e.g. "member 2 restarts in place: measured restart 3.1 s <
     handoff 4.8 s" or "member 1 (4 tasks) hands off: its restart time is not measured yet"."""
     why = rollout.reasons[member]
+    if member in rollout.stuck:
+        return f"member {member} ({active.get(member, 0)} tasks) is replaced: {why}"
     if member in rollout.retiring:
         return f"member {member} ({active.get(member, 0)} tasks) hands off: {why}"
     return f"member {member} restarts in place: {why}"

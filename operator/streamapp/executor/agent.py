@@ -15,12 +15,14 @@ batches count).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,7 +39,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
+from streamapp.api.member import BATCH_NOTICE_SECONDS, StreamAppMemberSpec, TaskReport, TaskRole
 from streamapp.api.names import SPARK_EXECUTORS_ENV, consumer_group
 from streamapp.api.streamapp import (
     DEFAULT_DELTA_RETENTION,
@@ -253,6 +255,23 @@ class RuntimeDataPlane:
             "One round of batches: one micro-batch per due active task, in one Spark job",
             registry=registry,
         )
+        self.round_began: float | None = None  # wall clock, while a round runs (`_work`)
+
+    @contextlib.contextmanager
+    def batch_round(self) -> Iterator[None]:
+        """Time one round of batches, and know while it runs when it began (`batch_running_since`)."""
+        self.round_began = time.time()
+        try:
+            with self.step_seconds.time():
+                yield
+        finally:
+            self.round_began = None
+
+    def batch_running_since(self) -> float | None:
+        """When the running round began, once it has run over `BATCH_NOTICE_SECONDS`: a round that
+        hangs (a stuck Spark) is what the operator's `batchTimeout` replaces the member for."""
+        began = self.round_began
+        return began if began is not None and time.time() - began > BATCH_NOTICE_SECONDS else None
 
     def apply(self, target: StreamAppMemberSpec) -> None:
         """Revoked tasks commit and stop inside `Executor.apply`, before the acknowledgement."""
@@ -494,7 +513,7 @@ def _work(plane: RuntimeDataPlane, stop: threading.Event, failures: list[BaseExc
     try:
         with plane.executor.copy_lane(IDLE_SECONDS):
             while not stop.is_set():
-                with plane.step_seconds.time():
+                with plane.batch_round():
                     done = plane.executor.step()
                 if done == 0:
                     plane.executor.idle(IDLE_SECONDS)

@@ -139,6 +139,10 @@ class DataPlane(Protocol):
     def restore_rate(self) -> float | None:
         """Rows a second this member restores state at, once measured."""
 
+    def batch_running_since(self) -> float | None:
+        """When the batch round running now began (epoch seconds), once it has run for over
+        `BATCH_NOTICE_SECONDS`; None otherwise."""
+
 
 @dataclass
 class SimulatedDataPlane:
@@ -146,12 +150,14 @@ class SimulatedDataPlane:
     `state_records` behind, and owners report `state_records` as a cold restore's size.
 
     `lags` is the member's local state (task → records behind); pass the same dict to a restarted
-    member to model a state volume that survived its pod.
+    member to model a state volume that survived its pod. `stalled_since` (epoch seconds) models a
+    batch round that hangs since then.
     """
 
     rate: float
     state_records: int
     lags: dict[int, float] = field(default_factory=dict)
+    stalled_since: float | None = None
     clock: Callable[[], float] = time.monotonic
     _target: StreamAppMemberSpec | None = None
     _last: float | None = None
@@ -199,6 +205,9 @@ class SimulatedDataPlane:
 
     def restore_rate(self) -> float:
         return self.rate
+
+    def batch_running_since(self) -> float | None:
+        return self.stalled_since
 
     def _advance(self) -> None:
         now = self.clock()
@@ -248,6 +257,7 @@ class MembershipClient:
         self._seen: queue.Queue[Mapping[str, Any]] = queue.Queue()
         self._uid: str | None = None
         self._reported: tuple[TaskReport, ...] | None = None
+        self._reported_round: str | None = None
         self._next_report = 0.0
         self._next_progress = 0.0
         self._reassert_at = 0.0
@@ -303,15 +313,18 @@ class MembershipClient:
 
     def report(self) -> None:
         """Write the status when it changed and the interval allows — `report_interval` for what the
-        operator acts on, `progress_interval` for progress figures alone — and whenever a
-        re-assertion is due; a failed write is retried after a backoff, changed or not."""
+        operator acts on (a batch round that hangs among it), `progress_interval` for progress figures
+        alone — and whenever a re-assertion is due; a failed write is retried after a backoff, changed
+        or not."""
         now = self.clock()
         tasks = tuple(self.data_plane.reports())
         # the newest target seen: new thresholds come without a new generation
         caught_up_at = self.seen.caught_up_at() if self.seen is not None else (0,)
-        progress = progress_only(self._reported, tasks, caught_up_at)
+        since = self.data_plane.batch_running_since()
+        running = None if since is None else _stamp(since)
+        progress = progress_only(self._reported, tasks, caught_up_at) and running == self._reported_round
         allowed = self._next_progress if progress else self._next_report
-        changed = tasks != self._reported and now >= allowed
+        changed = (tasks != self._reported or running != self._reported_round) and now >= allowed
         if not changed and now < self._reassert_at:
             return
         status = StreamAppMemberStatus(
@@ -321,6 +334,7 @@ class MembershipClient:
             reported_at=_now(),
             tasks=tasks,
             restore_rate=self.data_plane.restore_rate(),
+            batch_running_since=running,
         )
         try:
             self.custom.patch_namespaced_custom_object_status(
@@ -340,6 +354,7 @@ class MembershipClient:
             return
         self._write_failures = 0
         self._reported = tasks
+        self._reported_round = running
         self._next_report = now + self.report_interval
         self._next_progress = now + self.settings.progress_interval
         self._reassert_at = now + self.settings.reassert_interval
@@ -456,7 +471,11 @@ def report_setup_error(
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _stamp(time.time())
+
+
+def _stamp(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:

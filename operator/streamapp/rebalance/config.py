@@ -84,6 +84,10 @@ class RebalanceConfig:
     `scheduled_rebalance_max_delay`, pre-warming from half of it unless the member is visibly
     restarting (the behaviour before `auto`, Kafka Connect's fixed delay plus pre-warming). Either way
     the delay is the upper bound of a member's reservation.
+
+    `batch_timeout` (0: off) is how long one batch round may run before its member counts as stuck
+    and its pod is replaced (`stuck`): Kafka's `max.poll.interval.ms` for an executor whose Spark hangs
+    while its pod stays ready and its reports go on.
     """
 
     protocol: Protocol = "streamapp"
@@ -99,6 +103,7 @@ class RebalanceConfig:
     revocation_timeout: float = 300.0
     lost_task_recovery: LostTaskRecovery = "auto"
     flap_window: float = 600.0
+    batch_timeout: float = 300.0
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
@@ -116,6 +121,7 @@ class RebalanceConfig:
         _require(self.probing_rebalance_interval > 0, "probingRebalanceInterval", "must be > 0")
         _require(self.scheduled_rebalance_max_delay >= 0, "scheduledRebalanceMaxDelay", "must be >= 0")
         _require(self.revocation_timeout > 0, "revocationTimeout", "must be > 0")
+        _require(self.batch_timeout >= 0, "batchTimeout", "must be >= 0")
 
     def lag_thresholds(self) -> tuple[int, ...]:
         """The copy lags a plan changes on (a handoff's `handoff_lag`, caught-up's
@@ -149,6 +155,7 @@ _DURATION_FIELDS = {
     "probing_rebalance_interval",
     "revocation_timeout",
     "flap_window",
+    "batch_timeout",
 }
 _INT_FIELDS = {
     "acceptableRecoveryLag",

@@ -97,8 +97,9 @@ class Choice:
 class RolloutStep:
     """What the shell does now: mark `retiring` members (member → when their handoff began), mark
     `upcoming` ones (the next to hand off: copies of their tasks warm ahead), delete the pods in
-    `delete`, and look again at `wake_at` (a handoff timeout) if nothing else wakes it. `reasons` says,
-    for each ready member this step hands off or deletes, why it went that way."""
+    `delete` — those in `stuck` because their executor is stuck (`stuck`), the others for the
+    rollout — and look again at `wake_at` (a handoff timeout) if nothing else wakes it. `reasons`
+    says, for each ready member this step hands off or deletes, why it went that way."""
 
     retiring: Mapping[int, float]
     delete: tuple[int, ...]
@@ -107,6 +108,7 @@ class RolloutStep:
     wake_at: float | None = None
     reasons: Mapping[int, str] = field(default_factory=dict)
     upcoming: tuple[int, ...] = ()
+    stuck: tuple[int, ...] = ()
 
     @property
     def rolling(self) -> bool:

@@ -52,6 +52,7 @@ class Executor:
     next_report: float = 0.0
     starting: dict[int, float] = field(default_factory=dict)
     deaf: bool = False
+    stalled_since: float | None = None
     keeps_state: bool = True
     started_at: float = 0.0
     resuming: set[int] = field(default_factory=set)
@@ -126,6 +127,7 @@ class Executor:
         if not self.keeps_state:
             self.applied = {}
         self.alive = False
+        self.stalled_since = None
         self.processing = frozenset()
         self.copies = frozenset()
         self.starting = {}

@@ -40,6 +40,7 @@ class SimResult:
     revocation_timeouts: int
     wasted_warmups: int
     in_place_restarts: int
+    stuck_replacements: int
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with every key present."""

@@ -25,6 +25,7 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("revocation_timeouts", "revocation timeouts"),
     ("wasted_warmups", "wasted warmups"),
     ("in_place_restarts", "rollout restarts in place"),
+    ("stuck_replacements", "stuck members replaced"),
 )
 
 

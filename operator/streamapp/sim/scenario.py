@@ -59,11 +59,13 @@ class Workload:
 
 @dataclass(frozen=True)
 class SimEvent:
-    """One disruption at time `at`: exactly one of scale, kill, deafen or rolling restart.
+    """One disruption at time `at`: exactly one of scale, kill, deafen, stall or rolling restart.
 
     `deafen` names a member whose executor stops applying targets and acknowledging (a dead watch, a
     batch stuck in user code) while its pod stays ready and it keeps processing what it had; only the
-    revocation deadline gets it replaced.
+    revocation deadline gets it replaced. `stall` names one whose batch round never ends (a Spark that
+    hangs): it processes nothing and acknowledges nothing while its pod stays ready, until
+    `batchTimeout` gets it replaced (`rebalance.stuck`).
     """
 
     at: float
@@ -72,6 +74,7 @@ class SimEvent:
     restart_after: float | None = None
     rolling_restart: bool = False
     deafen: int | None = None
+    stall: int | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ _WORKLOAD_KEYS = {
     "detectSeconds": "detect_seconds",
 }
 LocalState = Literal["claim", "emptyDir", "none"]
-_EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen"}
+_EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen", "stall"}
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -185,10 +188,10 @@ def _event(raw: object, index: int) -> SimEvent:
     _no_unknown(spec, _EVENT_KEYS, where)
     if "at" not in spec:
         raise ScenarioError(f"{where}: missing 'at'")
-    actions = [k for k in ("scale", "kill", "deafen", "rollingRestart") if k in spec]
+    actions = [k for k in ("scale", "kill", "deafen", "stall", "rollingRestart") if k in spec]
     if len(actions) != 1:
         raise ScenarioError(
-            f"{where}: needs exactly one of scale, kill, deafen, rollingRestart; got {actions or 'none'}"
+            f"{where}: needs exactly one of scale, kill, deafen, stall, rollingRestart; got {actions or 'none'}"
         )
     if "restartAfter" in spec and "kill" not in spec:
         raise ScenarioError(f"{where}: restartAfter goes with kill")
@@ -201,6 +204,7 @@ def _event(raw: object, index: int) -> SimEvent:
         else None,
         rolling_restart=bool(spec.get("rollingRestart", False)),
         deafen=_int(spec["deafen"], f"{where}.deafen", minimum=0) if "deafen" in spec else None,
+        stall=_int(spec["stall"], f"{where}.stall", minimum=0) if "stall" in spec else None,
     )
 
 

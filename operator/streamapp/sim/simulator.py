@@ -26,6 +26,7 @@ from streamapp.rebalance.costs import (
     restart_seconds,
 )
 from streamapp.rebalance.rollout import MemberPod, RolloutStep, at_rest, rollout_step
+from streamapp.rebalance.stuck import replace_stuck
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
@@ -51,6 +52,7 @@ class Simulation:
         self.processed_by: list[int | None] = [None] * scenario.partitions
         self.costs = Costs(claims=self.work.local_state == "claim")
         self.in_place_restarts = 0
+        self.stuck_replacements = 0
         self.pending = list(scenario.events)
         self.revision = 0
         self.pod_revision: dict[int, int] = {}
@@ -135,6 +137,11 @@ class Simulation:
             deaf = self.executors.get(event.deafen)
             if deaf is not None:
                 deaf.deaf = True
+        elif event.stall is not None:
+            stalled = self.executors.get(event.stall)
+            if stalled is not None and stalled.alive:
+                stalled.deaf = True
+                stalled.stalled_since = now
         elif event.rolling_restart:
             self.revision += 1
 
@@ -162,9 +169,13 @@ class Simulation:
         step = rollout_step(
             pods, self.app.replicas, str(self.revision), active, update, now, warm, self.costs, settled
         )
+        stalled = {m: e.stalled_since for m, e in self.executors.items() if e.stalled_since is not None}
+        timeout = self.app.rebalance.batch_timeout
+        step = replace_stuck(step, pods, stalled, self.app.replicas, timeout, update.max_unavailable, now)
         self.retiring = dict(step.retiring)
         self.upcoming = frozenset(step.upcoming)
-        self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0)
+        self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0 and m not in step.stuck)
+        self.stuck_replacements += len(step.stuck)
         self.replaced |= set(step.delete)
         for member in step.delete:
             victim = self.executors[member]
@@ -253,7 +264,7 @@ class Simulation:
         work = self.work
         owners: dict[int, Executor] = {}
         for executor in self.executors.values():
-            if executor.alive:
+            if executor.alive and executor.stalled_since is None:  # a stuck round processes nothing
                 for task in executor.processing:
                     owners.setdefault(task, executor)
         processed_total = 0.0
@@ -395,6 +406,7 @@ class Simulation:
             revocation_timeouts=self.revocation_timeouts,
             wasted_warmups=self.wasted_warmups,
             in_place_restarts=self.in_place_restarts,
+            stuck_replacements=self.stuck_replacements,
         )
 
 
