@@ -146,6 +146,7 @@ def _percentile(values: list[float], share: float) -> float:
 @pytest.mark.slow
 @pytest.mark.long
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("claims", [False, True], ids=["emptyDir", "claims"])
 def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_or_lost_output(
     api_client: client.ApiClient,
     kubeconfig_path: Path,
@@ -153,14 +154,20 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
     operators: Operators,
     process_node: str,
     tmp_path: Path,
+    claims: bool,
 ) -> None:
+    """With claims, copies of the next member's tasks also warm ahead (the Progressing condition says
+    which member hands off next), the member handing off warming some on its claim."""
     log = FileLog(tmp_path / "input")
     state = StateLayout(tmp_path / "state")
     watch = Watch(api_client, namespace)
     generate(log, GenerateSpec(partitions=PARTITIONS, count=6_000, keys=KEYS, seed=1))
     operators.start()
     body = app_on_process_node(APP, tmp_path, PARTITIONS, replicas=REPLICAS)
+    if claims:
+        body["spec"]["executor"]["storage"] = {"size": "1Gi"}
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
+    said: set[str] = set()
     wait_for(lambda: committed_everything(state, log, PARTITIONS), 600, "the app processing its input")
     observer_api = config.new_client_from_config(config_file=str(kubeconfig_path))
     observer = Observer(observer_api, namespace, APP, state, PARTITIONS)
@@ -188,6 +195,7 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
             def rolled() -> bool:
                 status = app(api_client, namespace).get("status") or {}
                 progressing = {c["type"]: c for c in status.get("conditions") or []}.get("Progressing", {})
+                said.update(part for part in progressing.get("message", "").split("; ") if "next" in part)
                 _, pods = watch.reports()
                 replaced = all(
                     name in pods and pods[name].metadata.uid != uid for name, uid in before.items()
@@ -212,6 +220,8 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
     assert tally.polls > 0 and tally.manifests_accepted > 0
     revision = app(api_client, namespace)["status"]["updateRevision"]
     assert {p.metadata.labels[REVISION_LABEL] for p in pods.values()} == {revision}
+    ahead = [part for part in said if part.endswith("hands off next: copies of its tasks warm ahead")]
+    assert bool(ahead) == claims, said
     assert "MemberLost" not in reasons(api_client, namespace)
     assert "RevocationTimedOut" not in reasons(api_client, namespace)
     # Every task now runs on a pod created during the rollout: it was warmed there (restored in the

@@ -27,6 +27,7 @@ from streamapp.rebalance.rollout import (
     RolloutConfig,
     at_rest,
     rollout_step,
+    settled_step,
 )
 
 NEW = "new"
@@ -414,3 +415,25 @@ def test_the_retiring_member_warms_its_share_of_the_next_members_tasks(replicas:
             break
     hosts = sorted(m for t in mine for m in world.assignment.tasks[t].warmups)
     assert hosts == [m for m in range(replicas) if m != upcoming]
+
+
+def test_copies_warmed_ahead_do_not_hold_the_next_member_back_though_the_shell_forgets_them() -> None:
+    """Member 2 is back on the new revision and at rest but for copies of member 1's tasks warming
+    ahead on members 0 and 2. The shell's views do not say member 1 is upcoming (it keeps no memory
+    of the last step): the step still takes member 1 now, not after handoffTimeout."""
+    pods = {
+        0: MemberPod(0, "old", True),
+        1: MemberPod(1, "old", True),
+        2: MemberPod(2, NEW, True, ready_since=100.0),
+    }
+    tasks = [TaskAssignment(active=m, epoch=1) for m in (0, 1, 2, 0, 1, 2)]
+    tasks[1] = replace(tasks[1], warmups=(0,))
+    tasks[4] = replace(tasks[4], warmups=(2,))
+    warming = Assignment(generation=3, tasks=tuple(tasks))
+    views = [MemberView(0), MemberView(1), MemberView(2)]
+    claims = Costs(claims=True)
+    step = settled_step(pods, 3, NEW, RolloutConfig(), 120.0, True, claims, warming, views)
+    assert (step.retiring, step.upcoming) == ({1: 120.0}, (0,))
+    balancing = replace(warming, tasks=(replace(tasks[0], warmups=(2,)), *tasks[1:]))
+    held = settled_step(pods, 3, NEW, RolloutConfig(), 120.0, True, claims, balancing, views)
+    assert (held.retiring, held.upcoming) == ({}, (1,)), "a balance warmup still holds it back"

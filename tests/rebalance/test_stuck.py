@@ -31,7 +31,7 @@ def test_a_round_not_yet_past_the_timeout_wakes_the_operator_when_it_will_be() -
 
 def test_never_more_than_max_unavailable_at_once_longest_stuck_first() -> None:
     """Two stuck members, one allowed unavailable: the one stuck longer goes, the other once the
-    first is back; a pod already not ready takes the budget; two allowed take both."""
+    first is back; a pod not ready or missing takes the budget; two allowed take both."""
     stuck = {1: 20.0, 2: 10.0}
     one = replace_stuck(NOTHING, ready(0, 1, 2, 3), stuck, 4, 60.0, 1, 100.0)
     assert one.stuck == (2,)
@@ -39,6 +39,8 @@ def test_never_more_than_max_unavailable_at_once_longest_stuck_first() -> None:
     assert busy.stuck == ()
     back = replace_stuck(NOTHING, ready(0, 1, 3, not_ready=(2,)), {1: 20.0}, 4, 60.0, 1, 100.0)
     assert back.stuck == ()
+    gone = replace_stuck(NOTHING, ready(0, 1, 3), {1: 20.0}, 4, 60.0, 1, 100.0)
+    assert gone.stuck == (), "member 2's pod is missing (being deleted): it is unavailable too"
     two = replace_stuck(NOTHING, ready(0, 1, 2, 3), stuck, 4, 60.0, 2, 100.0)
     assert two.stuck == (2, 1) and two.delete == (1, 2)
 

@@ -21,7 +21,7 @@ from streamapp.controller.observe import PodState
 from streamapp.controller.status import Condition
 from streamapp.rebalance import Assignment, MemberView
 from streamapp.rebalance.costs import Costs
-from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, at_rest, rollout_step
+from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, settled_step
 from streamapp.rebalance.stuck import replace_stuck
 
 PROGRESSING = "Progressing"
@@ -59,8 +59,7 @@ def step(
         for m, p in pods.items()
         if not p.terminating
     }
-    settled = at_rest(previous, views, replicas)
-    rolled = rollout_step(observed, replicas, revision, owned(previous), config, now, warm, costs, settled)
+    rolled = settled_step(observed, replicas, revision, config, now, warm, costs, previous, views)
     stuck = running_since or {}
     return replace_stuck(rolled, observed, stuck, replicas, batch_timeout, config.max_unavailable, now)
 

@@ -14,8 +14,9 @@ measured (`Costs`). Pure: the shell persists when a handoff began (on the pod) a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
 from streamapp.rebalance.config import ConfigError, parse_duration
@@ -181,6 +182,32 @@ def rollout_step(
         deadlines.append(waiting)
     wake_at = min(deadlines, default=None)
     return RolloutStep(retiring, tuple(sorted(delete)), updated, outdated, wake_at, reasons, tuple(upcoming))
+
+
+def settled_step(
+    pods: Mapping[int, MemberPod],
+    replicas: int,
+    revision: str,
+    config: RolloutConfig,
+    now: float,
+    warm: bool,
+    costs: Costs,
+    assignment: Assignment,
+    views: Sequence[MemberView],
+) -> RolloutStep:
+    """`rollout_step` with the app's rest judged by `at_rest`, the copies warming ahead for the
+    members the step names upcoming not counting: the shell keeps no memory of which members were
+    upcoming, so without the second look those copies would hold the next member back until
+    `handoffTimeout`."""
+    active = dict(Counter(t.active for t in assignment.tasks if t.active is not None))
+    settled = at_rest(assignment, views, replicas)
+    step = rollout_step(pods, replicas, revision, active, config, now, warm, costs, settled)
+    if settled or not step.upcoming:
+        return step
+    marked = [replace(v, upcoming=v.upcoming or v.id in step.upcoming) for v in views]
+    if not at_rest(assignment, marked, replicas):
+        return step
+    return rollout_step(pods, replicas, revision, active, config, now, warm, costs, True)
 
 
 def at_rest(assignment: Assignment, views: Iterable[MemberView], replicas: int) -> bool:

@@ -8,7 +8,8 @@ when its running round began once it has run for half a minute (`batchRunningSin
 a member whose round has run `spec.rebalance.batchTimeout` is replaced: its pod is deleted and its tasks
 go the way of a lost member's (held for the new pod, or restored elsewhere where that is quicker).
 
-Within the rollout's budget, never all at once: pods not ready and pods the step deletes count against
+Within the rollout's budget, never all at once: members whose pod is missing or not ready and pods the
+step deletes count against
 `rollingUpdate.maxUnavailable`, so a cause every member shares (a store that hangs them all) restarts
 one member at a time instead of the whole app, longest stuck first. Pure, like the rollout: the shell
 reads the reports, passes the clock in, and deletes the pods.
@@ -37,8 +38,8 @@ def replace_stuck(
     if timeout <= 0:
         return step
     ready = {m for m in range(replicas) if m in pods and pods[m].ready}
-    unavailable = sum(1 for m in range(replicas) if m in pods and m not in ready)
-    unavailable += sum(1 for m in step.delete if m in ready)
+    # A member whose pod is missing (being deleted, not yet re-created) is as unavailable as one not ready.
+    unavailable = replicas - len(ready) + sum(1 for m in step.delete if m in ready)
     overdue = sorted(
         (since, m)
         for m, since in running_since.items()

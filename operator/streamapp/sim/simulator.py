@@ -25,7 +25,7 @@ from streamapp.rebalance.costs import (
     merged,
     restart_seconds,
 )
-from streamapp.rebalance.rollout import MemberPod, RolloutStep, at_rest, rollout_step
+from streamapp.rebalance.rollout import MemberPod, RolloutStep, settled_step
 from streamapp.rebalance.stuck import replace_stuck
 from streamapp.sim.executors import Executor
 from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
@@ -165,9 +165,10 @@ class Simulation:
         warm = self.app.rebalance.protocol == "streamapp"
         update = self.scenario.rolling_update
         self.costs = merged(self.costs, self._measured())
-        settled = at_rest(self.assignment, self._views(), self.app.replicas)
-        step = rollout_step(
-            pods, self.app.replicas, str(self.revision), active, update, now, warm, self.costs, settled
+        # As the operator sees them: it keeps no memory of the members it last named upcoming.
+        views = [replace(v, upcoming=False) for v in self._views()]
+        step = settled_step(
+            pods, self.app.replicas, str(self.revision), update, now, warm, self.costs, self.assignment, views
         )
         stalled = {m: e.stalled_since for m, e in self.executors.items() if e.stalled_since is not None}
         timeout = self.app.rebalance.batch_timeout
