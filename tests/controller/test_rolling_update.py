@@ -145,10 +145,11 @@ class RecordingKube:
 
     calls: list[tuple[Any, ...]] = field(default_factory=list)
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str, grace_seconds: int | None = None) -> None:
-        self.calls.append(
-            ("delete_pod", name) if grace_seconds is None else ("delete_pod", name, grace_seconds)
-        )
+    def delete_pod(
+        self, namespace: str, name: str, *, uid: str, grace_seconds: int | None = None, stuck: bool = False
+    ) -> None:
+        extra = () if grace_seconds is None and not stuck else (grace_seconds, stuck)
+        self.calls.append(("delete_pod", name, *extra))
 
     def event(self, app: Any, reason: str, message: str, warning: bool = False) -> None:
         self.calls.append(("event", reason, message, warning))

@@ -8,8 +8,9 @@ from typing import Any
 from test_controller_core import pod
 from test_rolling_update import RecordingKube, labelled, owning, states
 
+from streamapp.api.names import RESTART_ANNOTATION, STUCK_RESTART
 from streamapp.controller import rollout
-from streamapp.controller.observe import batch_running_since
+from streamapp.controller.observe import batch_running_since, member_views
 from streamapp.rebalance import MemberView
 from streamapp.rebalance.rollout import Costs, RolloutConfig
 
@@ -46,7 +47,7 @@ def test_a_stuck_member_is_replaced_within_a_short_grace_with_a_warning() -> Non
     rollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
     rollout.announce(kube, {"metadata": {"name": "counts"}}, step, pods, {1: 1})  # type: ignore[arg-type]
     assert kube.calls == [
-        ("delete_pod", "counts-1", rollout.STUCK_GRACE_SECONDS),
+        ("delete_pod", "counts-1", rollout.STUCK_GRACE_SECONDS, True),
         (
             "event",
             "MemberStuck",
@@ -57,7 +58,21 @@ def test_a_stuck_member_is_replaced_within_a_short_grace_with_a_warning() -> Non
     ]
     views = rollout.mark_retiring([MemberView(0), MemberView(1), MemberView(2)], step)
     assert [(v.alive, v.returning) for v in views] == [(True, False), (False, True), (True, False)]
+    assert not views[1].replaced, "a hang is a failure (it counts toward flapping), not a planned restart"
     early = rollout.step(
         pods, 3, "rev", owning(0, 1, 2), RolloutConfig(), 800.0, True, Costs(), (), {1: 600.0}, 300.0
     )
     assert (early.delete, early.wake_at) == ((), 900.0)
+
+
+def test_a_pod_restarted_for_a_hang_is_not_a_planned_restart() -> None:
+    """The operator's restart mark says why: a rollout's restart is planned (no flap, no insurance), a
+    stuck executor's is a failure, like a crash."""
+    stuck, planned = pod(1, "p1"), pod(2, "p2")
+    stuck["metadata"]["annotations"] = {RESTART_ANNOTATION: STUCK_RESTART}
+    planned["metadata"]["annotations"] = {RESTART_ANNOTATION: "true"}
+    for body in (stuck, planned):
+        body["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        body["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    views = member_views([pod(0, "p0"), stuck, planned], [], {}, wanted=3)
+    assert [(v.id, v.replaced) for v in views] == [(0, False), (1, False), (2, True)]

@@ -34,6 +34,7 @@ __all__ = [
     "RESERVED_KEY_DOMAIN",
     "RESTART_ANNOTATION",
     "REVISION_LABEL",
+    "STUCK_RESTART",
     "VERSION",
     "executor_account",
     "member_labels",
@@ -50,7 +51,10 @@ REVISION_LABEL = "streamapp.dev/pod-template-hash"
 # When a rolling update began handing the member's tasks off before replacing its pod (epoch seconds).
 HANDOFF_ANNOTATION = "streamapp.dev/handoff-started"
 # On a member pod the operator deletes itself (a restart, not a drain): its tasks wait for the new pod.
+# Its value says why: "true" for a planned restart (a rollout), STUCK_RESTART for an executor whose
+# batch round hung (`rebalance.stuck`), which is a failure like a crash: it counts toward flapping.
 RESTART_ANNOTATION = "streamapp.dev/operator-restart"
+STUCK_RESTART = "stuck"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "streamapp-operator"}
 # Label and annotation keys a pod template may not set on member pods: the operator's own domain
 # (`streamapp.dev/...` and its subdomains: app and member labels, the revision, the handoff and restart

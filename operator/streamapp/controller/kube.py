@@ -28,7 +28,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from streamapp.api.names import APPS, GROUP, MEMBERS, RESTART_ANNOTATION, VERSION
+from streamapp.api.names import APPS, GROUP, MEMBERS, RESTART_ANNOTATION, STUCK_RESTART, VERSION
 
 log = logging.getLogger(__name__)
 # An Event's message is kept to 1 kB: what a person reads in `kubectl describe`, not a log.
@@ -229,13 +229,17 @@ class Kube:
         }
         _unless_replaced(lambda: deleters[kind](name, namespace, body=_only(uid)), kind, namespace, name)
 
-    def delete_pod(self, namespace: str, name: str, *, uid: str, grace_seconds: int | None = None) -> None:
+    def delete_pod(
+        self, namespace: str, name: str, *, uid: str, grace_seconds: int | None = None, stuck: bool = False
+    ) -> None:
         """Delete the member pod `uid`, which the operator restarts itself (its grace period lets the
         executor commit and stop; `grace_seconds` shortens it for an executor that cannot). The pod is
-        first marked so: a pod deleted by anyone else (an eviction, a node drain) is what the operator
-        drains, handing its tasks over while its executor still runs."""
+        first marked so, and why (`stuck`: its executor hung, a failure; otherwise a planned restart): a
+        pod deleted by anyone else (an eviction, a node drain) is what the operator drains, handing its
+        tasks over while its executor still runs."""
         self._guard()
-        self.annotate_pod(namespace, name, {RESTART_ANNOTATION: "true"}, uid=uid)
+        mark = STUCK_RESTART if stuck else "true"
+        self.annotate_pod(namespace, name, {RESTART_ANNOTATION: mark}, uid=uid)
         body = _only(uid)
         body.grace_period_seconds = grace_seconds
         _unless_replaced(

@@ -37,6 +37,7 @@ from streamapp.api.names import (
     MEMBER_LABEL,
     RESTART_ANNOTATION,
     REVISION_LABEL,
+    STUCK_RESTART,
 )
 from streamapp.api.podtemplate import EXECUTOR_CONTAINER
 from streamapp.api.streamapp import StreamApp
@@ -87,6 +88,7 @@ class PodState:
     revision: str = ""
     handoff_since: float | None = None
     restarted: bool = False
+    stuck: bool = False
     capacity: float = DEFAULT_CAPACITY
     forced: bool = False
     starting: bool = False
@@ -117,6 +119,7 @@ class PodState:
             revision=str((meta.get("labels") or {}).get(REVISION_LABEL, "")),
             handoff_since=_seconds(annotations.get(HANDOFF_ANNOTATION)),
             restarted=RESTART_ANNOTATION in annotations,
+            stuck=annotations.get(RESTART_ANNOTATION) == STUCK_RESTART,
             capacity=pod_capacity(pod),
             forced=meta.get("deletionGracePeriodSeconds") == 0,
             starting=_starting(status),
@@ -394,7 +397,7 @@ def _view(
         restore_rate=status.restore_rate,
         reported=fresh,
         stopping=pod is not None and pod.terminating and not alive,
-        replaced=pod is not None and pod.restarted,
+        replaced=pod is not None and pod.restarted and not pod.stuck,
     )
 
 

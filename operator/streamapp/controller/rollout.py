@@ -69,10 +69,10 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
     A member whose pod this step deletes (a restart in place) is planned as the next reconcile will
     see it, not alive and returning (the operator re-creates its pod): its tasks are held for its new
     pod, or restored elsewhere if that is measured to be quicker (`rebalance.recovery`); its loss is
-    planned (`replaced`): no flap, and no insurance copies. Marked retiring instead, it had its tasks
-    revoked and moved cold by the cooperative and eager protocols in the very step that restarts it,
-    and warm handoffs started under streamapp, wasted when the pod came back
-    (bench/results/cluster-notes.md). A member the rollout hands off next is `upcoming`: copies of its
+    planned (`replaced`): no flap, and no insurance copies — unless its executor is stuck, a failure.
+    Marked retiring instead, it had its tasks revoked and moved cold by the cooperative and eager
+    protocols in the very step that restarts it, and warm handoffs started under streamapp, wasted when
+    the pod came back (bench/results/cluster-notes.md). A member the rollout hands off next is `upcoming`: copies of its
     tasks warm ahead (`rebalance.upcoming`)."""
     marked = []
     for view in views:
@@ -81,7 +81,8 @@ def mark_retiring(views: Iterable[MemberView], rollout: RolloutStep) -> list[Mem
         elif view.id in rollout.upcoming:
             view = dataclasses.replace(view, upcoming=True)
         elif view.id in rollout.delete:
-            view = dataclasses.replace(view, alive=False, returning=True, replaced=True)
+            planned = view.id not in rollout.stuck
+            view = dataclasses.replace(view, alive=False, returning=True, replaced=planned)
         marked.append(view)
     return marked
 
@@ -103,8 +104,11 @@ def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mappin
             continue
         since = rollout.retiring.get(member)
         if member in rollout.delete:
-            grace = STUCK_GRACE_SECONDS if member in rollout.stuck else None
-            kube.delete_pod(namespace, member_name(app, member), uid=pod.uid, grace_seconds=grace)
+            stuck = member in rollout.stuck
+            grace = STUCK_GRACE_SECONDS if stuck else None
+            kube.delete_pod(
+                namespace, member_name(app, member), uid=pod.uid, grace_seconds=grace, stuck=stuck
+            )
         elif since is not None and pod.handoff_since != since:
             kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: _stamp(since)}, uid=pod.uid)
         elif since is None and pod.handoff_since is not None:

@@ -177,7 +177,7 @@ class Simulation:
         self.upcoming = frozenset(step.upcoming)
         self.in_place_restarts += sum(1 for m in step.delete if active.get(m, 0) > 0 and m not in step.stuck)
         self.stuck_replacements += len(step.stuck)
-        self.replaced |= set(step.delete)
+        self.replaced |= set(step.delete) - set(step.stuck)  # a hang is a failure, not a planned restart
         for member in step.delete:
             victim = self.executors[member]
             victim.die()
