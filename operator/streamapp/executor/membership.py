@@ -150,14 +150,12 @@ class SimulatedDataPlane:
     `state_records` behind, and owners report `state_records` as a cold restore's size.
 
     `lags` is the member's local state (task → records behind); pass the same dict to a restarted
-    member to model a state volume that survived its pod. `stalled_since` (epoch seconds) models a
-    batch round that hangs since then.
+    member to model a state volume that survived its pod. Its batch rounds never hang.
     """
 
     rate: float
     state_records: int
     lags: dict[int, float] = field(default_factory=dict)
-    stalled_since: float | None = None
     clock: Callable[[], float] = time.monotonic
     _target: StreamAppMemberSpec | None = None
     _last: float | None = None
@@ -207,7 +205,7 @@ class SimulatedDataPlane:
         return self.rate
 
     def batch_running_since(self) -> float | None:
-        return self.stalled_since
+        return None
 
     def _advance(self) -> None:
         now = self.clock()
