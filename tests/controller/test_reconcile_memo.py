@@ -245,3 +245,30 @@ def test_the_intent_this_loop_wrote_is_not_decoded_again_and_any_other_is(
     assert decoded == [1], "an intent someone else wrote is decoded"
     with pytest.raises(ValueError, match="4 tasks for 6 partitions"):
         memo.read_intent(app, 6)
+
+
+@dataclass
+class RefusingMembers(RecordingKube):
+    """Writes the app's status, but every member target write fails as it would on a 409 (a member's
+    report written between the read and the write)."""
+
+    def patch_member_spec(self, *args: Any, **kwargs: Any) -> None:
+        raise ApiException(status=409, reason="Conflict")
+
+
+def test_a_steps_events_are_posted_when_its_status_is_written_though_a_later_write_fails() -> None:
+    """The status holds the step's decision: once it is written, the next step decides the same from
+    it and announces nothing new, so the Events go out with the status, not after the member writes."""
+    kube, observed, memo, _ = settled_app()
+    refusing = RefusingMembers(kube.app)
+    lost = replace(observed, pods=(ready_pod(0),))  # member 1's pod is gone: its standbys take over
+    with pytest.raises(ApiException):
+        reconcile(refusing, lost, 21.0, Metrics(), memo=memo)  # type: ignore[arg-type]
+    posted = [args[1] for name, args in refusing.writes if name == "event"]
+    assert "patch_app_status" in [name for name, _ in refusing.writes]
+    assert "FailedOverToStandby" in posted, posted
+
+    reconcile(kube, replace(lost, app=refusing.app), 22.0, Metrics(), memo=memo)  # type: ignore[arg-type]
+    written = [name for name, _ in kube.writes]
+    assert "patch_member_spec" in written, "the targets go out on the next step"
+    assert "event" not in written, "and nothing is announced twice"

@@ -178,6 +178,10 @@ def reconcile(
         )
         status["conditions"] = [c for c in status["conditions"] if c["type"] != "Degraded"] + degraded
     written = _write_status(kube, app, status)
+    # The status holds the step's decision (its intent, each lost member's choice), so its Events go
+    # out now: a later write that fails (a member target refused, a 409 from a report written
+    # meanwhile) makes the next step decide the same from that status, and it would announce nothing.
+    _report(kube, app, result, previous, views, metrics)
     try:
         _repair_supporting(kube, model, result, observed, memo)
         thresholds = config.rebalance.lag_thresholds()
@@ -190,7 +194,6 @@ def reconcile(
             raise PodRefused(refusal)
         rollout.act(kube, name, namespace, step, pods)
         rollout.announce(kube, app, step, pods, owned)
-        _report(kube, app, result, previous, views, metrics)
         _manage_pods(kube, model, config, result, pods, observed.members)
     except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
@@ -470,7 +473,7 @@ _EVENT_NAMES: Mapping[str, str] = {"TasksAssigned": "TasksReassigned"}
 def _report(
     kube: Kube, app: Body, result: Plan, previous: Assignment, views: Sequence[MemberView], metrics: Metrics
 ) -> None:
-    """Kubernetes Events and Prometheus metrics for what this step did."""
+    """Kubernetes Events and Prometheus metrics for what this step decided."""
     meta = app["metadata"]
     labels = {"namespace": meta["namespace"], "app": meta["name"]}
     for kind, group in _by_kind(result.events).items():
