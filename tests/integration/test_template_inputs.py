@@ -1,7 +1,8 @@
 """What a pod template can make the running operator do, on the real API server: nulls posted as raw JSON
 keep the operator's restricted defaults in the member pod it creates, and a template that mounts another
 app's or member's claim gets no pod (Degraded with reason ClaimRefused and a Warning Event naming the
-field) while one mounting a claim nobody owns runs."""
+field) while one mounting a claim nobody owns runs, and template labels that another app's Service selects
+on get no pod either (ServiceJoinRefused)."""
 
 from __future__ import annotations
 
@@ -144,3 +145,46 @@ def test_a_template_mounts_no_claim_of_another_app_or_member(
     for name in refused:
         pods = core.list_namespaced_pod(namespace, label_selector=f"{APP_LABEL}={name}").items
         assert pods == [], (name, [p.metadata.name for p in pods])
+
+
+def test_template_labels_put_no_member_pod_behind_another_apps_service(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """Another team's Service `payments` selects `app: payments`: an app whose template sets that label
+    gets no pod (Degraded with reason ServiceJoinRefused and a Warning Event naming the Service), while
+    an app whose template label is selected only by a Service naming that app runs with it."""
+    objects, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
+    port = [{"port": 80, "targetPort": 8080}]
+    core.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "payments"}, "spec": {"selector": {"app": "payments"}, "ports": port}},
+    )
+    core.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "friend-api"},
+            "spec": {"selector": {"team": "data", APP_LABEL: "friend"}, "ports": port},
+        },
+    )
+    objects.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        APPS,
+        base("intruder", template={"metadata": {"labels": {"app": "payments"}}}),
+    )
+    objects.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, APPS, base("friend", template={"metadata": {"labels": {"team": "data"}}})
+    )
+    operators.start()
+    message = wait_for(
+        lambda: degraded(objects, namespace, "intruder", "ServiceJoinRefused"), TIMEOUT_S, "intruder refused"
+    )
+    assert "Service payments" in message and "app=payments" in message, message
+    events = wait_for(
+        lambda: warnings(core, namespace, "intruder", "ServiceJoinRefused"), TIMEOUT_S, "the intruder's Event"
+    )
+    assert any("Service payments" in e for e in events), events
+    friend = wait_for(lambda: pod(core, namespace, "friend-0"), TIMEOUT_S, "the friend's member pod")
+    assert friend.metadata.labels["team"] == "data"
+    assert core.list_namespaced_pod(namespace, label_selector="app=payments").items == []

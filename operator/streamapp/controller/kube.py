@@ -256,6 +256,18 @@ class Kube:
             lambda: self.core.patch_namespaced_pod(name, namespace, body), "Pod", namespace, name
         )
 
+    def service_selectors(self, namespace: str) -> dict[str, dict[str, str]]:
+        """Each Service of the namespace by name, with its selector ({} for one without): read only for
+        a pod template with labels, once per revision (`controller.servicejoins`)."""
+        self._guard()
+        listed: Body = self.core.api_client.sanitize_for_serialization(
+            self.core.list_namespaced_service(namespace)
+        )
+        return {
+            str(s["metadata"]["name"]): dict((s.get("spec") or {}).get("selector") or {})
+            for s in listed.get("items") or []
+        }
+
     def read_claim(self, namespace: str, name: str) -> Body | None:
         """A claim as it is now, or None when there is none (claims are not watched: only the few a
         pod template names are read, `controller.claims`)."""

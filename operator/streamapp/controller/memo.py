@@ -76,6 +76,9 @@ class Memo:
     blocked: tuple[str, str] | None = None
     # The last revision whose member pod was put to the API server (dry run), and its refusal if any
     admitted: tuple[str, str | None] | None = None
+    # The last revision whose template labels were checked against the namespace's Services, and why
+    # it is refused if it is
+    joins: tuple[str, str | None] | None = None
 
     def parse_reports(self, members: Iterable[Body]) -> Callable[[Body], StreamAppMemberStatus]:
         """Parse the reports of `members` that changed since the last call (forgetting members that

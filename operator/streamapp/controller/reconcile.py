@@ -23,7 +23,7 @@ from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, claims, costs, recovery, rollout, supporting
+from streamapp.controller import children, claims, costs, recovery, rollout, servicejoins, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
@@ -61,6 +61,7 @@ NAME_CONFLICT = "NameConflict"
 POD_REFUSED = "PodRefused"
 TARGET_TOO_LARGE = "TargetTooLarge"
 CLAIM_REFUSED = "ClaimRefused"
+SERVICE_JOIN_REFUSED = "ServiceJoinRefused"
 BLOCKED_RETRY_SECONDS = 30.0
 """A name taken by someone else, or a pod the API server refuses, stays so until a person acts; the
 watches wake the loop when the app or its children change, so a slow retry costs nothing."""
@@ -189,6 +190,9 @@ def reconcile(
         foreign = _claims_refused(kube, model)
         if foreign is not None:
             raise ClaimRefused(foreign)
+        intrusion = _services_joined(kube, model, revision, memo)
+        if intrusion is not None:
+            raise ServiceJoinRefused(intrusion)
         refusal = _pod_admitted(kube, model, revision, memo)
         if refusal is not None:
             raise PodRefused(refusal)
@@ -207,6 +211,8 @@ def reconcile(
             if isinstance(blocked, TargetTooLarge)
             else CLAIM_REFUSED
             if isinstance(blocked, ClaimRefused)
+            else SERVICE_JOIN_REFUSED
+            if isinstance(blocked, ServiceJoinRefused)
             else POD_REFUSED
         )
         if memo.blocked != (reason, str(blocked)):
@@ -229,6 +235,10 @@ class ClaimRefused(PodRefused):
     """The pod template mounts a claim that is another app's, member's or controller's."""
 
 
+class ServiceJoinRefused(PodRefused):
+    """The pod template's labels would put member pods behind another app's Service."""
+
+
 def _claims_refused(kube: Kube, app: StreamApp) -> str | None:
     """Why the claims the pod template mounts may not be mounted (`controller.claims`), read at every
     reconcile that may create a pod: a claim's owner can change, and only apps whose template names
@@ -236,6 +246,18 @@ def _claims_refused(kube: Kube, app: StreamApp) -> str | None:
     namespace = str(app.metadata.namespace)
     names = {name for _, name in claims.mounted_claims(app)}
     return claims.refusal(app, {name: kube.read_claim(namespace, name) for name in names})
+
+
+def _services_joined(kube: Kube, app: StreamApp, revision: str, memo: Memo) -> str | None:
+    """Why the template's labels may not reach the pods of this revision (`controller.servicejoins`),
+    or None: the namespace's Services are read once per revision, and only for a template with labels."""
+    if memo.joins is not None and memo.joins[0] == revision:
+        return memo.joins[1]
+    selectors = (
+        kube.service_selectors(str(app.metadata.namespace)) if servicejoins.template_labels(app) else {}
+    )
+    memo.joins = (revision, servicejoins.joined(app, revision, selectors))
+    return memo.joins[1]
 
 
 def _pod_admitted(kube: Kube, app: StreamApp, revision: str, memo: Memo) -> str | None:
