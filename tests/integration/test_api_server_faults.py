@@ -1,4 +1,5 @@
-"""The kube-apiserver restarted, paused and killed under a running operator and its executors.
+"""The kube-apiserver restarted, paused, killed, and killed then paused soon after its restart, under a
+running operator and its executors.
 
 The operator runs as a real `streamapp operator` process; member pods run on kwok nodes and their
 executors are the fleet's real membership clients (tests/integration/fleet.py). After each fault the
@@ -36,6 +37,9 @@ PARTITIONS = 12
 # enough that the nodes' 40 s heartbeat grace does not run out.
 PAUSE_SECONDS = 30.0
 DOWN_SECONDS = 5.0
+# A crash, then a hang soon after it (a restarted API server that stalls on a sick disk): short of the
+# controller-manager's node-monitor grace (180 s), which would mark every kwok pod NotReady.
+CRASH_PAUSE_SECONDS = 20.0
 # The bound of "acted on soon after the API server is back": generous, the machine is shared.
 SETTLE_SECONDS = 180.0
 CAUGHT_UP_SECONDS = 300.0
@@ -78,10 +82,18 @@ def kill(cluster: LocalCluster) -> None:
     cluster.start_component(APISERVER)
 
 
+def crash_then_pause(cluster: LocalCluster) -> None:
+    kill(cluster)
+    cluster.pause_component(APISERVER)
+    time.sleep(CRASH_PAUSE_SECONDS)
+    cluster.resume_component(APISERVER)
+
+
 FAULTS: list[tuple[str, Callable[[LocalCluster], None], int]] = [
     ("restart", restart, 3),
     ("pause", pause, 4),
     ("kill", kill, 2),
+    ("crash then pause", crash_then_pause, 1),
 ]
 
 
@@ -149,7 +161,7 @@ def assert_same_processes(
         assert fleet.clients[member].healthy(), f"member {member}'s readiness did not come back"
 
 
-def test_scales_are_acted_on_after_the_api_server_restarts_pauses_and_dies(
+def test_scales_are_acted_on_after_the_api_server_restarts_pauses_dies_and_crashes_then_hangs(
     local_cluster: LocalCluster | None,
     api_client: client.ApiClient,
     namespace: str,

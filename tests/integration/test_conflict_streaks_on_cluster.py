@@ -1,8 +1,8 @@
 """A streak of write conflicts shows on the app, naming the object, and clears once writes succeed.
 
 A fault proxy (faultproxy.py) between the operator and the real API server answers every patch of
-the app's StreamAppMembers with 409 Conflict, as another writer that always wins would. A scale then
-needs those patches: after `CONFLICTS_BEFORE_REPORT` conflicts in a row the app is Degraded with
+the app's StreamAppMembers with 409 Conflict, as another writer that always wins would. A changed
+`handoffLag` then needs those patches (every member's spec carries the lag thresholds): after `CONFLICTS_BEFORE_REPORT` conflicts in a row the app is Degraded with
 reason ReconcileFailed and a Warning Event, both naming the member; once the patches go through
 again, the condition is cleared.
 """
@@ -12,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from faultproxy import FaultProxy
 from kubernetes import client
-from operator_support import APP, Operators, app, create_app, scale
+from operator_support import APP, Operators, app, create_app
 
 from localcluster.waiting import wait_for
-from streamapp.api.names import GROUP, MEMBERS, VERSION
+from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION
+
+HANDOFF_LAG = 123
 
 
 def degraded(api: client.ApiClient, namespace: str) -> dict[str, Any]:
@@ -33,15 +34,18 @@ def warnings(api: client.ApiClient, namespace: str) -> list[str]:
     return [f"{e.reason}: {e.message}" for e in events.items if e.type == "Warning"]
 
 
+def thresholds(api: client.ApiClient, namespace: str) -> set[int]:
+    """The copy lags every member's spec names (each carries the app's `handoffLag`)."""
+    listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS)
+    named = [set(m["spec"].get("lagThresholds") or []) for m in listed["items"]]
+    return set.intersection(*named) if named else set()
+
+
 def members(api: client.ApiClient, namespace: str) -> int:
     listed = client.CustomObjectsApi(api).list_namespaced_custom_object(GROUP, VERSION, namespace, MEMBERS)
     return len(listed["items"])
 
 
-# In make test-long, not make test: whether the scale makes the operator patch an existing member
-# (rather than only create the new one) depends on timing; in a full make test run it patched none
-# within the wait, so nothing conflicted. The counting itself is tests/controller/test_conflict_streaks.py.
-@pytest.mark.long
 def test_a_streak_of_conflicts_is_shown_naming_the_object_and_cleared(
     api_client: client.ApiClient,
     namespace: str,
@@ -55,7 +59,9 @@ def test_a_streak_of_conflicts_is_shown_naming_the_object_and_cleared(
         create_app(api_client, namespace, replicas=2, partitions=4)
         wait_for(lambda: members(api_client, namespace) == 2, 90, "two members")
         proxy.conflict("PATCH", MEMBERS)
-        scale(api_client, namespace, 3)
+        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, APPS, APP, {"spec": {"rebalance": {"handoffLag": HANDOFF_LAG}}}
+        )
         named = f"{MEMBERS} {APP}-"
         wait_for(
             lambda: any(named in w for w in warnings(api_client, namespace)),
@@ -71,3 +77,4 @@ def test_a_streak_of_conflicts_is_shown_naming_the_object_and_cleared(
             120,
             "the condition cleared once the writes go through",
         )
+        wait_for(lambda: HANDOFF_LAG in thresholds(api_client, namespace), 60, "every member rewritten")
