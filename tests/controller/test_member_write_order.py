@@ -91,3 +91,17 @@ def test_a_member_spec_is_patched_only_on_the_member_object_observed() -> None:
     kube = RecordingKube()
     _write_member_specs(kube, MODEL, SimpleNamespace(assignment=AFTER), members_of(BEFORE), frozenset())  # type: ignore[arg-type]
     assert kube.uids == {"counts-0": "uid-of-counts-0", "counts-1": "uid-of-counts-1"}
+
+
+def test_a_giver_the_watch_shows_as_already_written_is_still_written_first() -> None:
+    """The watch can lag behind the operator's own writes (a new leader's cache): it shows member 1
+    without task 1 while its stored target still names it active at epoch 1. Judged from the plan's
+    previous assignment, member 1 gives it up: written first, not skipped as unchanged."""
+    lagging = [m for m in members_of(AFTER) if m["spec"]["memberId"] == 1] + [
+        m for m in members_of(BEFORE) if m["spec"]["memberId"] == 0
+    ]
+    for _ in range(20):
+        kube = RecordingKube()
+        plan = SimpleNamespace(assignment=AFTER)
+        _write_member_specs(kube, MODEL, plan, lagging, frozenset(), previous=BEFORE)  # type: ignore[arg-type]
+        assert kube.patched == ["counts-1", "counts-0"]

@@ -186,7 +186,9 @@ def reconcile(
     try:
         _repair_supporting(kube, model, result, observed, memo)
         thresholds = config.rebalance.lag_thresholds()
-        _write_member_specs(kube, model, result, observed.members, handing_off, memo, thresholds)
+        _write_member_specs(
+            kube, model, result, observed.members, handing_off, memo, thresholds, previous=previous
+        )
         foreign = _claims_refused(kube, model)
         if foreign is not None:
             raise ClaimRefused(foreign)
@@ -364,6 +366,7 @@ def _write_member_specs(
     retiring: frozenset[int],
     memo: Memo | None = None,
     lag_thresholds: tuple[int, ...] = (),
+    previous: Assignment | None = None,
 ) -> None:
     """Write each member's target where it changed, with `retiring` set for the members handing off
     and the app's `lag_thresholds` (which copy lags its executor reports at once); create the
@@ -376,7 +379,13 @@ def _write_member_specs(
     next epoch in one step (a restore elsewhere, a standby's failover, a reservation expired); written
     together, a reader of the members — an executor whose pod comes back, an observer — could find
     the new owner's target while the old one's still names the task active at the older epoch. If the
-    first wave fails, the second is not written: the new epoch waits for the next reconcile. Every
+    first wave fails, the second is not written: the new epoch waits for the next reconcile.
+
+    Who gives up is judged from the plan's `previous` assignment as well as from the members as
+    watched: the watch can lag behind the operator's own last writes (a new leader's cache, a write
+    made just before a restart), and a member it still shows without the task — while its stored
+    target names it active — would otherwise be skipped as unchanged or written beside the new owner,
+    and a restarting executor would read the older target (seen in the chaos run). Every
     target is rendered before the first write, so one too large for etcd even packed
     (`TargetTooLarge`) stops the step before either wave."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
@@ -384,6 +393,7 @@ def _write_member_specs(
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
     targets = memo.member_targets(result.assignment)
     replicas = app.spec.replicas
+    givers = _giving_up(previous, result.assignment) if previous is not None else set()
     releasing: list[Callable[[], None]] = []
     writes: list[Callable[[], None]] = []
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
@@ -396,14 +406,23 @@ def _write_member_specs(
                 writes.append(
                     partial(kube.create_member, namespace, children.member_object(app, member, wanted))
                 )
-        elif not children.same_target(current["spec"], wanted):
-            wave = releasing if _gives_up(current["spec"], wanted) else writes
+        elif member in givers or not children.same_target(current["spec"], wanted):
+            wave = releasing if member in givers or _gives_up(current["spec"], wanted) else writes
             uid = str((current.get("metadata") or {}).get("uid") or "")
             wave.append(
                 partial(kube.patch_member_spec, namespace, member_name(name, member), wanted, uid=uid)
             )
     side_by_side(releasing)
     side_by_side(writes)
+
+
+def _giving_up(previous: Assignment, planned: Assignment) -> set[int]:
+    """The members that held a task active in `previous` at an epoch `planned` no longer gives them."""
+    return {
+        before.active
+        for before, after in zip(previous.tasks, planned.tasks, strict=False)
+        if before.active is not None and (before.active, before.epoch) != (after.active, after.epoch)
+    }
 
 
 def _gives_up(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
