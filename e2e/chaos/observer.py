@@ -19,7 +19,7 @@ The observer keeps running through API-server outages (those polls are counted a
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,9 @@ from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Head
 
 REQUEST_TIMEOUT_S = 5.0
+HISTORY = 400
+"""Member versions kept (every member, each time what it says changed): enough for the last minute
+of a busy chaos run, so a double owner's evidence shows how both members got there."""
 
 
 @dataclass
@@ -86,6 +89,23 @@ def _container_started(pod: Any) -> datetime | None:
         if s.state is not None and s.state.running is not None and s.state.running.started_at is not None
     ]
     return max(started) if started else None
+
+
+def member_line(member: dict[str, Any]) -> str:
+    """What one version of a member says, in one line: its target's generation and active epochs,
+    and its report's acknowledged generation, pod, process start and active epochs; pure."""
+    spec, status = member.get("spec") or {}, member.get("status") or {}
+    target = ",".join(f"{e['task']}@{e['epoch']}" for e in spec.get("active") or [])
+    reported = ",".join(
+        f"{t['task']}@{t.get('epoch')}" + ("(fenced)" if t.get("fencedBy") else "")
+        for t in status.get("tasks") or []
+        if t.get("role") == "active"
+    )
+    return (
+        f"rv={member['metadata'].get('resourceVersion')} spec gen {spec.get('generation')} "
+        f"active [{target}] | acked {status.get('observedGeneration')} pod "
+        f"{str(status.get('podUID'))[:8]} started {status.get('startedAt')} active [{reported}]"
+    )
 
 
 def evidence(members: list[dict[str, Any]], pods: list[Any], names: list[str], task: int) -> str:
@@ -159,6 +179,9 @@ class Observer:
         self.epoch_owner: dict[tuple[int, int], str] = {}
         self.spec_epochs: dict[tuple[str, int], int] = {}
         self.highest_active_epoch: dict[int, int] = {}
+        self.lines: dict[str, str] = {}
+        self.history: deque[str] = deque(maxlen=HISTORY)
+        self.explained: set[tuple[str, ...]] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="chaos-observer", daemon=True)
 
@@ -201,14 +224,29 @@ class Observer:
             )
             .items
         )
+        self._remember(members)
         reports = current_reports(members, pods)
         for task, names in double_actives(reports).items():
             self._violation(f"task {task} active on {sorted(names)} at once")
             self.tally.evidence.append(f"task {task}: {evidence(members, pods, names, task)}")
+            key = tuple(sorted(names))
+            if key not in self.explained:
+                self.explained.add(key)
+                mine = [line for line in self.history if line.split(" ", 2)[1] in names]
+                self.tally.evidence.append(f"how {list(key)} got there:\n" + "\n".join(mine))
         per_task = Counter(int(t["task"]) for tasks in reports.values() for t in tasks if owning(t))
         self.tally.max_active_owners = max([self.tally.max_active_owners, *per_task.values()])
         for member in members:
             self._check_spec_epochs(member["metadata"]["name"], member.get("spec") or {})
+
+    def _remember(self, members: list[dict[str, Any]]) -> None:
+        """Keep each member's version in `history` when what it says changed since the last poll."""
+        stamp = datetime.now().isoformat(timespec="milliseconds")
+        for member in members:
+            name, line = member["metadata"]["name"], member_line(member)
+            if self.lines.get(name) != line:
+                self.lines[name] = line
+                self.history.append(f"{stamp} {name} {line}")
 
     def _check_spec_epochs(self, name: str, spec: dict[str, Any]) -> None:
         for entry in [*(spec.get("active") or []), *(spec.get("revoking") or [])]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes import client
 
-from chaos.observer import current_reports, double_actives, evidence
+from chaos.observer import Observer, current_reports, double_actives, evidence, member_line
 
 
 def _pod(name: str, uid: str, container_started: str | None) -> client.V1Pod:
@@ -102,3 +102,17 @@ def test_an_active_report_fenced_by_a_newer_epoch_claims_no_ownership() -> None:
         _pod("chaos-0", "u0", "2026-11-28T09:59:50+00:00"),
     ]
     assert double_actives(current_reports(members, pods)) == {}
+
+
+def test_the_history_keeps_each_members_versions_when_what_they_say_changes() -> None:
+    """A double owner's evidence shows how both members got there: each member's versions, kept when
+    its target or report changed (not at every poll)."""
+    observer = Observer(None, "ns", "chaos", None, 4)  # type: ignore[arg-type]
+    first = _member("chaos-0", "u0", "2026-11-28T10:00:00Z", "2026-11-28T10:00:01Z", [0])
+    observer._remember([first])
+    observer._remember([first])
+    moved = _member("chaos-0", "u0", "2026-11-28T10:00:00Z", "2026-11-28T10:00:05Z", [])
+    observer._remember([moved, _member("chaos-1", "u1", "2026-11-28T10:00:00Z", "2026-11-28T10:00:05Z", [0])])
+    assert [line.split(" ", 2)[1] for line in observer.history] == ["chaos-0", "chaos-0", "chaos-1"]
+    assert "active [0@2]" in member_line(first) and "acked 3" in member_line(first)
+    assert "spec gen 3 active [] | acked 3 pod u0" in observer.history[1]
