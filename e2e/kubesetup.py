@@ -10,8 +10,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from localcluster.waiting import wait_for
-from streamapp.api.crd import crd_files
 from streamapp.api.names import GROUP, VERSION
+from streamapp.render.crd import crd_files
 
 READY_TIMEOUT_S = 60.0
 

@@ -21,7 +21,7 @@ SUBCOMMAND_MODULES: tuple[str, ...] = (
     "streamapp.executor.agent",
     "streamapp.executor.sparkk8s",
     "streamapp.executor.io.read",
-    "streamapp.api.cli",
+    "streamapp.render.cli",
     "streamapp.appstatus",
 )
 

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from streamapp.api import alerts, dashboard
-from streamapp.api.monitoring import prometheus_rule
 from streamapp.controller.metrics import Metrics
 from streamapp.executor.agent import RuntimeDataPlane
+from streamapp.render import alerts, dashboard
+from streamapp.render.monitoring import prometheus_rule
 
 METRIC = re.compile(r"\bstreamapp_[a-z_]+")
 LABELS = 'namespace="shop", app="clicks"'

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from streamapp.api.crd import crds
 from streamapp.api.names import consumer_group
 from streamapp.controller.metrics import INPUT_LAG_METRIC
+from streamapp.render.crd import crds
 
 SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from streamapp.api.apidocs import api_files
-from streamapp.api.crd import crd_files
-from streamapp.api.manifests import manifest_files
-from streamapp.api.monitoring import monitoring_files
 from streamapp.cli import main
+from streamapp.render.apidocs import api_files
+from streamapp.render.crd import crd_files
+from streamapp.render.manifests import manifest_files
+from streamapp.render.monitoring import monitoring_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,7 +33,7 @@ def test_checked_in_files_match_the_model(
         path = ROOT / directory / name
         assert path.exists(), f"{path} is missing: run `streamapp {command} --write {directory}`"
         assert path.read_text() == text, (
-            f"{path} drifted from operator/streamapp/api: regenerate it with --write"
+            f"{path} drifted from what operator/streamapp/render writes: regenerate it with --write"
         )
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from streamapp.api.crd import crds
 from streamapp.api.streamapp import StreamApp
 from streamapp.rebalance.config import RebalanceConfig
+from streamapp.render.crd import crds
 
 
 def _by_kind() -> dict[str, dict[str, Any]]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streamapp.api.crd import crds
 from streamapp.api.member import MAX_TASK_RANGES_CHARS, task_ranges
+from streamapp.render.crd import crds
 
 
 def test_no_category_equals_a_resource_name() -> None:

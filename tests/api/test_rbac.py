@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from streamapp.api.manifests import NAME, NAMESPACE, OPERATOR_REPLICAS, manifest_files, rbac
-from streamapp.api.rbac import (
-    covers,
+from streamapp.controller.permissions import (
     executor_role_rules,
     operator_cluster_role_rules,
     operator_lease_rules,
     spark_driver_rules,
 )
+from streamapp.render.manifests import NAME, NAMESPACE, OPERATOR_REPLICAS, manifest_files, rbac
+from streamapp.render.rbac import covers
 
 
 def _verbs(group: str, resource: str) -> set[str]:

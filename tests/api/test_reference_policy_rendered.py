@@ -11,8 +11,8 @@ from typing import Any
 
 from kubernetes import client
 
-from streamapp.api import referencepolicy
-from streamapp.api.crd import crd_files
+from streamapp.render import referencepolicy
+from streamapp.render.crd import crd_files
 
 T = "spec.executor.podTemplate.spec"
 # Pod API fields that name a Secret (the client's models, camelCased as on the wire).

@@ -12,8 +12,8 @@ import yaml
 from api_samples import MINIMAL_APP, app
 
 from streamapp.api import StreamApp, ValidationError
-from streamapp.api.crd import crds
 from streamapp.api.streamapp import MAX_APP_NAME_LENGTH, MAX_PARTITIONS, MAX_REPLICAS
+from streamapp.render.crd import crds
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = MINIMAL_APP["spec"]["pipeline"]

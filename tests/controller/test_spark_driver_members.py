@@ -10,9 +10,9 @@ from typing import Any
 from test_s3_pod_env import app, pod_env
 
 from streamapp.api.names import IMAGE_ENV, SPARK_EXECUTORS_ENV
-from streamapp.api.rbac import spark_driver_rules
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
+from streamapp.controller.permissions import spark_driver_rules
 
 FILE_STORE = {"uri": "file:///data/state"}
 IMAGE = "registry.example.com/streamapp:1"

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.image
 
 
 def test_the_tag_matches_the_project_version_and_the_manifests(image: str) -> None:
-    from streamapp.api import manifests
+    from streamapp.render import manifests
 
     assert image == f"streamapp:{settings.version()}" == manifests.IMAGE
     assert build.is_current(image), "a second ensure_image would rebuild"

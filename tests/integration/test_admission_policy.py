@@ -16,10 +16,11 @@ import tenancy
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from streamapp.api import StreamApp, admissionpolicy
+from streamapp.api import StreamApp
 from streamapp.api.names import APPS, GROUP, VERSION
 from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.controller.admission import reserved_keys, violations
+from streamapp.render import admissionpolicy
 
 HOSTILE: list[tuple[dict[str, Any], str]] = [
     ({"spec": {"nodeName": "node-a"}}, "nodeName"),

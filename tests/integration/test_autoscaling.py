@@ -45,8 +45,6 @@ from localcluster import processes
 from localcluster.waiting import wait_for
 from promtool import server
 from realapps import app_on_process_node, committed_everything, feeding
-from streamapp.api import alerts, dashboard
-from streamapp.api.monitoring import prometheus_rule
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, consumer_group, selector
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, ensure_topic
@@ -54,6 +52,8 @@ from streamapp.executor.io.kafkasource import KafkaSource
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
+from streamapp.render import alerts, dashboard
+from streamapp.render.monitoring import prometheus_rule
 
 # make test-autoscaling runs these; make test leaves them out (TEST_MARKS) with the builds they need
 pytestmark = pytest.mark.autoscaling

@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from localcluster import build
 from localcluster.waiting import wait_for
 from streamapp.api import GROUP, VERSION, StreamApp, StreamAppMember
-from streamapp.api.rbac import executor_role_rules, operator_cluster_role_rules
+from streamapp.controller.permissions import executor_role_rules, operator_cluster_role_rules
 from streamapp.rebalance.config import RebalanceConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """The pods a StreamApp member's ServiceAccount creates (Spark's executors, `spec.executor.sparkExecutors`)
-are held by the shipped policy (`api.sparkpolicy.member_pod_policy`) in a namespace without Pod Security
+are held by the shipped policy (`render.sparkpolicy.member_pod_policy`) in a namespace without Pod Security
 labels: server-side dry runs of pod creates, impersonating the member's ServiceAccount with the Role the
 operator gives it, refuse a privileged pod, a hostPath pod, another ServiceAccount, another image, an API
 token and Secrets, and let through the executor pod the driver derives from its member pod; another
@@ -19,11 +19,12 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from localcluster.waiting import wait_for
-from streamapp.api import GROUP, VERSION, StreamApp, sparkpolicy
-from streamapp.api.rbac import executor_role_rules, spark_driver_rules
+from streamapp.api import GROUP, VERSION, StreamApp
 from streamapp.controller import children
 from streamapp.controller.admission import violations
+from streamapp.controller.permissions import executor_role_rules, spark_driver_rules
 from streamapp.executor import sparkk8s
+from streamapp.render import sparkpolicy
 
 TIMEOUT_S = 60.0
 APP = "counts"

@@ -22,8 +22,8 @@ from operator_support import app, create_app, scale
 
 from cluster_tools import kubectl
 from localcluster.waiting import wait_for
-from streamapp.api.manifests import LABELS, NAME
 from streamapp.api.names import MEMBERS
+from streamapp.render.manifests import LABELS, NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_INSTALL = ROOT / "e2e" / "local-install"

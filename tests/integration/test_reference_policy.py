@@ -16,8 +16,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from localcluster.waiting import wait_for
-from streamapp.api import admissionpolicy, referencepolicy
 from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.render import admissionpolicy, referencepolicy
 
 T = "spec.executor.podTemplate.spec"
 C = f"{T}.<containers|initContainers|ephemeralContainers>[]"

@@ -19,9 +19,9 @@ from kubernetes.client.exceptions import ApiException
 from kubesetup import install_crds, wait_established
 from localcluster.waiting import wait_for
 from streamapp.api import GROUP, VERSION, StreamApp
-from streamapp.api.crd import crd_files
 from streamapp.api.fields import ValidationError
 from streamapp.api.sparkconf import WIRED_CEL
+from streamapp.render.crd import crd_files
 
 TIMEOUT_S = 60.0
 APPS = StreamApp.PLURAL

@@ -18,8 +18,8 @@ from operator_support import Operators
 from test_hostile_specs import base, invalid_spec, pods_of, warnings
 
 from localcluster.waiting import wait_for
-from streamapp.api import admissionpolicy, sparkpolicy
 from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.render import admissionpolicy, sparkpolicy
 
 TIMEOUT_S = 120.0
 FIELD = "spec.executor.sparkExecutors"

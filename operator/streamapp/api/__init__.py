@@ -1,8 +1,8 @@
-"""The resource model: StreamApp and StreamAppMember as dataclasses, the CRDs and RBAC derived from them.
+"""The resource model: StreamApp and StreamAppMember as dataclasses, and nothing rendered from them.
 
-The dataclasses are the single source of truth: `codec` validates wire dicts against them, `schema`
-turns them into the CRDs' OpenAPI schemas (with the same rules in CEL), and `crd`/`manifests` write the
-YAML in crds/ and manifests/.
+The dataclasses are the single source of truth: `codec` validates wire dicts against them and `schema`
+states them as OpenAPI schemas (with the same rules in CEL). What is written from them (the CRDs,
+RBAC, manifests, the chart) lives in `streamapp.render`, which this package never imports.
 """
 
 from streamapp.api.conditions import Condition, ConditionType, set_condition
@@ -16,7 +16,6 @@ from streamapp.api.member import (
     TaskReport,
 )
 from streamapp.api.meta import API_VERSION, GROUP, VERSION, ObjectMeta, Resource
-from streamapp.api.rbac import executor_role_rules
 from streamapp.api.streamapp import (
     Endpoint,
     Executor,
@@ -57,6 +56,5 @@ __all__ = [
     "TaskCounts",
     "TaskReport",
     "ValidationError",
-    "executor_role_rules",
     "set_condition",
 ]

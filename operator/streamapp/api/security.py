@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 # What the restricted Pod Security Standard lets a pod ask for (`controller.admission` checks templates
-# by these; `api.admissionpolicy` writes the same rules in CEL). Inline `csi` volumes are refused too:
+# by these; `render.admissionpolicy` writes the same rules in CEL). Inline `csi` volumes are refused too:
 # the operator's own rule.
 VOLUME_TYPES = frozenset(
     {"configMap", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}

@@ -13,14 +13,14 @@ to them but never drop them; what this module refuses is what a template could s
 The CRD cannot refuse these requests itself: its rules are the same on every install, and some
 installs do run privileged executors. So the operator refuses them unless it was started with
 `--allow-privileged-pod-templates`. The same rules are a ValidatingAdmissionPolicy that the chart and
-the kustomize install ship (`api.admissionpolicy`), so a GitOps sync fails at apply time; this module
+the kustomize install ship (`render.admissionpolicy`), so a GitOps sync fails at apply time; this module
 is what holds when no such policy is installed. A refused app gets the `Degraded` condition with reason
 `InvalidSpec` and a Warning Event, and none of its children is touched — pods already running keep
 running.
 
 `spec.executor.sparkExecutors` is a privilege of its own: the member's ServiceAccount may then create
 pods in the namespace (Spark's executors). The operator refuses such apps unless it was started with
-`--allow-spark-executors` (`admit_spark_executors`; at apply time: `api.sparkpolicy.gate_policy`).
+`--allow-spark-executors` (`admit_spark_executors`; at apply time: `render.sparkpolicy.gate_policy`).
 
 Apart from privileges, a template's labels and annotations may not use the operator's own keys
 (`reserved_keys`: `streamapp.dev/...` and the labels it sets), on any install: they would make a member
@@ -43,12 +43,17 @@ from streamapp.api.security import (
     SELINUX_TYPES,
     VOLUME_TYPES,
 )
-from streamapp.api.sparkpolicy import GATE_FIELD, GATE_PROBLEM
 from streamapp.api.streamapp import StreamApp
 
 TEMPLATE_PATH = "spec.executor.podTemplate"
 SPEC_PATH = f"{TEMPLATE_PATH}.spec"
 ALLOW_FLAG = "--allow-privileged-pod-templates"
+SPARK_ALLOW_FLAG = "--allow-spark-executors"
+SPARK_GATE_FIELD = "spec.executor.sparkExecutors"
+SPARK_GATE_PROBLEM = (
+    "the member's ServiceAccount would create pods in the namespace (Spark's executors); "
+    f"the operator allows it only with {SPARK_ALLOW_FLAG}"
+)
 HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
@@ -78,7 +83,7 @@ def admit_spark_executors(app: StreamApp, policy: PodPolicy) -> None:
     """Refuse `sparkExecutors` unless the install allows it: handing a tenant's app the right to
     create pods is the install's decision, as privileged pod templates are."""
     if app.spec.executor.spark_executors is not None and not policy.allow_spark_executors:
-        raise ValidationError(GATE_FIELD, GATE_PROBLEM)
+        raise ValidationError(SPARK_GATE_FIELD, SPARK_GATE_PROBLEM)
 
 
 def violations(template: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

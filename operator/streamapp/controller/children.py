@@ -33,7 +33,6 @@ from streamapp.api.names import (
     member_name,
     state_claim_name,
 )
-from streamapp.api.rbac import executor_role_rules
 from streamapp.api.security import (
     SCRATCH_MOUNT,
     container_security_context,
@@ -41,6 +40,7 @@ from streamapp.api.security import (
     merged_pod_context,
 )
 from streamapp.api.streamapp import S3_SECRET_KEYS, StateStore, StreamApp
+from streamapp.controller.permissions import executor_role_rules
 from streamapp.rebalance import MemberTarget
 
 STATE_MOUNT = "/var/lib/streamapp"
@@ -298,7 +298,7 @@ def disruption_budget(app: StreamApp) -> dict[str, Any]:
 
 def executor_identity(app: StreamApp, member: int) -> list[dict[str, Any]]:
     """ServiceAccount, Role and RoleBinding of one member's executor: it may read its own target and
-    pod and report its own status, nothing of any other member (`api.rbac.executor_role_rules`)."""
+    pod and report its own status, nothing of any other member (`controller.permissions.executor_role_rules`)."""
     account = executor_account(app.metadata.name, member)
     meta: dict[str, Any] = {
         "name": account,

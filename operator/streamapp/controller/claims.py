@@ -1,6 +1,6 @@
 """Which claims a pod template may mount: none that is another app's, member's or controller's (pure).
 
-Whether the app's author may read a claim is checked when the app is applied (`api.referencepolicy`):
+Whether the app's author may read a claim is checked when the app is applied (`render.referencepolicy`):
 only the API server knows who asks. The operator reconciles later and cannot tell who wrote the app
 — under GitOps every app is the GitOps controller's — so it re-checks what it can judge from the
 claim itself, which holds for any author: a claim that belongs to something else holds that

@@ -16,8 +16,7 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
-from streamapp.api.sparkpolicy import ALLOW_FLAG as SPARK_FLAG
-from streamapp.controller.admission import ALLOW_FLAG, PodPolicy
+from streamapp.controller.admission import ALLOW_FLAG, SPARK_ALLOW_FLAG, PodPolicy
 from streamapp.controller.backoff import Backoffs
 from streamapp.controller.handlers import lighten, relists, watch_only_members
 from streamapp.controller.handlers import register as register_handlers
@@ -53,7 +52,7 @@ def register(subparsers: Any) -> None:
         "added capabilities); by default such apps are refused with reason InvalidSpec",
     )
     parser.add_argument(
-        SPARK_FLAG,
+        SPARK_ALLOW_FLAG,
         action="store_true",
         help="run apps with spec.executor.sparkExecutors, whose members' ServiceAccounts may then create "
         "pods in their namespace (Spark's executors); by default such apps are refused with reason "

@@ -1,13 +1,12 @@
-"""Who may do what: the executors' per-app Role and the operator's ClusterRole, in one place.
+"""The rights the operator's own calls need, and the rights it grants each app's executors.
 
-The operator creates a Role with `executor_role_rules()` for every app's executors. Kubernetes lets it
-grant only permissions it holds itself (RBAC escalation prevention), so its ClusterRole includes every
-executor rule rather than the broader `escalate`/`bind` verbs; `covers` lets the tests prove that.
+Declared here, beside `kube` (the calls) and `children` (which creates each member's Role), and collected
+by `streamapp.render.rbac` into the ClusterRole, the chart and the manifests. Kubernetes lets the
+operator grant only permissions it holds itself (RBAC escalation prevention), so its ClusterRole
+includes every executor rule rather than the broader `escalate`/`bind` verbs.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from streamapp.api.member import StreamAppMember
 from streamapp.api.meta import GROUP
@@ -18,12 +17,13 @@ Rule = dict[str, list[str]]
 READ = ["get", "list", "watch"]
 
 
-def _rule(group: str, resources: list[str], verbs: list[str]) -> Rule:
+def rule(group: str, resources: list[str], verbs: list[str]) -> Rule:
+    """One RBAC rule in the shape Role and ClusterRole objects carry."""
     return {"apiGroups": [group], "resources": resources, "verbs": verbs}
 
 
 def _named(group: str, resources: list[str], verbs: list[str], name: str) -> Rule:
-    return {**_rule(group, resources, verbs), "resourceNames": [name]}
+    return {**rule(group, resources, verbs), "resourceNames": [name]}
 
 
 # What Spark's driver does in its namespace to run executors as pods (client mode): create, watch and
@@ -36,8 +36,8 @@ def spark_driver_rules() -> list[Rule]:
     """A member whose Spark runs on the cluster (`spec.executor.sparkExecutors`) is Spark's driver: it
     creates its executor pods (and their config maps) and deletes them. RBAC cannot narrow this to its
     own executors, so it reaches every pod of the namespace: such apps belong in a namespace of their own.
-    What pods it may create is narrowed by an admission policy instead (`api.sparkpolicy`)."""
-    return [_rule("", SPARK_DRIVER_RESOURCES, SPARK_DRIVER_VERBS)]
+    What pods it may create is narrowed by an admission policy instead (`render.sparkpolicy`)."""
+    return [rule("", SPARK_DRIVER_RESOURCES, SPARK_DRIVER_VERBS)]
 
 
 def executor_role_rules(member: str, spark_driver: bool = False) -> list[Rule]:
@@ -65,71 +65,41 @@ def operator_cluster_role_rules() -> list[Rule]:
     apps, members = StreamApp.PLURAL, StreamAppMember.PLURAL
     return [
         # Watch apps; persist the assignment intent and the summary in their status.
-        _rule(GROUP, [apps], READ),
-        _rule(GROUP, [f"{apps}/status"], ["get", "patch"]),
+        rule(GROUP, [apps], READ),
+        rule(GROUP, [f"{apps}/status"], ["get", "patch"]),
         # Every child's ownerReference sets blockOwnerDeletion: clusters running the
         # OwnerReferencesPermissionEnforcement admission plugin (OpenShift) let only someone who may
         # update the owner's finalizers set it, and refuse the child's create otherwise.
-        _rule(GROUP, [f"{apps}/finalizers"], ["update"]),
+        rule(GROUP, [f"{apps}/finalizers"], ["update"]),
         # Write each member's target; hold the executors' status access so the operator may grant it.
-        _rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
-        _rule(GROUP, [f"{members}/status"], ["get", "patch"]),
+        rule(GROUP, [members], [*READ, "create", "patch", "delete"]),
+        rule(GROUP, [f"{members}/status"], ["get", "patch"]),
         # Member pods (watched; `get` is also granted to executors; `patch` marks a rolling update's
         # handoff, and the operator's own deletions, on the pod), their state volumes (`get`: a claim is
         # deleted, or taken as existing, only when it is the app's).
-        _rule("", ["pods"], [*READ, "create", "patch", "delete"]),
-        _rule("", ["persistentvolumeclaims"], ["get", "create", "delete"]),
+        rule("", ["pods"], [*READ, "create", "patch", "delete"]),
+        rule("", ["persistentvolumeclaims"], ["get", "create", "delete"]),
         # The other children are watched too, so one deleted or altered by hand is repaired on the
         # next pass: the headless Service, the PDB (patched to follow rollingUpdate.maxUnavailable),
         # each member's ServiceAccount (patched: its workload-identity annotations), Role and binding.
-        _rule("", ["services"], [*READ, "create"]),
-        _rule("policy", ["poddisruptionbudgets"], [*READ, "create", "patch"]),
-        _rule("", ["serviceaccounts"], [*READ, "create", "patch", "delete"]),
-        _rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], [*READ, "create", "patch", "delete"]),
+        rule("", ["services"], [*READ, "create"]),
+        rule("policy", ["poddisruptionbudgets"], [*READ, "create", "patch"]),
+        rule("", ["serviceaccounts"], [*READ, "create", "patch", "delete"]),
+        rule("rbac.authorization.k8s.io", ["roles", "rolebindings"], [*READ, "create", "patch", "delete"]),
         # Held only so that it may grant them to the members of apps whose Spark runs on the cluster
         # (`spark_driver_rules`): the operator itself never touches configmaps or other apps' pods.
         *spark_driver_rules(),
         # Events on apps for `kubectl describe`.
-        _rule("", ["events"], ["create"]),
+        rule("", ["events"], ["create"]),
         # Nodes' zones, so standbys are placed in another zone than their active.
-        _rule("", ["nodes"], READ),
+        rule("", ["nodes"], READ),
         # kopf discovers the resources it serves and the namespaces it watches.
-        _rule("apiextensions.k8s.io", ["customresourcedefinitions"], READ),
-        _rule("", ["namespaces"], READ),
+        rule("apiextensions.k8s.io", ["customresourcedefinitions"], READ),
+        rule("", ["namespaces"], READ),
     ]
 
 
 def operator_lease_rules() -> list[Rule]:
     """Leader election between the operator's replicas: one Lease in the operator's own namespace,
     read, created once and renewed by replacing it (a namespaced Role, not cluster-wide rights)."""
-    return [_rule("coordination.k8s.io", ["leases"], ["get", "create", "update"])]
-
-
-def covers(rules: Iterable[Rule], wanted: Rule) -> bool:
-    """True when `rules` grant every (group, resource, verb) of `wanted` to every name (rules with
-    resourceNames are ignored: they cover less than `wanted` may ask)."""
-    granted = {
-        (group, resource, verb)
-        for rule in rules
-        if not rule.get("resourceNames")
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    }
-    return all(
-        (group, resource, verb) in granted
-        for group in wanted["apiGroups"]
-        for resource in wanted["resources"]
-        for verb in wanted["verbs"]
-    )
-
-
-def user_roles() -> dict[str, list[Rule]]:
-    """What the built-in `view`, `edit` and `admin` roles gain on StreamApps (by aggregation, from the
-    chart): viewers read apps and members; editors and admins also create, change, delete and scale apps.
-    Members stay the operator's to write: a person changing one would fight the operator."""
-    read = _rule(GROUP, [StreamApp.PLURAL, f"{StreamApp.PLURAL}/status", StreamAppMember.PLURAL], READ)
-    write = _rule(
-        GROUP, [StreamApp.PLURAL, f"{StreamApp.PLURAL}/scale"], ["create", "update", "patch", "delete"]
-    )
-    return {"view": [read], "edit": [read, write], "admin": [read, write]}
+    return [rule("coordination.k8s.io", ["leases"], ["get", "create", "update"])]

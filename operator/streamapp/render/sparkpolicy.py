@@ -1,7 +1,7 @@
 """Spark on Kubernetes as a privilege: the ValidatingAdmissionPolicies that gate it and fence it in.
 
 With `spec.executor.sparkExecutors` a member is Spark's driver, and its ServiceAccount may create pods
-in the namespace (`api.rbac.spark_driver_rules`): RBAC cannot say "only Spark's executors". So:
+in the namespace (`controller.permissions.spark_driver_rules`): RBAC cannot say "only Spark's executors". So:
 
 - **The gate.** An install allows such apps only with `--allow-spark-executors` (chart:
   `sparkExecutors.allowed`); the operator refuses them otherwise (`controller.admission`), and
@@ -9,7 +9,7 @@ in the namespace (`api.rbac.spark_driver_rules`): RBAC cannot say "only Spark's 
   `sparkExecutors` before keeps being updatable (the operator flags it; its owner removes the field).
 - **The fence.** `member_pod_policy` holds every pod a member's ServiceAccount creates — whatever the
   namespace's Pod Security labels — to the restricted profile (the same generated rules as the
-  pod-template policy, `api.admissionpolicy.restricted_rules`, plus the fields restricted requires to be
+  pod-template policy, `render.admissionpolicy.restricted_rules`, plus the fields restricted requires to be
   set), to the member's own ServiceAccount with no API token, to the app's image, to emptyDir,
   configMap and downwardAPI volumes (no host path, no Secret, no other app's claim) and no Secret in
   the environment. These are exactly the executor pods `executor.sparkk8s` asks Spark for.
@@ -28,18 +28,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.api import admissionpolicy
 from streamapp.api.meta import GROUP, VERSION
+from streamapp.controller.admission import SPARK_GATE_FIELD as GATE_FIELD
+from streamapp.controller.admission import SPARK_GATE_PROBLEM as GATE_PROBLEM
+from streamapp.render import admissionpolicy
 
 API_VERSION = admissionpolicy.API_VERSION
-ALLOW_FLAG = "--allow-spark-executors"
 GATE_NAME = "streamapp-spark-executors"
 MEMBER_PODS_NAME = "streamapp-member-pods"
-GATE_FIELD = "spec.executor.sparkExecutors"
-GATE_PROBLEM = (
-    "the member's ServiceAccount would create pods in the namespace (Spark's executors); "
-    f"the operator allows it only with {ALLOW_FLAG}"
-)
 GATE_MESSAGE = f"{GATE_FIELD}: {GATE_PROBLEM}"
 MEMBER_POD_VOLUMES = ("configMap", "downwardAPI", "emptyDir")
 SERVICE_ACCOUNT_PREFIX = "'system:serviceaccount:' + request.namespace + ':'"

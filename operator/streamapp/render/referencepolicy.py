@@ -10,7 +10,7 @@ Kafka's credentials) and anywhere in `spec.executor.podTemplate` (volumes, proje
 volume-plugin secret refs, env and envFrom of every container list, imagePullSecrets, resourceClaims)
 — and refuses the app with a message naming the field, the kind and the name.
 
-It is a policy of its own, apart from the pod-template one (`api.admissionpolicy`): that one is left
+It is a policy of its own, apart from the pod-template one (`render.admissionpolicy`): that one is left
 out on installs that run privileged executors, while reading what one may not read is never an install's
 choice. It runs on CREATE and on every UPDATE that changes `spec`, for every reference (not only new
 ones): whoever changes the spec changes what the pods run (image, command, sidecars) and so who reads
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamapp.api import admissionpolicy
+from streamapp.render import admissionpolicy
 
 NAME = "streamapp-references"
 TEMPLATE = "spec.executor.podTemplate.spec"

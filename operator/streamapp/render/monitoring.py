@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import alerts, dashboard
-from streamapp.api.manifests import NAME, NAMESPACE
-from streamapp.api.yamlfiles import Files, render
+from streamapp.render import alerts, dashboard
+from streamapp.render.manifests import NAME, NAMESPACE
+from streamapp.render.yamlfiles import Files, render
 
 COMMAND = "monitoring"
 RULE_FILE = "prometheusrule.yaml"
@@ -57,7 +57,7 @@ def rule_template() -> str:
     indented = "".join(f"    {line}\n" for line in body.splitlines())
     return f"""\
 {{{{- if .Values.metrics.prometheusRule.enabled }}}}
-# The alerts of operator/streamapp/api/alerts.py (lag growing, tasks held or unassigned, fenced owners,
+# The alerts of operator/streamapp/render/alerts.py (lag growing, tasks held or unassigned, fenced owners,
 # no leader, a task not committing, full restores).
 apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
@@ -77,7 +77,7 @@ spec:
 
 DASHBOARD_TEMPLATE = f"""\
 {{{{- if .Values.metrics.grafanaDashboard.enabled }}}}
-# The StreamApp dashboard (operator/streamapp/api/dashboard.py), for Grafana's dashboard sidecar.
+# The StreamApp dashboard (operator/streamapp/render/dashboard.py), for Grafana's dashboard sidecar.
 apiVersion: v1
 kind: ConfigMap
 metadata:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamapp.api import admissionpolicy, referencepolicy, sparkpolicy
-from streamapp.api.rbac import operator_cluster_role_rules, operator_lease_rules
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
-from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
+from streamapp.controller.permissions import operator_cluster_role_rules, operator_lease_rules
+from streamapp.render import admissionpolicy, referencepolicy, sparkpolicy
+from streamapp.render.yamlfiles import KUSTOMIZATION, Files, render
 
 NAMESPACE = "streamapp-system"
 NAME = "streamapp-operator"

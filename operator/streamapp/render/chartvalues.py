@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from streamapp.api import alerts, flowcontrol, manifests
-from streamapp.api.yamlfiles import HEADER
+from streamapp.render import alerts, flowcontrol, manifests
+from streamapp.render.yamlfiles import HEADER
 
 NAME = manifests.NAME
 COMMAND = "chart"
@@ -213,7 +213,7 @@ VALUES: tuple[Value, ...] = (
         "metrics.prometheusRule.enabled",
         False,
         {"type": "boolean"},
-        "Create a prometheus-operator PrometheusRule with the alerts of `streamapp.api.alerts` (lag growing, "
+        "Create a prometheus-operator PrometheusRule with the alerts of `streamapp.render.alerts` (lag growing, "
         "tasks held or unassigned, fenced owners, no leader, a task not committing, full restores).",
     ),
     Value(
@@ -238,7 +238,7 @@ VALUES: tuple[Value, ...] = (
         "metrics.grafanaDashboard.enabled",
         False,
         {"type": "boolean"},
-        "Create a ConfigMap holding the StreamApp Grafana dashboard (`streamapp.api.dashboard`).",
+        "Create a ConfigMap holding the StreamApp Grafana dashboard (`streamapp.render.dashboard`).",
     ),
     Value(
         "metrics.grafanaDashboard.labels",

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streamapp.api.apidocs import api_files
-from streamapp.api.chart import chart_files
-from streamapp.api.crd import crd_files, crds
-from streamapp.api.manifests import manifest_files
-from streamapp.api.monitoring import monitoring_files
-from streamapp.api.yamlfiles import KUSTOMIZATION, Files, differences, write
+from streamapp.render.apidocs import api_files
+from streamapp.render.chart import chart_files
+from streamapp.render.crd import crd_files, crds
+from streamapp.render.manifests import manifest_files
+from streamapp.render.monitoring import monitoring_files
+from streamapp.render.yamlfiles import KUSTOMIZATION, Files, differences, write
 
 # command: (generator, what it generates, whether its files print as one YAML stream)
 GENERATORS: dict[str, tuple[Callable[[], Files], str, bool]] = {

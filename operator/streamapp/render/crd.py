@@ -13,7 +13,7 @@ from streamapp.api.member import StreamAppMember
 from streamapp.api.meta import GROUP, VERSION, Resource
 from streamapp.api.schema import describe, model_schema
 from streamapp.api.streamapp import StreamApp
-from streamapp.api.yamlfiles import KUSTOMIZATION, Files, render
+from streamapp.render.yamlfiles import KUSTOMIZATION, Files, render
 
 # `kubectl get streaming` lists apps and members together. A category must not equal any resource's
 # name: kubectl expands categories first, so a category "streamapp" turned `kubectl get streamapp x`

@@ -18,10 +18,11 @@ from typing import Any
 from streamapp.api import security
 from streamapp.api.names import GROUP, RESERVED_KEY_DOMAIN, RESERVED_KEYS
 from streamapp.api.streamapp import StreamApp
+from streamapp.controller.admission import ALLOW_FLAG
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME = "streamapp-pod-templates"
-ALLOWED_BY = "the operator allows it only with --allow-privileged-pod-templates"
+ALLOWED_BY = f"the operator allows it only with {ALLOW_FLAG}"
 # Every volume source a Pod accepts that the restricted profile does not (the Pod API's set is closed,
 # so refusing these allows exactly configMap, downwardAPI, emptyDir, ephemeral, persistentVolumeClaim,
 # projected and secret); inline `csi` is the operator's own refusal.
@@ -159,7 +160,7 @@ def validations() -> list[dict[str, str]]:
 
 def restricted_rules() -> list[tuple[str, str]]:
     """(CEL, what it refuses) for every rule, over the pod spec `variables.spec` and the pod metadata
-    `variables.meta` (also used for the pods members create: `api.sparkpolicy`)."""
+    `variables.meta` (also used for the pods members create: `render.sparkpolicy`)."""
     spec = "variables.spec"
     out: list[tuple[str, str]] = [
         (

@@ -1,0 +1,62 @@
+"""The packages keep to their floors: the model imports nothing rendered from it or acting on it, the
+executor's state engine loads without Spark, and the operator at run time never loads a generator.
+
+Each check imports every module of a package in a fresh interpreter (what this test process has already
+loaded cannot hide an import) and lists what came with it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import importlib, json, pkgutil, sys
+package = importlib.import_module(sys.argv[1])
+for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    importlib.import_module(module.name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def loaded_with(package: str) -> set[str]:
+    """Every module loaded by importing each module of `package`."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, package], capture_output=True, text=True, timeout=120, check=True
+    )
+    return set(json.loads(result.stdout))
+
+
+def _under(modules: set[str], *prefixes: str) -> list[str]:
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+CLUSTER = ("kopf", "kubernetes")
+SPARK = ("pyspark",)
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        # The types only: nothing written from them, nothing that talks to a cluster or runs Spark.
+        (
+            "streamapp.api",
+            ("streamapp.render", "streamapp.controller", "streamapp.executor", *CLUSTER, *SPARK),
+        ),
+        # The state engine knows nothing of Kafka or Spark, and of no cluster.
+        ("streamapp.executor.state", ("streamapp.controller", "confluent_kafka", *CLUSTER, *SPARK)),
+        # The pure engine: no I/O stack at all.
+        ("streamapp.rebalance", ("streamapp.controller", "streamapp.executor", *CLUSTER, *SPARK)),
+    ],
+)
+def test_a_package_loads_nothing_above_it(package: str, forbidden: tuple[str, ...]) -> None:
+    assert _under(loaded_with(package), *forbidden) == []
+
+
+def test_the_operator_loads_no_generator() -> None:
+    """The controller and its CLI run without `streamapp.render`: the rules they need are their own
+    (`controller.permissions`, `controller.admission`); render collects them, not the other way."""
+    assert _under(loaded_with("streamapp.controller"), "streamapp.render") == []
