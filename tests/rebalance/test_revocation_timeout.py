@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from world import World
 
-from streamapp.rebalance import AppConfig, Assignment, ConfigError, EventKind, RebalanceConfig, plan
+from streamapp.api.fields import ValidationError
+from streamapp.api.rebalance import REBALANCE
+from streamapp.rebalance import AppConfig, Assignment, EventKind, RebalanceConfig, plan
 
 
 def stalled(timeout: float = 120.0) -> tuple[World, int, int]:
@@ -104,7 +106,7 @@ def test_revocation_times_survive_persistence_and_old_intents_count_from_now() -
 
 def test_revocation_timeout_is_a_positive_duration() -> None:
     assert RebalanceConfig().revocation_timeout == 300.0
-    assert RebalanceConfig.from_spec({"revocationTimeout": "90s"}).revocation_timeout == 90.0
+    assert REBALANCE.decode({"revocationTimeout": "90s"}, "rebalance").revocation_timeout == 90.0
     assert RebalanceConfig().to_spec()["revocationTimeout"] == "5m"
-    with pytest.raises(ConfigError, match="revocationTimeout"):
-        RebalanceConfig.from_spec({"revocationTimeout": "0s"})
+    with pytest.raises(ValidationError, match="revocationTimeout"):
+        REBALANCE.decode({"revocationTimeout": "0s"}, "rebalance")

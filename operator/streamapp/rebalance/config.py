@@ -1,21 +1,21 @@
-"""Configuration of an app's rebalancing: the `spec.rebalance` block and the app's shape.
+"""Configuration of an app's rebalancing in the engine's units, and the app's shape.
 
-The same block is read from a StreamApp resource and from a simulator scenario, so parsing (camelCase
-keys, Kubernetes-style durations) and validation live here, next to the engine that uses them, and every
-error names the offending key.
+`RebalanceConfig` is the `spec.rebalance` block as the engine reads it (seconds, counts) and owns its
+defaults; the block's wire form and every check of it are `streamapp.api.rebalance.RebalanceSpec`, which
+both the operator and the simulator decode through. Durations are parsed here (`parse_duration`), the
+one spelling every duration setting shares.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 Protocol = Literal["eager", "cooperative", "streamapp"]
-PROTOCOLS: tuple[Protocol, ...] = ("eager", "cooperative", "streamapp")
+PROTOCOLS: tuple[Protocol, ...] = typing.get_args(Protocol)
 LostTaskRecovery = Literal["auto", "delay"]
-LOST_TASK_RECOVERIES: tuple[LostTaskRecovery, ...] = ("auto", "delay")
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 MAX_DURATION_SECONDS = 30 * 24 * 3600.0
@@ -90,6 +90,7 @@ class RebalanceConfig:
     while its pod stays ready and its reports go on.
     """
 
+    # Every float is a duration in seconds (`to_spec` spells them the Go way).
     protocol: Protocol = "streamapp"
     scheduled_rebalance_max_delay: float = 300.0
     acceptable_recovery_lag: int = 10_000
@@ -105,67 +106,20 @@ class RebalanceConfig:
     flap_window: float = 600.0
     batch_timeout: float = 300.0
 
-    def __post_init__(self) -> None:
-        if self.protocol not in PROTOCOLS:
-            raise ConfigError(f"protocol: expected one of {', '.join(PROTOCOLS)}, got {self.protocol!r}")
-        if self.lost_task_recovery not in LOST_TASK_RECOVERIES:
-            raise ConfigError(
-                f"lostTaskRecovery: expected one of {', '.join(LOST_TASK_RECOVERIES)}, "
-                f"got {self.lost_task_recovery!r}"
-            )
-        _require(self.acceptable_recovery_lag >= 0, "acceptableRecoveryLag", "must be >= 0")
-        _require(self.handoff_lag >= 0, "handoffLag", "must be >= 0")
-        _require(self.max_warmup_replicas >= 1, "maxWarmupReplicas", "must be >= 1")
-        _require(self.max_warmup_replicas_total >= 0, "maxWarmupReplicasTotal", "must be >= 0")
-        _require(self.standby_replicas >= 0, "standbyReplicas", "must be >= 0")
-        _require(self.probing_rebalance_interval > 0, "probingRebalanceInterval", "must be > 0")
-        _require(self.scheduled_rebalance_max_delay >= 0, "scheduledRebalanceMaxDelay", "must be >= 0")
-        _require(self.revocation_timeout > 0, "revocationTimeout", "must be > 0")
-        _require(self.batch_timeout >= 0, "batchTimeout", "must be >= 0")
-
     def lag_thresholds(self) -> tuple[int, ...]:
         """The copy lags a plan changes on (a handoff's `handoff_lag`, caught-up's
         `acceptable_recovery_lag`): an executor must report a copy reaching one without delay."""
         return tuple(sorted({self.handoff_lag, self.acceptable_recovery_lag}))
 
-    @classmethod
-    def from_spec(cls, spec: Mapping[str, Any] | None) -> RebalanceConfig:
-        """Read a camelCase `rebalance` block; unknown keys are errors (a typo must not pass silently)."""
-        spec = dict(spec or {})
-        known = {_camel(f.name): f.name for f in fields(cls)}
-        unknown = sorted(set(spec) - set(known))
-        if unknown:
-            raise ConfigError(f"rebalance: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
-        values: dict[str, Any] = {}
-        for key, raw in spec.items():
-            values[known[key]] = _coerce(key, raw)
-        return cls(**values)
-
     def to_spec(self) -> dict[str, Any]:
-        """The camelCase block with durations spelled the Kubernetes way (inverse of `from_spec`)."""
+        """The camelCase block with durations spelled the Kubernetes way: the wire defaults, and what the
+        operator writes back."""
+        durations = {name for name, tp in typing.get_type_hints(RebalanceConfig).items() if tp is float}
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[_camel(f.name)] = format_duration(value) if f.name in _DURATION_FIELDS else value
+            out[_camel(f.name)] = format_duration(value) if f.name in durations else value
         return out
-
-
-_DURATION_FIELDS = {
-    "scheduled_rebalance_max_delay",
-    "probing_rebalance_interval",
-    "revocation_timeout",
-    "flap_window",
-    "batch_timeout",
-}
-_INT_FIELDS = {
-    "acceptableRecoveryLag",
-    "handoffLag",
-    "maxWarmupReplicas",
-    "maxWarmupReplicasTotal",
-    "standbyReplicas",
-}
-_BOOL_FIELDS = {"failoverToStandby", "drainOnScaleIn"}
-_ENUM_FIELDS: dict[str, tuple[str, ...]] = {"protocol": PROTOCOLS, "lostTaskRecovery": LOST_TASK_RECOVERIES}
 
 
 @dataclass(frozen=True)
@@ -184,27 +138,6 @@ class AppConfig:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
-
-
-_DURATION_KEYS = {_camel(name) for name in _DURATION_FIELDS}
-
-
-def _coerce(key: str, raw: object) -> object:
-    if key in _DURATION_KEYS:
-        return parse_duration(raw, key)
-    if key in _INT_FIELDS:
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise ConfigError(f"{key}: expected an integer, got {raw!r}")
-        return raw
-    if key in _BOOL_FIELDS:
-        if not isinstance(raw, bool):
-            raise ConfigError(f"{key}: expected true or false, got {raw!r}")
-        return raw
-    if key in _ENUM_FIELDS:
-        if raw not in _ENUM_FIELDS[key]:
-            raise ConfigError(f"{key}: expected one of {', '.join(_ENUM_FIELDS[key])}, got {raw!r}")
-        return raw
-    raise ConfigError(f"rebalance: unknown key {key}")
 
 
 def _require(ok: bool, key: str, message: str) -> None:

@@ -14,6 +14,8 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from streamapp.api.fields import ValidationError
+from streamapp.api.rebalance import REBALANCE
 from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
 from streamapp.rebalance.config import parse_duration
 from streamapp.rebalance.rollout import RolloutConfig
@@ -157,12 +159,21 @@ def parse_scenario(data: object) -> Scenario:
         members=members,
         duration=duration,
         workload=_workload(doc.get("workload") or {}),
-        rebalance=RebalanceConfig.from_spec(_mapping(doc.get("rebalance") or {}, "rebalance")),
+        rebalance=_rebalance(doc.get("rebalance") or {}),
         events=events,
         zones=zones,
         tick=_positive(doc.get("tick", 1.0), "tick"),
         rolling_update=RolloutConfig.from_spec(_mapping(doc.get("rollingUpdate") or {}, "rollingUpdate")),
     )
+
+
+def _rebalance(raw: object) -> RebalanceConfig:
+    """The block a StreamApp's `spec.rebalance` holds, checked by the same rules the API server runs."""
+    try:
+        config: RebalanceConfig = REBALANCE.decode(raw, "rebalance")
+    except ValidationError as error:
+        raise ScenarioError(str(error)) from None
+    return config
 
 
 def _workload(raw: object) -> Workload:
