@@ -16,14 +16,14 @@ import pytest
 PROBE = """
 import importlib, json, pkgutil, sys
 package = importlib.import_module(sys.argv[1])
-for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+for module in pkgutil.walk_packages(getattr(package, "__path__", []), package.__name__ + "."):
     importlib.import_module(module.name)
 print(json.dumps(sorted(sys.modules)))
 """
 
 
 def loaded_with(package: str) -> set[str]:
-    """Every module loaded by importing each module of `package`."""
+    """Every module loaded by importing `package` and each module in it."""
     result = subprocess.run(
         [sys.executable, "-c", PROBE, package], capture_output=True, text=True, timeout=120, check=True
     )
@@ -48,6 +48,8 @@ SPARK = ("pyspark",)
         ),
         # The state engine knows nothing of Kafka or Spark, and of no cluster.
         ("streamapp.executor.state", ("streamapp.controller", "confluent_kafka", *CLUSTER, *SPARK)),
+        # The units every setting shares sit below everything.
+        ("streamapp.units", ("streamapp.api", "streamapp.rebalance", *CLUSTER, *SPARK)),
         # The pure engine: no I/O stack at all.
         ("streamapp.rebalance", ("streamapp.controller", "streamapp.executor", *CLUSTER, *SPARK)),
     ],

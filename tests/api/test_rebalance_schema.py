@@ -10,7 +10,8 @@ import pytest
 
 from streamapp.api.fields import ValidationError, camel
 from streamapp.api.rebalance import DURATION_PATTERN, REBALANCE
-from streamapp.rebalance.config import RebalanceConfig, parse_duration
+from streamapp.rebalance.config import RebalanceConfig
+from streamapp.units import parse_duration
 
 
 def test_keys_and_defaults_are_the_engines() -> None:

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from streamapp.api.quantity import cpu_cores
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller.capacity import pod_capacity
 from streamapp.controller.observe import member_views
 from streamapp.rebalance import AppConfig, Assignment, RebalanceConfig, plan
+from streamapp.units import cpu_cores
 
 
 @pytest.mark.parametrize(

@@ -17,14 +17,8 @@ from streamapp.api.codec import decode
 from streamapp.api.fields import Rule, prop, prop_of, wire_name
 from streamapp.api.model import Model
 from streamapp.api.schema import model_schema
-from streamapp.rebalance.config import (
-    MAX_DURATION_SECONDS,
-    ConfigError,
-    LostTaskRecovery,
-    Protocol,
-    RebalanceConfig,
-    parse_duration,
-)
+from streamapp.rebalance.config import LostTaskRecovery, Protocol, RebalanceConfig
+from streamapp.units import MAX_DURATION_SECONDS, UnitError, parse_duration
 
 DURATION_PATTERN = "^([0-9]+([.][0-9]+)?(ms|s|m|h))+$"
 DURATION_MAX_LENGTH = 32
@@ -44,7 +38,7 @@ def at_most(key: str) -> Rule:
 def _seconds(value: str) -> float:
     try:
         return parse_duration(value)
-    except ConfigError:
+    except UnitError:
         return MAX_DURATION_SECONDS + 1
 
 

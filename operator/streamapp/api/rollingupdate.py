@@ -12,8 +12,8 @@ from typing import ClassVar, Literal
 from streamapp.api.fields import prop
 from streamapp.api.model import Model
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, at_most
-from streamapp.rebalance.config import parse_duration
 from streamapp.rebalance.rollout import RolloutConfig
+from streamapp.units import parse_duration
 
 RolloutStrategy = Literal["handoff", "inPlace", "auto"]
 

@@ -18,7 +18,6 @@ from streamapp.api.kafka import KafkaTopic
 from streamapp.api.meta import Resource
 from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
-from streamapp.api.quantity import byte_count, cpu_cores
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE, at_most
 from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.api.sparkconf import (
@@ -35,6 +34,7 @@ from streamapp.api.sparkconf import (
     wired_message,
 )
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
+from streamapp.units import byte_count, cpu_cores
 
 FUNCTION_PATTERN = "[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*"
 BUILTIN_MERGES = ("sum", "count", "min", "max", "last")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamapp.api.podtemplate import EXECUTOR_CONTAINER
-from streamapp.api.quantity import cpu_cores
+from streamapp.units import cpu_cores
 
 DEFAULT_CAPACITY = 1.0
 

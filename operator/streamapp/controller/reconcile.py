@@ -129,7 +129,7 @@ def reconcile(
     pods = _pods(observed.pods)
     revision = children.pod_revision(model)
     rolling = model.spec.rolling_update.config()
-    warm = config.rebalance.protocol == "streamapp"
+    warm = config.rebalance.state_aware
     claims = bool(model.spec.executor.storage.size)
     measured = costs.known(app, observed.members, pods, claims)
     capacities = model.spec.executor.capacity_overrides()

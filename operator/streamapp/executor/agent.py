@@ -69,7 +69,7 @@ from streamapp.executor.state.localstate import STORE_KINDS, LocalState, LocalSt
 from streamapp.executor.state.retention import Retention, retention_of
 from streamapp.executor.task import Role, TaskConfig, TaskStatus
 from streamapp.processmetrics import register_process_metrics
-from streamapp.rebalance.config import parse_duration
+from streamapp.units import parse_duration
 
 log = logging.getLogger("streamapp.executor")
 IDLE_SECONDS = 0.2

@@ -2,61 +2,24 @@
 
 `RebalanceConfig` is the `spec.rebalance` block as the engine reads it (seconds, counts) and owns its
 defaults; the block's wire form and every check of it are `streamapp.api.rebalance.RebalanceSpec`, which
-both the operator and the simulator decode through. Durations are parsed here (`parse_duration`), the
-one spelling every duration setting shares.
+both the operator and the simulator decode through. Durations and quantities are spelled as in `streamapp.units`.
 """
 
 from __future__ import annotations
 
-import re
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+from streamapp.units import format_duration
 
 Protocol = Literal["eager", "cooperative", "streamapp"]
 PROTOCOLS: tuple[Protocol, ...] = typing.get_args(Protocol)
 LostTaskRecovery = Literal["auto", "delay"]
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-MAX_DURATION_SECONDS = 30 * 24 * 3600.0
-"""The longest duration a setting takes (720h): beyond it a deadline is a date nobody means, and one
-near the float's range is no date at all."""
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
 
 class ConfigError(ValueError):
     """A rebalance configuration value is missing, malformed or out of range."""
-
-
-def parse_duration(value: object, key: str = "duration") -> float:
-    """Seconds from `300`, `"300"`, `"5m"`, `"1h30m"` or `"250ms"` (the Kubernetes/Go style)."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{key}: expected a duration such as 5m or 30s, got {value!r}")
-    text = value.strip() if isinstance(value, str) else None
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif text is not None and re.fullmatch(r"\d+(?:\.\d+)?", text):
-        seconds = float(text)
-    elif text is not None and re.fullmatch(rf"(?:{_DURATION_PART.pattern})+", text):
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
-    else:
-        raise ConfigError(f"{key}: expected a duration such as 5m, 30s or 1h30m, got {value!r}")
-    if seconds < 0:
-        raise ConfigError(f"{key}: must not be negative, got {value!r}")
-    if seconds > MAX_DURATION_SECONDS:
-        raise ConfigError(f"{key}: must be at most 720h, got {value!r}")
-    return seconds
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest Go-style spelling of a duration (`300.0` → `5m`), for generated YAML and docs."""
-    if seconds and seconds % 3600 == 0:
-        return f"{int(seconds // 3600)}h"
-    if seconds and seconds % 60 == 0:
-        return f"{int(seconds // 60)}m"
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"
-    return f"{round(seconds * 1000)}ms"
 
 
 @dataclass(frozen=True)
@@ -105,6 +68,13 @@ class RebalanceConfig:
     lost_task_recovery: LostTaskRecovery = "auto"
     flap_window: float = 600.0
     batch_timeout: float = 300.0
+
+    @property
+    def state_aware(self) -> bool:
+        """The protocol that knows about state (`streamapp`): warmups before handoffs, pre-warming and
+        restores of lost members' tasks, failover to standbys, damping of flapping members. The two
+        baselines (`eager`, `cooperative`) move tasks cold."""
+        return self.protocol == "streamapp"
 
     def lag_thresholds(self) -> tuple[int, ...]:
         """The copy lags a plan changes on (a handoff's `handoff_lag`, caught-up's

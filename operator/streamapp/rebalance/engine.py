@@ -40,7 +40,7 @@ def plan(app: AppConfig, members: Iterable[MemberView], previous: Assignment, no
     views = list(members)
     flaps_before = previous.flaps
     damped: frozenset[int] = frozenset()
-    if config.protocol == "streamapp" and config.flap_window > 0:
+    if config.state_aware and config.flap_window > 0:
         flaps = flapping.age(previous.flaps, views, app.replicas, config.flap_window, now)
         damped = flapping.damped(flaps, views, app.replicas)
         views = flapping.distrust(views, damped)
@@ -66,7 +66,7 @@ def _plan_incremental(
     `lostTaskRecovery: auto`, restore them elsewhere where that is quicker: `recovery`); members
     `damped` for flapping (`flapping`) are not waited for."""
     config = app.rebalance
-    aware = config.protocol == "streamapp"
+    aware = config.state_aware
     auto = aware and config.lost_task_recovery == "auto"
     rules = HoldRules(
         config.scheduled_rebalance_max_delay,
@@ -194,7 +194,7 @@ def _finish(
     owners = {t.active for t in assignment.tasks}
     removable = tuple(sorted(m for m in roster.members if m >= app.replicas and m not in owners))
     deadlines = [r.deadline for r in assignment.reservations]
-    if app.rebalance.protocol == "streamapp":
+    if app.rebalance.state_aware:
         delay = app.rebalance.scheduled_rebalance_max_delay
         deadlines += [prewarm_at(r.deadline, delay) for r in assignment.reservations]
     if recovery is not None and recovery.wake_at is not None:

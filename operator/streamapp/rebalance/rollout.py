@@ -19,10 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, cast
 
-from streamapp.rebalance.config import ConfigError, parse_duration
+from streamapp.rebalance.config import ConfigError
 from streamapp.rebalance.costs import UNMEASURED, Costs
 from streamapp.rebalance.model import Assignment, MemberView
 from streamapp.rebalance.quotas import quotas
+from streamapp.units import parse_duration
 
 HANDOFF_FLOOR_SECONDS = 1.0
 """Less than a handoff ever stands a task still: the old owner's last batch, the acknowledgement's round

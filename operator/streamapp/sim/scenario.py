@@ -17,8 +17,8 @@ import yaml
 from streamapp.api.fields import ValidationError
 from streamapp.api.rebalance import REBALANCE
 from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
-from streamapp.rebalance.config import parse_duration
 from streamapp.rebalance.rollout import RolloutConfig
+from streamapp.units import UnitError, parse_duration
 
 
 class ScenarioError(ValueError):
@@ -137,7 +137,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{path}: not valid YAML: {error}") from error
     try:
         return parse_scenario(data)
-    except (ScenarioError, ConfigError) as error:
+    except (ScenarioError, ConfigError, UnitError) as error:
         raise ScenarioError(f"{path}: {error}") from error
 
 

@@ -162,7 +162,7 @@ class Simulation:
         for state in self.assignment.tasks:
             if state.active is not None:
                 active[state.active] = active.get(state.active, 0) + 1
-        warm = self.app.rebalance.protocol == "streamapp"
+        warm = self.app.rebalance.state_aware
         update = self.scenario.rolling_update
         self.costs = merged(self.costs, self._measured())
         # As the operator sees them: it keeps no memory of the members it last named upcoming.

@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from streamapp.api.quantity import byte_count
 from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION_BYTES, DEFAULT_DELTA_RETENTION_SECONDS
-from streamapp.rebalance.config import ConfigError, parse_duration
+from streamapp.units import UnitError, byte_count, parse_duration
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ def retention_of(duration: str, size: str) -> Retention:
     ValueError naming the field when either does not parse."""
     try:
         seconds = parse_duration(duration, "deltaRetention")
-    except ConfigError as error:
+    except UnitError as error:
         raise ValueError(str(error)) from None
     max_bytes = byte_count(size)
     if max_bytes is None:
