@@ -89,11 +89,11 @@ def measure(runs: int) -> list[dict[str, object]]:
     return results
 
 
-def report(results: list[dict[str, object]], load: tuple[float, float], commit: str) -> str:
+def report(results: list[dict[str, object]], load: tuple[float, float]) -> str:
     lines = [
         "# A fresh executor's first batches, with and without the warm-up",
         "",
-        f"`bench/firstbatch.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, the warm-up of commit {commit}, "
+        f"`bench/firstbatch.py` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, "
         f"{os.cpu_count()} cores, load average {load[0]:.1f} at start and {load[1]:.1f} at end. Each run is a new "
         f"process and Spark session; {ALONE} batches of one partition ({RECORDS} records each, read from a file "
         f"log, each its own job: a round of a member owning one task), then {SHARED} rounds of two partitions "
@@ -125,13 +125,7 @@ def main() -> None:
         return
     load_start = os.getloadavg()[0]
     results = measure(args.runs)
-    import streamapp
-
-    source = Path(streamapp.__file__).resolve().parents[1]
-    commit = subprocess.run(
-        ["git", "-C", str(source), "describe", "--always", "--dirty"], capture_output=True, text=True
-    ).stdout.strip()
-    text = report(results, (load_start, os.getloadavg()[0]), commit or "unknown")
+    text = report(results, (load_start, os.getloadavg()[0]))
     print(text)
     if args.write:
         args.write.write_text(text)

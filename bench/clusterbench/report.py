@@ -124,7 +124,7 @@ def render(
         "(`make bench-cluster-report`): every figure below regenerates from them.",
         "",
         *[
-            f"- run {n}: {r['date']} (commit {r['machine']['commit']}), {r['minutes']:.0f} min, load average "
+            f"- run {n}: {r['date']}, {r['minutes']:.0f} min, load average "
             f"{r['load_start']:.1f} at the start and {r['load_end']:.1f} at the end"
             for n, r in enumerate(runs, 1)
         ],
