@@ -30,7 +30,7 @@ from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState
 from streamapp.controller.reconcile import Observed, reconcile
-from streamapp.controller.status import app_status, status_changes
+from streamapp.controller.status import app_status, status_changes, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
 from streamapp.rebalance.config import RebalanceConfig
 
@@ -267,7 +267,7 @@ def scale_out(
     pods = pods_of(range(grown.replicas))
     body = app_body(grown.partitions, grown.replicas, grown.rebalance.standby_replicas, {})
     previous = settled.assignment
-    current_new = app_status(body, settled, previous, views, pods, NOW)
+    current_new = step_patch(app_status(body, settled, previous, views, pods, NOW))
     current_old = old_status(current_new, previous, views)
     steps = written_old = written_new = 0
     first_ms = 0.0
@@ -280,7 +280,7 @@ def scale_out(
         if not result.changed and not result.assignment.in_flight():
             break
         steps += 1
-        status = app_status({**body, "status": current_new}, result, previous, views, pods, NOW)
+        status = step_patch(app_status({**body, "status": current_new}, result, previous, views, pods, NOW))
         old = old_status(status, result.assignment, views)
         written_new += size(status_changes({"status": current_new}, status))
         written_old += size(old) if status_changes({"status": current_old}, old) else 0
@@ -309,7 +309,7 @@ def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: 
     pods = pods_of(range(members))
     bodies = reports(assignment, views, input_lag=10)
     empty = app_body(partitions, members, standbys, {})
-    status = app_status(empty, settled, Assignment(), views, pods, NOW, bodies)
+    status = step_patch(app_status(empty, settled, Assignment(), views, pods, NOW, bodies))
     old = old_status(status, assignment, views)
     specs = [
         children.member_spec("counts", m, t, assignment.generation, False, config.rebalance.lag_thresholds())
@@ -318,7 +318,9 @@ def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: 
     # One member reports: its active tasks' input lag changes, its copies' lags change.
     reported = [bodies[0], *bodies[1:]]
     reported[0] = reports(assignment, views, input_lag=11)[0]
-    after = app_status({**empty, "status": status}, settled, Assignment(), views, pods, NOW, reported)
+    after = step_patch(
+        app_status({**empty, "status": status}, settled, Assignment(), views, pods, NOW, reported)
+    )
     lagging = [replace(views[0], lags={t: 7 for t in range(3)}), *views[1:]]
     times = []
     for _ in range(runs):

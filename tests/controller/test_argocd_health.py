@@ -15,7 +15,7 @@ from lupa.lua51 import LuaRuntime
 from reports import processing_members
 
 from streamapp.controller.observe import PodState
-from streamapp.controller.status import app_status, invalid_spec_status
+from streamapp.controller.status import app_status, invalid_spec_status, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, plan
 
 ARGOCD = Path(__file__).resolve().parents[2] / "manifests" / "argocd"
@@ -49,7 +49,10 @@ def observed(
     result = plan(AppConfig(4, replicas), views, previous, 0.0)
     pods = {v.id: PodState(v.id, f"counts-{v.id}", f"uid-{v.id}", v.alive, False, None) for v in views}
     members = processing_members(result.assignment, {m: p for m, p in pods.items() if p.ready})
-    status = {**(body.get("status") or {}), **app_status(body, result, previous, views, pods, NOW, members)}
+    status = {
+        **(body.get("status") or {}),
+        **step_patch(app_status(body, result, previous, views, pods, NOW, members)),
+    }
     return {**body, "status": status}, result
 
 

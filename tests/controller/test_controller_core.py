@@ -8,10 +8,10 @@ from typing import Any
 from reports import processing_members
 
 from streamapp.api.names import RESTART_ANNOTATION, executor_account
-from streamapp.api.streamapp import StreamApp
+from streamapp.api.streamapp import StreamApp, TaskCounts
 from streamapp.controller import children, intent
 from streamapp.controller.observe import PodState, member_views
-from streamapp.controller.status import app_status, conditions, merge_conditions
+from streamapp.controller.status import app_status, conditions, merge_conditions, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
 
 APP: dict[str, Any] = {
@@ -224,7 +224,7 @@ def test_status_counts_conditions_and_intent() -> None:
         1: PodState(1, "counts-1", "b", True, False, None),
     }
     members = processing_members(result.assignment, pods)
-    status = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members)
+    status = step_patch(app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members))
     assert status["tasks"] == {"active": 4, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 0}
     assert status["readyReplicas"] == 2 and status["selector"] == "streamapp.dev/app=counts"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
@@ -238,24 +238,24 @@ def test_ready_pods_are_not_enough_every_owner_must_confirm_its_tasks() -> None:
     pods = {m: PodState(m, f"counts-{m}", f"uid-{m}", True, False, None) for m in (0, 1)}
     members = processing_members(result.assignment, pods)
     members[1]["status"]["observedGeneration"] = 0  # member 1 has not applied its target yet
-    status = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members)
+    status = step_patch(app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members))
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "False"
     assert conditions["Ready"]["reason"] == "TasksNotConfirmed"
     assert "2 not yet confirmed" in conditions["Ready"]["message"]
     assert conditions["Degraded"]["status"] == "False"
-    silent = app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", [])
+    silent = step_patch(app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", []))
     assert next(c for c in silent["conditions"] if c["type"] == "Ready")["status"] == "False"
 
 
 def test_condition_transition_time_moves_only_on_a_flip() -> None:
-    counts = {"active": 4, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 0}
+    counts = TaskCounts(active=4)
     first = merge_conditions([], conditions(counts, 2, 2, False), "t1", 1)
     again = merge_conditions(first, conditions(counts, 2, 2, False), "t2", 1)
-    held = dict(counts, reserved=2)
+    held = dataclasses.replace(counts, reserved=2)
     flipped = merge_conditions(again, conditions(held, 2, 1, False), "t3", 1)
-    assert [c["lastTransitionTime"] for c in again] == ["t1", "t1", "t1"]
-    assert {c["type"]: c["lastTransitionTime"] for c in flipped} == {
+    assert [c.last_transition_time for c in again] == ["t1", "t1", "t1"]
+    assert {c.type: c.last_transition_time for c in flipped} == {
         "Ready": "t3",
         "Rebalancing": "t1",
         "Degraded": "t3",

@@ -13,7 +13,7 @@ from test_controller_core import APP, MODEL, pod
 from streamapp.controller import reconcile
 from streamapp.controller.metrics import FENCED_TASKS_METRIC, Metrics
 from streamapp.controller.observe import PodState, member_views
-from streamapp.controller.status import FENCED_ACTIVE, app_status
+from streamapp.controller.status import FENCED_ACTIVE, app_status, step_patch
 from streamapp.rebalance import AppConfig, Assignment, Event, EventKind, MemberView, Plan, TaskAssignment
 
 
@@ -50,12 +50,14 @@ def test_a_fenced_active_is_degraded_and_not_ready_with_the_tasks_named() -> Non
         0: PodState(0, "counts-0", "u0", True, False, None),
         1: PodState(1, "counts-1", "u1", True, False, None),
     }
-    status = app_status(APP, plan_with(fenced=(0, 2)), Assignment(), views, pods, "2026-01-01T00:00:00Z")
+    status = step_patch(
+        app_status(APP, plan_with(fenced=(0, 2)), Assignment(), views, pods, "2026-01-01T00:00:00Z")
+    )
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Degraded"]["status"] == "True" and conditions["Degraded"]["reason"] == FENCED_ACTIVE
     assert "tasks 0,2 are fenced" in conditions["Degraded"]["message"]
     assert conditions["Ready"]["status"] == "False"
-    resolved = app_status(APP, plan_with(), Assignment(), views, pods, "2026-01-01T00:00:00Z")
+    resolved = step_patch(app_status(APP, plan_with(), Assignment(), views, pods, "2026-01-01T00:00:00Z"))
     assert {c["type"]: c["status"] for c in resolved["conditions"]}["Degraded"] == "False"
 
 

@@ -24,14 +24,17 @@ def settled() -> Assignment:
 
 def test_a_damped_member_shows_its_losses_and_since_when_it_is_up() -> None:
     assignment = replace(settled(), flaps=(Flap(1, (100.0, 200.0), True, 1_795_000_000.0),))
-    rows = members_summary("counts", assignment, [MemberView(0), MemberView(1)], {}, 2)
+    rows = [
+        row.to_dict() for row in members_summary("counts", assignment, [MemberView(0), MemberView(1)], {}, 2)
+    ]
     assert "flapping" not in rows[0]
     assert rows[1]["flapping"] == {"losses": 2, "upSince": "2026-11-18T11:06:40Z"}
     StreamAppStatus.from_dict({"members": rows})  # the typed model reads it back
     down = replace(assignment, flaps=(Flap(1, (100.0, 200.0), True, None),))
-    assert members_summary("counts", down, [MemberView(0), MemberView(1, alive=False)], {}, 2)[1][
-        "flapping"
-    ] == {"losses": 2}
+    assert [
+        row.to_dict()
+        for row in members_summary("counts", down, [MemberView(0), MemberView(1, alive=False)], {}, 2)
+    ][1]["flapping"] == {"losses": 2}
 
 
 def test_the_gauge_counts_damped_members_and_is_forgotten_with_the_app() -> None:

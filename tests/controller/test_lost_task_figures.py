@@ -113,7 +113,7 @@ def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:
 def test_the_status_shows_the_choice_and_its_figures() -> None:
     views, assignment, lost = lost_plan()
     [member] = lost
-    assert lost_tasks(member) == {
+    assert lost_tasks(member).to_dict() == {
         "choice": "Wait",
         "held": 2,
         "restoring": 0,
@@ -124,7 +124,7 @@ def test_the_status_shows_the_choice_and_its_figures() -> None:
         "restoreRows": 200_000,
         "restoreRate": 1_000.0,
     }
-    rows = members_summary("counts", assignment, views, {}, 2, lost)
+    rows = [row.to_dict() for row in members_summary("counts", assignment, views, {}, 2, lost)]
     assert rows[1]["phase"] == "Restarting" and rows[1]["lostTasks"]["choice"] == "Wait"
     assert "lostTasks" not in rows[0]
 
@@ -144,7 +144,9 @@ def test_an_event_says_when_a_choice_is_made_or_changes() -> None:
     app: dict[str, Any] = {"metadata": {"name": "counts", "namespace": "ns"}, "status": {"members": []}}
     _announce_lost(kube, app, lost)  # type: ignore[arg-type]
     assert kube.posted == [("WaitingForMember", f"member 1: {lost[0].reason}")]
-    app["status"]["members"] = members_summary("counts", assignment, views, {}, 2, lost)
+    app["status"]["members"] = [
+        row.to_dict() for row in members_summary("counts", assignment, views, {}, 2, lost)
+    ]
     _announce_lost(kube, app, lost)  # type: ignore[arg-type]
     assert len(kube.posted) == 1, "shown already: no second Event"
 

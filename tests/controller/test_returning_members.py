@@ -106,5 +106,5 @@ def test_the_app_status_shows_a_returning_member_holding_tasks_as_restarting() -
     for body, phase in ((starting(executor(RUNNING, restarts=1)), "Restarting"), (starting(node=""), "Lost")):
         pods = {s.member: s for s in map(PodState.of, (pod(0, "a"), body)) if s is not None}
         views = member_views([pod(0, "a"), body], [], {}, wanted=2)
-        rows = members_summary("counts", assignment, views, pods, replicas=2)
+        rows = [row.to_dict() for row in members_summary("counts", assignment, views, pods, replicas=2)]
         assert [r["phase"] for r in rows] == ["Ready", phase]

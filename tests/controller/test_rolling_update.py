@@ -10,10 +10,10 @@ import pytest
 from test_controller_core import APP, MODEL
 
 from streamapp.api.names import HANDOFF_ANNOTATION, REVISION_LABEL
-from streamapp.api.streamapp import StreamApp
+from streamapp.api.streamapp import StreamApp, StreamAppStatus
 from streamapp.controller import children, costs, rollout
 from streamapp.controller.observe import PodState
-from streamapp.controller.status import app_status
+from streamapp.controller.status import app_status, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
 from streamapp.rebalance.config import RebalanceConfig
 from streamapp.rebalance.rollout import Costs, RolloutConfig, RolloutStep
@@ -179,11 +179,8 @@ def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_
 def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> None:
     pods = states(labelled(0, "old"), labelled(1, "new"), labelled(2, "older"), labelled(3, "old"))
     step = RolloutStep({3: 1.0}, (), 1, (0, 2, 3), reasons={3: "its restart time is not measured yet"})
-    assert rollout.status_fields(step, "new", pods) == {
-        "updatedReplicas": 1,
-        "updateRevision": "new",
-        "currentRevision": "old",
-    }
+    shown = rollout.with_revisions(StreamAppStatus(), step, "new", pods)
+    assert (shown.updated_replicas, shown.update_revision, shown.current_revision) == (1, "new", "old")
     rolling = rollout.progressing(step, RolloutConfig(), {3: 2})
     assert (rolling.status, rolling.reason) == (True, "RollingUpdate")
     assert rolling.message == (
@@ -192,7 +189,7 @@ def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> N
     paused = rollout.progressing(step, RolloutConfig(paused=True), {})
     assert (paused.status, paused.reason) == (False, "RolloutPaused")
     done = RolloutStep({}, (), 4, ())
-    assert rollout.status_fields(done, "new", pods)["currentRevision"] == "new"
+    assert rollout.with_revisions(StreamAppStatus(), done, "new", pods).current_revision == "new"
     assert rollout.progressing(done, RolloutConfig(), {}).reason == "RolloutComplete"
 
 
@@ -200,7 +197,9 @@ def test_a_member_handing_off_for_a_rollout_shows_as_draining() -> None:
     views = [MemberView(0), MemberView(1, retiring=True)]
     pods = states(labelled(0, "new"), labelled(1, "old"))
     plan_result = plan(AppConfig(4, 2), views, Assignment.empty(4), 0.0)
-    status = app_status(APP, plan_result, Assignment.empty(4), views, pods, "2026-01-01T00:00:00Z")
+    status = step_patch(
+        app_status(APP, plan_result, Assignment.empty(4), views, pods, "2026-01-01T00:00:00Z")
+    )
     assert [m["phase"] for m in status["members"]] == ["Ready", "Draining"]
     assert all(t.active == 0 for t in plan_result.assignment.tasks)
 

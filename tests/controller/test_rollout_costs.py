@@ -8,10 +8,10 @@ from typing import Any
 
 from test_controller_core import APP
 
-from streamapp.api.streamapp import StreamApp
+from streamapp.api.streamapp import MemberSummary, StreamApp, StreamAppStatus
 from streamapp.controller import costs, rollout
 from streamapp.controller.observe import PodState
-from streamapp.controller.status import status_changes
+from streamapp.controller.status import patch, status_changes
 from streamapp.rebalance.rollout import Costs, RolloutStep
 
 PODS = {m: PodState(m, f"counts-{m}", f"uid-{m}", True, False, None) for m in (0, 1, 2)}
@@ -56,17 +56,22 @@ def test_kept_costs_stay_until_a_new_measurement_replaces_them() -> None:
 
 
 def test_costs_are_written_into_the_member_rows_and_a_report_that_changes_none_writes_nothing() -> None:
-    rows = [{"id": 0, "phase": "Ready"}, {"id": 1, "phase": "Ready"}]
+    rows = StreamAppStatus(members=(MemberSummary(id=0, phase="Ready"), MemberSummary(id=1, phase="Ready")))
     known = Costs({0: 3.1}, 4.8, True)
-    fields = costs.status_fields(rows, known)
+    fields = patch(costs.with_costs(rows, known), ("members", "handoffSeconds"))
     assert fields == {
-        "members": [{"id": 0, "phase": "Ready", "restartSeconds": 3.1}, {"id": 1, "phase": "Ready"}],
+        "members": [
+            {"id": 0, "phase": "Ready", "active": 0, "standby": 0, "warmup": 0, "restartSeconds": 3.1},
+            {"id": 1, "phase": "Ready", "active": 0, "standby": 0, "warmup": 0},
+        ],
         "handoffSeconds": 4.8,
     }
     app = {"status": fields}
     again = [member(0, "uid-0", ("restart", 3.1)), member(1, "uid-1", ("handoff", 4.8))]
-    assert status_changes(app, costs.status_fields(rows, costs.known(app, again, PODS, True))) == {}
-    assert costs.status_fields(rows, Costs())["handoffSeconds"] is None, "unknown: left out of the status"
+    unchanged = costs.with_costs(rows, costs.known(app, again, PODS, True))
+    assert status_changes(app, patch(unchanged, ("members", "handoffSeconds"))) == {}
+    unknown = patch(costs.with_costs(rows, Costs()), ("handoffSeconds",))
+    assert unknown == {"handoffSeconds": None}, "unknown: removed from the status"
 
 
 def test_the_status_model_declares_what_the_operator_keeps() -> None:

@@ -9,7 +9,7 @@ from prometheus_client import generate_latest
 from streamapp.controller import children
 from streamapp.controller.metrics import INPUT_LAG_METRIC, Metrics
 from streamapp.controller.observe import PodState
-from streamapp.controller.status import app_status, input_lag
+from streamapp.controller.status import app_status, input_lag, step_patch
 from streamapp.rebalance import Assignment, MemberTarget, Plan, TaskAssignment
 
 APP: dict[str, Any] = {
@@ -75,7 +75,9 @@ def test_nothing_reported_is_none_not_zero() -> None:
 def test_status_carries_input_lag() -> None:
     result = Plan(assignment=ASSIGNMENT, changed=False, reason="", events=(), wake_at=None, removable=())
     members = [member(0, "uid-0", t0=("active", 4)), member(1, "uid-1", t2=("active", 6))]
-    status = app_status(APP, result, ASSIGNMENT, [], PODS, "2026-01-01T00:00:00Z", members=members)
+    status = step_patch(
+        app_status(APP, result, ASSIGNMENT, [], PODS, "2026-01-01T00:00:00Z", members=members)
+    )
     assert status["inputLag"] == 10
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from streamapp.api.member import StreamAppMemberStatus, TaskReport
+from streamapp.api.streamapp import TaskCounts
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import SETUP_FAILED, conditions, setup_errors
 
 PODS = {m: PodState(m, f"counts-{m}", f"uid-{m}", False, False, None) for m in (0, 1, 2)}
-COUNTS = {"active": 0, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 4}
+COUNTS = TaskCounts(unassigned=4)
 MISMATCH = "topic clicks has 3 partitions but spec.partitions is 4"
 
 
@@ -91,7 +92,7 @@ def test_what_keeps_a_pod_from_running_is_the_reason_its_tasks_are_held() -> Non
         "Unschedulable: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
     )
     assert pod_problem(starting) is None
-    held = {**COUNTS, "active": 2, "reserved": 2, "unassigned": 0}
+    held = TaskCounts(active=2, reserved=2)
     found = {c.type: c for c in conditions(held, 2, 1, False, pod_problems={1: secret})}
     assert found["Degraded"].reason == "TasksHeld"
     assert found["Degraded"].message == f"2 tasks are not processed by any member; pod of member 1: {secret}"

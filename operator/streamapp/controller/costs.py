@@ -16,10 +16,11 @@ with the reports in between, so keeping them costs no status write per report (d
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamapp.api.member import report_rows
+from streamapp.api.streamapp import StreamAppStatus
 from streamapp.controller.observe import PodState
 from streamapp.rebalance import MemberView
 from streamapp.rebalance.costs import (
@@ -76,16 +77,14 @@ def known(app: Body, members: Iterable[Body], pods: Mapping[int, PodState], clai
     return merged(remembered(app.get("status") or {}, claims), measured(members, pods, claims))
 
 
-def status_fields(rows: Sequence[Body], costs: Costs) -> dict[str, Any]:
-    """`members` (the summary rows with each member's `restartSeconds` where known) and
-    `handoffSeconds` (None, which the merge patch turns into a removal, while unknown)."""
-    return {
-        "members": [
-            {**row, "restartSeconds": costs.restart[row["id"]]} if row["id"] in costs.restart else dict(row)
-            for row in rows
-        ],
-        "handoffSeconds": costs.handoff,
-    }
+def with_costs(status: StreamAppStatus, costs: Costs) -> StreamAppStatus:
+    """`status` with each member row's `restartSeconds` where known and `handoffSeconds` (unset, which
+    the step's patch turns into a removal, while unknown)."""
+    rows = tuple(
+        dataclasses.replace(row, restart_seconds=costs.restart[row.id]) if row.id in costs.restart else row
+        for row in status.members
+    )
+    return dataclasses.replace(status, members=rows, handoff_seconds=costs.handoff)
 
 
 def with_return_estimates(

@@ -101,7 +101,7 @@ class Metrics:
         processes it), so an alert can see it."""
         counts = task_counts(assignment, views)
         for state in ("active", "revoking", "reserved", "unassigned"):
-            self.tasks.labels(**labels, state=state).set(counts[state])
+            self.tasks.labels(**labels, state=state).set(getattr(counts, state))
         self.warmups.labels(**labels).set(sum(len(t.warmups) for t in assignment.tasks))
         self.generation.labels(**labels).set(assignment.generation)
         self.flapping_members.labels(**labels).set(sum(1 for f in assignment.flaps if f.damped))

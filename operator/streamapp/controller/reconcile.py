@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.names import member_name, state_claim_name
-from streamapp.api.streamapp import StreamApp
+from streamapp.api.streamapp import StreamApp, StreamAppStatus
 from streamapp.controller import children, claims, costs, recovery, rollout, servicejoins, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
@@ -44,6 +44,8 @@ from streamapp.controller.status import (
     merge_conditions,
     moved,
     status_changes,
+    step_patch,
+    stored_conditions,
 )
 from streamapp.rebalance import (
     AppConfig,
@@ -161,23 +163,20 @@ def reconcile(
         intent=memo.intent(result.assignment),
         digests=memo.digest,
     )
-    status.update(rollout.status_fields(step, revision, pods))
-    status.update(costs.status_fields(status["members"], measured))
-    status["podStartSeconds"] = pod_start
+    status = rollout.with_revisions(status, step, revision, pods)
+    status = costs.with_costs(status, measured)
     owned = rollout.owned(result.assignment)
-    progressing = rollout.progressing(step, rolling, owned)
-    status["conditions"] += merge_conditions(
-        current_conditions(app), [progressing], stamp, int(app["metadata"].get("generation") or 0)
-    )
-    metrics.observe_input_lag({"namespace": namespace, "app": name}, status["inputLag"])
+    generation = int(app["metadata"].get("generation") or 0)
+    stored = stored_conditions(app)
+    progressing = merge_conditions(stored, [rollout.progressing(step, rolling, owned)], stamp, generation)
+    shown = status.conditions + progressing
     if memo.blocked is not None:
-        degraded = merge_conditions(
-            current_conditions(app),
-            [Condition("Degraded", True, memo.blocked[0], memo.blocked[1][:1000])],
-            stamp,
-            int(app["metadata"].get("generation") or 0),
+        blocked = Condition("Degraded", True, memo.blocked[0], memo.blocked[1][:1000])
+        shown = tuple(c for c in shown if c.type != "Degraded") + merge_conditions(
+            stored, [blocked], stamp, generation
         )
-        status["conditions"] = [c for c in status["conditions"] if c["type"] != "Degraded"] + degraded
+    status = replace(status, pod_start_seconds=pod_start, conditions=shown)
+    metrics.observe_input_lag({"namespace": namespace, "app": name}, status.input_lag)
     written = _write_status(kube, app, status)
     # The status holds the step's decision (its intent, each lost member's choice), so its Events go
     # out now: a later write that fails (a member target refused, a 409 from a report written
@@ -280,23 +279,18 @@ def _pod_admitted(kube: Kube, app: StreamApp, revision: str, memo: Memo) -> str 
     return message
 
 
-def _write_status(kube: Kube, app: Body, status: Mapping[str, Any]) -> Body | None:
+def _write_status(kube: Kube, app: Body, status: StreamAppStatus) -> Body | None:
     """Patch only the status fields that differ from the app as read, and nothing when none does.
 
     A member report usually changes one aggregate (`inputLag`) or nothing the app shows: sending the
     whole status (the intent, 1,000 member rows) for it would make every report of every member cost
     the API server and etcd a rewrite of the largest object. Returns the app as written, or None.
     """
-    changed = status_changes(app, status)
+    changed = status_changes(app, step_patch(status))
     if not changed:
         return None
     meta = app["metadata"]
     return kube.patch_app_status(meta["namespace"], meta["name"], changed, meta.get("resourceVersion"))
-
-
-def current_conditions(app: Body) -> list[Body]:
-    """The conditions the app's status holds now."""
-    return list((app.get("status") or {}).get("conditions") or [])
 
 
 def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Observed, memo: Memo) -> None:

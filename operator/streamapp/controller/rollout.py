@@ -15,7 +15,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from streamapp.api.conditions import ConditionType
 from streamapp.api.names import HANDOFF_ANNOTATION, member_name
+from streamapp.api.streamapp import StreamAppStatus
 from streamapp.controller.kube import Kube
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import Condition
@@ -24,7 +26,7 @@ from streamapp.rebalance.costs import Costs
 from streamapp.rebalance.rollout import MemberPod, RolloutConfig, RolloutStep, settled_step
 from streamapp.rebalance.stuck import replace_stuck
 
-PROGRESSING = "Progressing"
+PROGRESSING: ConditionType = "Progressing"
 STRATEGY_CHOSEN = "RolloutStrategyChosen"
 MEMBER_STUCK = "MemberStuck"
 STUCK_GRACE_SECONDS = 5
@@ -148,12 +150,16 @@ def describe(member: int, rollout: RolloutStep, active: Mapping[int, int]) -> st
     return f"member {member} restarts in place: {why}"
 
 
-def status_fields(rollout: RolloutStep, revision: str, pods: Mapping[int, PodState]) -> dict[str, Any]:
-    """`updatedReplicas`, `updateRevision` and `currentRevision` (the revision most of the members
-    not yet updated run; the update revision once none is left)."""
+def with_revisions(
+    status: StreamAppStatus, rollout: RolloutStep, revision: str, pods: Mapping[int, PodState]
+) -> StreamAppStatus:
+    """`status` with `updatedReplicas`, `updateRevision` and `currentRevision` (the revision most of
+    the members not yet updated run; the update revision once none is left)."""
     behind = Counter(pods[m].revision for m in rollout.outdated)
     current = min(behind, key=lambda r: (-behind[r], r)) if behind else revision
-    return {"updatedReplicas": rollout.updated, "updateRevision": revision, "currentRevision": current}
+    return dataclasses.replace(
+        status, updated_replicas=rollout.updated, update_revision=revision, current_revision=current
+    )
 
 
 def progressing(rollout: RolloutStep, config: RolloutConfig, active: Mapping[int, int]) -> Condition:

@@ -1,8 +1,13 @@
 """The StreamApp status the operator writes: intent, counts, members, conditions (pure).
 
 `intent` is the engine's persisted assignment (in the compact form of `controller.intent`) — written
-before any child is touched, so a restarted operator resumes the handoff it was in. The rest is for people and tools: `kubectl get sapp`
-columns, `/scale` for HPA and KEDA, conditions with reasons and messages.
+before any child is touched, so a restarted operator resumes the handoff it was in. The rest is for
+people and tools: `kubectl get sapp` columns, `/scale` for HPA and KEDA, conditions with reasons and
+messages.
+
+Every status is built as the typed `StreamAppStatus` and written through `patch`, which names the
+fields the writer owns: a field it owns but leaves unset is removed (an unmeasured `inputLag`), a field
+it does not own is left as it is.
 """
 
 from __future__ import annotations
@@ -11,10 +16,23 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from streamapp.api.conditions import Condition as StatusCondition
+from streamapp.api.conditions import ConditionStatus, ConditionType
+from streamapp.api.fields import ValidationError
 from streamapp.api.member import report_rows
 from streamapp.api.names import member_name, selector
+from streamapp.api.streamapp import (
+    Flapping,
+    LastRebalance,
+    LostTaskChoice,
+    LostTasks,
+    MemberPhase,
+    MemberSummary,
+    StreamAppStatus,
+    TaskCounts,
+)
 from streamapp.controller.acknowledgement import acked_generation
 from streamapp.controller.intent import encode as encode_intent
 from streamapp.controller.observe import PodState
@@ -26,32 +44,76 @@ INVALID_SPEC = "InvalidSpec"
 RECONCILE_FAILED = "ReconcileFailed"
 FENCED_ACTIVE = "FencedActive"
 SETUP_FAILED = "ExecutorSetupFailed"
+# The fields a reconcile step writes (`app_status`, then rollout revisions, costs and pod starts); the
+# others are written by other writers (`invalid_spec_status`, `failing_status` write conditions only).
+STEP_FIELDS = (
+    "observedGeneration",
+    "generation",
+    "replicas",
+    "readyReplicas",
+    "updatedReplicas",
+    "currentRevision",
+    "updateRevision",
+    "selector",
+    "tasks",
+    "inputLag",
+    "members",
+    "handoffSeconds",
+    "podStartSeconds",
+    "conditions",
+    "intent",
+)
 
 
 @dataclass(frozen=True)
 class Condition:
     """One standard condition (type, status, reason, message)."""
 
-    type: str
+    type: ConditionType
     status: bool
     reason: str
     message: str
 
 
-def task_counts(assignment: Assignment, views: Sequence[MemberView]) -> dict[str, int]:
+def patch(status: StreamAppStatus, fields: Iterable[str]) -> dict[str, Any]:
+    """The merge patch of the `fields` (wire names) a writer owns: each as `status` has it, an unset
+    one as null, which removes it."""
+    wire = status.to_dict()
+    return {key: wire.get(key) for key in fields}
+
+
+def step_patch(status: StreamAppStatus) -> dict[str, Any]:
+    """What a reconcile step writes: `STEP_FIELDS`, and `lastRebalance` when the step changed the
+    assignment (otherwise the last change stays shown)."""
+    return patch(status, (*STEP_FIELDS, *(("lastRebalance",) if status.last_rebalance else ())))
+
+
+def stored_conditions(app: Body) -> tuple[StatusCondition, ...]:
+    """The conditions the app's status holds now; one that does not parse (edited by hand) is left
+    out, and the next write replaces it."""
+    kept = []
+    for raw in (app.get("status") or {}).get("conditions") or []:
+        try:
+            kept.append(StatusCondition.from_dict(raw, "status.conditions"))
+        except (ValidationError, TypeError):
+            continue
+    return tuple(kept)
+
+
+def task_counts(assignment: Assignment, views: Sequence[MemberView]) -> TaskCounts:
     """Tasks by state: processed by a live member, warming, reserved, revoking, unassigned."""
     alive = {v.id for v in views if v.alive}
-    return {
-        "active": sum(1 for t in assignment.tasks if t.active in alive and t.revoking_since is None),
-        "revoking": sum(1 for t in assignment.tasks if t.revoking_since is not None),
-        "warming": sum(1 for t in assignment.tasks if t.warmups and t.revoking_since is None),
-        "reserved": sum(1 for t in assignment.tasks if t.active is not None and t.active not in alive),
-        "unassigned": sum(1 for t in assignment.tasks if t.active is None),
-    }
+    return TaskCounts(
+        active=sum(1 for t in assignment.tasks if t.active in alive and t.revoking_since is None),
+        revoking=sum(1 for t in assignment.tasks if t.revoking_since is not None),
+        warming=sum(1 for t in assignment.tasks if t.warmups and t.revoking_since is None),
+        reserved=sum(1 for t in assignment.tasks if t.active is not None and t.active not in alive),
+        unassigned=sum(1 for t in assignment.tasks if t.active is None),
+    )
 
 
 def conditions(
-    counts: Mapping[str, int],
+    counts: TaskCounts,
     replicas: int,
     ready: int,
     in_flight: bool,
@@ -75,7 +137,7 @@ def conditions(
     provisions, an image that does not pull): named in Ready's message and in Degraded's, so that held
     tasks come with the reason they are held.
     """
-    held = counts["reserved"] + counts["unassigned"]
+    held = counts.reserved + counts.unassigned
     ready_ok = held == 0 and ready >= replicas and not fenced and not unconfirmed
     ready_reason = (
         "AllTasksProcessed"
@@ -86,11 +148,9 @@ def conditions(
             else ("TasksNotConfirmed" if unconfirmed and ready >= replicas else "MembersStarting")
         )
     )
-    ready_message = f"{counts['active']} tasks active on {ready}/{replicas} ready members"
+    ready_message = f"{counts.active} tasks active on {ready}/{replicas} ready members"
     if held:
-        ready_message += (
-            f"; {counts['reserved']} reserved for lost members, {counts['unassigned']} unassigned"
-        )
+        ready_message += f"; {counts.reserved} reserved for lost members, {counts.unassigned} unassigned"
     if fenced:
         ready_message += f"; {len(fenced)} fenced by the state store"
     if unconfirmed:
@@ -119,9 +179,7 @@ def conditions(
             "Rebalancing",
             in_flight,
             "HandoffInProgress" if in_flight else "Stable",
-            f"{counts['warming']} warming, {counts['revoking']} revoking"
-            if in_flight
-            else "no handoff in flight",
+            f"{counts.warming} warming, {counts.revoking} revoking" if in_flight else "no handoff in flight",
         ),
         Condition("Degraded", degraded, degraded_reason, degraded_message),
     ]
@@ -163,7 +221,7 @@ def invalid_spec_status(app: Body, error: str, now: str) -> dict[str, Any]:
     """The status patch for a spec the models refuse: nothing is planned or changed, and Ready=False /
     Degraded=True with reason InvalidSpec say why (the Event alone is gone after an hour; health checks
     such as manifests/argocd/health.lua read conditions). `intent` is left as it was."""
-    meta, old = app["metadata"], app.get("status") or {}
+    meta = app["metadata"]
     message = f"the spec is refused: {error}"[:1000]
     refused = [
         Condition("Ready", False, INVALID_SPEC, message),
@@ -171,48 +229,46 @@ def invalid_spec_status(app: Body, error: str, now: str) -> dict[str, Any]:
         Condition("Degraded", True, INVALID_SPEC, message),
     ]
     generation = int(meta.get("generation") or 0)
-    return {
-        "observedGeneration": meta.get("generation"),
-        "conditions": merge_conditions(old.get("conditions") or [], refused, now, generation),
-    }
+    status = StreamAppStatus(
+        observed_generation=meta.get("generation"),
+        conditions=merge_conditions(stored_conditions(app), refused, now, generation),
+    )
+    return patch(status, ("observedGeneration", "conditions"))
 
 
 def failing_status(app: Body, error: str, now: str) -> dict[str, Any]:
     """The status patch for a reconcile that keeps failing (an API error that does not go away, such
     as a claim the API server refuses): Degraded=True with reason ReconcileFailed and the error, the
     other conditions as they were. The next reconcile that succeeds writes every condition anew."""
-    old = app.get("status") or {}
-    kept = [
-        Condition(str(c.get("type")), c.get("status") == "True", str(c.get("reason")), str(c.get("message")))
-        for c in old.get("conditions") or []
-        if c.get("type") != "Degraded"
-    ]
+    old = stored_conditions(app)
+    kept = [Condition(c.type, c.status == "True", c.reason, c.message) for c in old if c.type != "Degraded"]
     failing = Condition("Degraded", True, RECONCILE_FAILED, f"reconcile keeps failing: {error}"[:1000])
     generation = int((app.get("metadata") or {}).get("generation") or 0)
-    return {"conditions": merge_conditions(old.get("conditions") or [], [*kept, failing], now, generation)}
+    status = StreamAppStatus(conditions=merge_conditions(old, [*kept, failing], now, generation))
+    return patch(status, ("conditions",))
 
 
 def merge_conditions(
-    old: Sequence[Body], new: Sequence[Condition], now: str, generation: int
-) -> list[dict[str, Any]]:
+    old: Sequence[StatusCondition], new: Sequence[Condition], now: str, generation: int
+) -> tuple[StatusCondition, ...]:
     """Standard conditions; `lastTransitionTime` moves only when a condition's status flips."""
-    before = {c.get("type"): c for c in old}
+    before = {c.type: c for c in old}
     merged = []
     for condition in new:
-        status = "True" if condition.status else "False"
+        status: ConditionStatus = "True" if condition.status else "False"
         previous = before.get(condition.type)
-        since = previous.get("lastTransitionTime") if previous and previous.get("status") == status else now
+        since = previous.last_transition_time if previous and previous.status == status else now
         merged.append(
-            {
-                "type": condition.type,
-                "status": status,
-                "reason": condition.reason,
-                "message": condition.message,
-                "lastTransitionTime": since or now,
-                "observedGeneration": generation,
-            }
+            StatusCondition(
+                type=condition.type,
+                status=status,
+                reason=condition.reason,
+                message=condition.message,
+                last_transition_time=since or now,
+                observed_generation=generation,
+            )
         )
-    return merged
+    return tuple(merged)
 
 
 def members_summary(
@@ -222,7 +278,7 @@ def members_summary(
     pods: Mapping[int, PodState],
     replicas: int,
     lost: Sequence[LostMember] = (),
-) -> list[dict[str, Any]]:
+) -> tuple[MemberSummary, ...]:
     """Per member: its pod, phase and what it holds (a readable `kubectl get -o yaml`), for a lost
     member holding tasks what happens to them (`lostTasks`), and for a member damped for flapping
     its losses (`flapping`).
@@ -247,48 +303,42 @@ def members_summary(
             if active[view.id]
             else "Starting"
         )
-        row: dict[str, Any] = {
-            "id": view.id,
-            "pod": pod.name if pod else member_name(app, view.id),
-            "phase": phase,
-            "active": active[view.id],
-            "standby": standby[view.id],
-            "warmup": warmup[view.id],
-        }
-        if view.id in weighed:
-            row["lostTasks"] = lost_tasks(weighed[view.id])
-        if view.id in damped:
-            row["flapping"] = flapping(damped[view.id])
-        rows.append(row)
-    return rows
+        rows.append(
+            MemberSummary(
+                id=view.id,
+                pod=pod.name if pod else member_name(app, view.id),
+                phase=cast(MemberPhase, phase),
+                active=active[view.id],
+                standby=standby[view.id],
+                warmup=warmup[view.id],
+                lost_tasks=lost_tasks(weighed[view.id]) if view.id in weighed else None,
+                flapping=flapping(damped[view.id]) if view.id in damped else None,
+            )
+        )
+    return tuple(rows)
 
 
-def lost_tasks(lost: LostMember) -> dict[str, Any]:
+def lost_tasks(lost: LostMember) -> LostTasks:
     """A lost member's `lostTasks` status: the engine's choice and the figures behind it, rounded so
     that the status changes when they do, not with every report's last digit."""
-    row: dict[str, Any] = {
-        "choice": lost.choice,
-        "held": len(lost.held),
-        "restoring": len(lost.restoring),
-        "reason": lost.reason[:1000],
-    }
-    if lost.back_at is not None:
-        row["expectedBackSeconds"] = round(lost.back_at - lost.lost_at, 1)
-    if lost.restore_seconds is not None:
-        row["restoreSeconds"] = two_figures(lost.restore_seconds)
-    if lost.restore_rows is not None:
-        row["restoreRows"] = lost.restore_rows
-    if lost.restore_rate is not None:
-        row["restoreRate"] = two_figures(lost.restore_rate)
-    return row
+    return LostTasks(
+        choice=cast(LostTaskChoice, lost.choice),
+        held=len(lost.held),
+        restoring=len(lost.restoring),
+        reason=lost.reason[:1000],
+        expected_back_seconds=None if lost.back_at is None else round(lost.back_at - lost.lost_at, 1),
+        restore_seconds=None if lost.restore_seconds is None else two_figures(lost.restore_seconds),
+        restore_rows=lost.restore_rows,
+        restore_rate=None if lost.restore_rate is None else two_figures(lost.restore_rate),
+    )
 
 
-def flapping(flap: Flap) -> dict[str, Any]:
+def flapping(flap: Flap) -> Flapping:
     """A damped member's `flapping` status: its losses within the window, and since when it is up."""
-    row: dict[str, Any] = {"losses": len(flap.losses)}
-    if flap.up_since is not None:
-        row["upSince"] = dt.datetime.fromtimestamp(flap.up_since, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return row
+    up = None if flap.up_since is None else dt.datetime.fromtimestamp(flap.up_since, dt.UTC)
+    return Flapping(
+        losses=len(flap.losses), up_since=None if up is None else up.strftime("%Y-%m-%dT%H:%M:%SZ")
+    )
 
 
 def two_figures(value: float) -> float:
@@ -438,47 +488,38 @@ def app_status(
     members: Iterable[Body] = (),
     intent: Mapping[str, Any] | None = None,
     digests: Callable[[Body], ReportDigest] = digest,
-) -> dict[str, Any]:
-    """The whole status patch for one reconcile; `members` are the StreamAppMember bodies whose
-    reports give `inputLag` (None, which the merge patch turns into a removal, without them);
+) -> StreamAppStatus:
+    """The status one reconcile decides (written by `step_patch`); `members` are the StreamAppMember
+    bodies whose reports give `inputLag` (unset, which the patch turns into a removal, without them);
     `intent` is the assignment already encoded and `digests` the members' reports read, when the caller
     keeps them (`controller.memo`)."""
-    meta, spec, old = app["metadata"], app.get("spec") or {}, app.get("status") or {}
+    meta, spec = app["metadata"], app.get("spec") or {}
     replicas = int(spec.get("replicas", 0))
     assignment = result.assignment
     counts = task_counts(assignment, views)
     ready = sum(1 for v in views if v.alive and v.id < replicas)
-    status: dict[str, Any] = {
-        "observedGeneration": meta.get("generation"),
-        "generation": assignment.generation,
-        "replicas": sum(1 for m in pods if m < replicas),
-        "readyReplicas": ready,
-        "selector": selector(meta["name"]),
-        "tasks": counts,
-        "inputLag": input_lag(assignment, members, pods, digests),
-        "members": members_summary(meta["name"], assignment, views, pods, replicas, result.lost),
-        "conditions": merge_conditions(
-            old.get("conditions") or [],
-            conditions(
-                counts,
-                replicas,
-                ready,
-                assignment.in_flight(),
-                started=assignment.generation > 0,
-                fenced=result.fenced,
-                unconfirmed=unconfirmed(assignment, members, pods, digests),
-                setup_errors=setup_errors(members, pods, digests),
-                pod_problems={m: p.problem for m, p in pods.items() if p.problem and m < replicas},
-            ),
-            now,
-            int(meta.get("generation") or 0),
-        ),
-        "intent": encode_intent(assignment) if intent is None else intent,
-    }
-    if result.changed:
-        status["lastRebalance"] = {
-            "time": now,
-            "reason": result.reason[:1000],
-            "moved": moved(previous, assignment),
-        }
-    return status
+    decided = conditions(
+        counts,
+        replicas,
+        ready,
+        assignment.in_flight(),
+        started=assignment.generation > 0,
+        fenced=result.fenced,
+        unconfirmed=unconfirmed(assignment, members, pods, digests),
+        setup_errors=setup_errors(members, pods, digests),
+        pod_problems={m: p.problem for m, p in pods.items() if p.problem and m < replicas},
+    )
+    changed = LastRebalance(time=now, reason=result.reason[:1000], moved=moved(previous, assignment))
+    return StreamAppStatus(
+        observed_generation=meta.get("generation"),
+        generation=assignment.generation,
+        replicas=sum(1 for m in pods if m < replicas),
+        ready_replicas=ready,
+        selector=selector(meta["name"]),
+        tasks=counts,
+        input_lag=input_lag(assignment, members, pods, digests),
+        members=members_summary(meta["name"], assignment, views, pods, replicas, result.lost),
+        conditions=merge_conditions(stored_conditions(app), decided, now, int(meta.get("generation") or 0)),
+        intent=dict(encode_intent(assignment) if intent is None else intent),
+        last_rebalance=changed if result.changed else None,
+    )
