@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from api_samples import app_body
 
 from streamapp.api.fields import ValidationError
 from streamapp.api.sparkconf import KUBERNETES_TUNING, WIRED
@@ -36,21 +37,7 @@ HOSTILE_KEYS = [
 
 
 def app(executor: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "streamapp.dev/v1alpha1",
-        "kind": "StreamApp",
-        "metadata": {"name": "counts", "namespace": "ns", "uid": "u1"},
-        "spec": {
-            "replicas": 1,
-            "partitions": 2,
-            "pipeline": {
-                "transform": "m:f",
-                "source": {"type": "file", "path": "/in"},
-                "stateStore": {"uri": "file:///state"},
-            },
-            "executor": {"image": "img", **executor},
-        },
-    }
+    return app_body(partitions=2, executor=executor)
 
 
 @pytest.mark.parametrize("key", HOSTILE_KEYS)

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from api_samples import app_model
 from test_reconcile_memo import settled_app
 
 from streamapp.api import StreamApp, ValidationError
@@ -30,20 +31,7 @@ def app_with(spec: dict[str, Any]) -> StreamApp:
 
 
 def app_with_template(template: dict[str, Any]) -> StreamApp:
-    return StreamApp.from_resource(
-        {
-            "metadata": {"name": "counts", "namespace": "ns"},
-            "spec": {
-                "partitions": 4,
-                "pipeline": {
-                    "transform": "m:f",
-                    "source": {"type": "file", "path": "/in"},
-                    "stateStore": {"uri": "file:///state"},
-                },
-                "executor": {"image": "img", "podTemplate": template},
-            },
-        }
-    )
+    return app_model(uid=None, replicas=3, executor={"podTemplate": template})
 
 
 def container(**security: Any) -> dict[str, Any]:

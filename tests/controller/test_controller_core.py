@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from api_samples import app_body
 from reports import processing_members
 
 from streamapp.api.names import RESTART_ANNOTATION, executor_account
@@ -14,19 +15,7 @@ from streamapp.controller.observe import PodState, member_views
 from streamapp.controller.status import app_status, conditions, merge_conditions, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
 
-APP: dict[str, Any] = {
-    "metadata": {"name": "counts", "namespace": "ns", "uid": "app-uid", "generation": 4},
-    "spec": {
-        "replicas": 2,
-        "partitions": 4,
-        "pipeline": {
-            "transform": "streamapp.executor.samples.counts:counts",
-            "source": {"type": "file", "path": "/data/in"},
-            "stateStore": {"uri": "file:///data/state"},
-        },
-        "executor": {"image": "img", "storage": {"size": "2Gi"}},
-    },
-}
+APP: dict[str, Any] = app_body(uid="app-uid", generation=4, replicas=2, executor={"storage": {"size": "2Gi"}})
 MODEL = StreamApp.from_resource(APP)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from api_samples import app_body
 
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller.capacity import pod_capacity
@@ -89,21 +90,6 @@ def test_a_rollout_that_raises_cpu_gives_each_new_pod_its_share_as_it_comes_up()
 
 
 def test_member_capacity_in_the_spec_reads_as_cores() -> None:
-    body = {
-        "apiVersion": "streamapp.dev/v1alpha1",
-        "kind": "StreamApp",
-        "metadata": {"name": "counts"},
-        "spec": {
-            "partitions": 12,
-            "pipeline": {
-                "transform": "m:f",
-                "source": {"type": "file", "path": "/in"},
-                "stateStore": {"uri": "file:///state"},
-            },
-            "executor": {
-                "image": "i",
-                "memberCapacity": [{"member": 2, "cpu": "2"}, {"member": 0, "cpu": "250m"}],
-            },
-        },
-    }
+    capacity = [{"member": 2, "cpu": "2"}, {"member": 0, "cpu": "250m"}]
+    body = app_body(partitions=12, executor={"memberCapacity": capacity})
     assert StreamApp.from_resource(body).spec.executor.capacity_overrides() == {2: 2.0, 0: 0.25}

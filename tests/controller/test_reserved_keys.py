@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from api_samples import app_model
 
 from streamapp.api.fields import ValidationError
 from streamapp.api.streamapp import StreamApp
@@ -27,23 +28,7 @@ ALLOWED = {
 
 
 def app(template: dict[str, Any]) -> StreamApp:
-    return StreamApp.from_resource(
-        {
-            "apiVersion": "streamapp.dev/v1alpha1",
-            "kind": "StreamApp",
-            "metadata": {"name": "counts", "namespace": "ns", "uid": "u1"},
-            "spec": {
-                "replicas": 1,
-                "partitions": 1,
-                "pipeline": {
-                    "transform": "m:f",
-                    "source": {"type": "file", "path": "/in"},
-                    "stateStore": {"uri": "file:///state"},
-                },
-                "executor": {"image": "img", "podTemplate": template},
-            },
-        }
-    )
+    return app_model(partitions=1, executor={"podTemplate": template})
 
 
 @pytest.mark.parametrize(("field", "key"), RESERVED)

@@ -5,29 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from api_samples import app_model
+
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 
 
 def app(store: dict[str, Any], executor: dict[str, Any] | None = None) -> StreamApp:
     """An app of one member with this state store (and these `spec.executor` fields besides the image)."""
-    return StreamApp.from_resource(
-        {
-            "apiVersion": "streamapp.dev/v1alpha1",
-            "kind": "StreamApp",
-            "metadata": {"name": "counts", "namespace": "ns", "uid": "u1"},
-            "spec": {
-                "replicas": 1,
-                "partitions": 2,
-                "pipeline": {
-                    "transform": "streamapp.executor.samples.counts:counts",
-                    "source": {"type": "file", "path": "/data/input"},
-                    "stateStore": store,
-                },
-                "executor": {"image": "img", **(executor or {})},
-            },
-        }
-    )
+    return app_model(partitions=2, state_store=store, executor=executor)
 
 
 def pod_env(found: StreamApp) -> dict[str, Any]:

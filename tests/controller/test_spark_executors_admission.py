@@ -6,26 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from api_samples import app_model
 
 from streamapp.api import StreamApp, ValidationError
 from streamapp.controller.admission import STRICT, PodPolicy, admit
 
 
 def app(**executor: Any) -> StreamApp:
-    return StreamApp.from_resource(
-        {
-            "metadata": {"name": "counts", "namespace": "ns"},
-            "spec": {
-                "partitions": 4,
-                "pipeline": {
-                    "transform": "m:f",
-                    "source": {"type": "file", "path": "/in"},
-                    "stateStore": {"uri": "file:///state"},
-                },
-                "executor": {"image": "img", **executor},
-            },
-        }
-    )
+    return app_model(uid=None, replicas=3, executor=executor)
 
 
 def spark_app() -> StreamApp:

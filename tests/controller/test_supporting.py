@@ -5,26 +5,12 @@ from __future__ import annotations
 
 import copy
 
+from api_samples import app_model
+
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import supporting
 
-APP = StreamApp.from_resource(
-    {
-        "apiVersion": "streamapp.dev/v1alpha1",
-        "kind": "StreamApp",
-        "metadata": {"name": "counts", "namespace": "ns", "uid": "u1"},
-        "spec": {
-            "replicas": 2,
-            "partitions": 4,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
-                "stateStore": {"uri": "file:///data/state"},
-            },
-            "executor": {"image": "img"},
-        },
-    }
-)
+APP = app_model(replicas=2)
 
 
 def names(fixes: list[supporting.Repair]) -> list[tuple[str, str, str]]:
