@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from api_samples import app_body
 from kubernetes import client
 
-from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.api.names import APPS, GROUP
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 ADMISSION = "admissionregistration.k8s.io"
@@ -126,18 +127,4 @@ def tenant(api: client.ApiClient, namespace: str, verbs: list[str]) -> Iterator[
 def minimal_app(name: str, executor: dict[str, Any]) -> dict[str, Any]:
     """The smallest StreamApp the API server stores (no member runs: replicas 0), with `executor`
     as its spec.executor: what the admission tests vary."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 0,
-            "partitions": 1,
-            "pipeline": {
-                "transform": "m:f",
-                "source": {"type": "file", "path": "/in"},
-                "stateStore": {"uri": "file:///state"},
-            },
-            "executor": executor,
-        },
-    }
+    return app_body(name, namespace=None, uid=None, replicas=0, partitions=1, executor=executor)

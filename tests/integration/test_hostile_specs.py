@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from api_samples import app_body
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import APP, Operators, create_app, scale
@@ -32,21 +33,13 @@ Mutation = Callable[[dict[str, Any]], None]
 
 
 def base(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "partitions": 4,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
-                "stateStore": {"uri": "file:///var/lib/streamapp"},
-            },
-            "executor": {"image": "streamapp/executor:dev"},
-        },
-    }
+    return app_body(
+        name,
+        namespace=None,
+        uid=None,
+        state_store="file:///var/lib/streamapp",
+        executor={"image": "streamapp/executor:dev"},
+    )
 
 
 def at(path: str, value: Any) -> Mutation:

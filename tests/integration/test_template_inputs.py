@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import rawjson
+from api_samples import app_body
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from operator_support import Operators
@@ -24,21 +25,15 @@ def base(name: str, replicas: int = 1, template: dict[str, Any] | None = None) -
     executor: dict[str, Any] = {"image": "streamapp/executor:dev"}
     if template is not None:
         executor["podTemplate"] = template
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "partitions": 2,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
-                "stateStore": {"uri": "file:///var/lib/streamapp"},
-            },
-            "executor": executor,
-        },
-    }
+    return app_body(
+        name,
+        namespace=None,
+        uid=None,
+        replicas=replicas,
+        partitions=2,
+        state_store="file:///var/lib/streamapp",
+        executor=executor,
+    )
 
 
 def pod(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Pod | None:
