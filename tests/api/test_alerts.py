@@ -15,7 +15,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from streamapp.controller.metrics import Metrics
-from streamapp.executor.agent import RuntimeDataPlane
+from streamapp.executor.runtimeplane import RuntimeDataPlane
 from streamapp.render import alerts, dashboard
 from streamapp.render.monitoring import prometheus_rule
 

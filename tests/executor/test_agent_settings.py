@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from streamapp.executor.agent import PodSettings, SetupError
+from streamapp.executor.podsettings import PodSettings, SetupError
 
 ENV = {
     "STREAMAPP_APP": "counts",

@@ -23,8 +23,8 @@ from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
 from localcluster.waiting import wait_for
 from streamapp.api.member import StreamAppMemberSpec, TaskReport
-from streamapp.executor.agent import serve
 from streamapp.executor.membership import ClientSettings, MembershipClient, backoff_delay
+from streamapp.executor.probes import serve
 
 FAST = ClientSettings(backoff_initial=0.01, backoff_max=0.05, watch_seconds=1)
 FAILURES: list[Exception] = [

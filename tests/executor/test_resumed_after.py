@@ -11,10 +11,10 @@ from dataplane_checks import executor_for
 from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
-from streamapp.executor.agent import RuntimeDataPlane
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
+from streamapp.executor.runtimeplane import RuntimeDataPlane
 from streamapp.executor.state.manifest import Kind, Manifest
 from streamapp.executor.task import Resumption, resumption
 

@@ -16,7 +16,7 @@ from streamapp.api.streamapp import SparkExecutors
 from streamapp.controller import children
 from streamapp.controller.admission import violations
 from streamapp.executor import sparkk8s
-from streamapp.executor.agent import PodSettings, SetupError
+from streamapp.executor.podsettings import PodSettings, SetupError
 
 POD = {
     "KUBERNETES_SERVICE_HOST": "10.0.0.1",

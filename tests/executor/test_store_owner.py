@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from test_agent_settings import ENV
 
-from streamapp.executor.agent import PodSettings
+from streamapp.executor.podsettings import PodSettings
 from streamapp.executor.state.blobstore import BlobStore
 from streamapp.executor.state.owner import OWNER, RootOwned
 

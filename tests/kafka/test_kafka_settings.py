@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from streamapp.api.kafka import KafkaTopic, secret_env
-from streamapp.executor.agent import PodSettings
+from streamapp.executor.podsettings import PodSettings
 
 KAFKA = {"bootstrapServers": "kafka-0:9092,kafka-1:9092", "topic": "clicks"}
 ENV = {

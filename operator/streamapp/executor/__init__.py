@@ -2,7 +2,9 @@
 
 Three parts, data flowing down:
 
-* the process: `agent` (the member pod's loop), `membership` (following the StreamAppMember),
+* the process: `agent` (the member pod's loop), `podsettings` (who it is, from its environment),
+  `probes` (readiness, liveness, metrics), `runtimeplane` (the runtime behind the membership client),
+  `membership` (following the StreamAppMember),
   `runtime` (`Executor`, driven by a `Target`), `batches` / `slot` (the lanes rounds run on), `drain`,
   `spark` (the process's SparkSession), `faults` (crash points of fault-injection tests), `cli`;
 * a partition's work: `task` (one partition in one role), `pipeline` / `merge` (the user's transform
