@@ -26,9 +26,9 @@ from typing import Any
 
 from kubernetes import client, config, watch
 
+from simulatedplane import SimulatedDataPlane
 from streamapp.api.member import StreamAppMemberSpec, StreamAppMemberStatus
 from streamapp.api.names import APP_LABEL, APPS, GROUP, MEMBER_LABEL, MEMBERS, VERSION, member_name
-from streamapp.executor.membership import SimulatedDataPlane
 
 STATE_RECORDS = 20_000
 

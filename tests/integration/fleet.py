@@ -27,9 +27,10 @@ from typing import Any
 
 from kubernetes import client, watch
 
+from simulatedplane import SimulatedDataPlane
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import APP_LABEL, GROUP, MEMBERS, VERSION
-from streamapp.executor.membership import MembershipClient, SimulatedDataPlane
+from streamapp.executor.membership import MembershipClient
 
 RESOLVE_SECONDS = 120.0
 """How long `Fleet.violations` waits for the pod watch to reach the order of a suspected double owner."""

@@ -16,13 +16,14 @@ from kubernetes import client
 from operator_support import APP, Operators, create_app, scale
 
 from playedmembers import PlayedMembers, object_sizes, unsettled
+from simulatedplane import SimulatedDataPlane
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import recovery
 from streamapp.controller.kube import Kube
 from streamapp.controller.observe import member_status
 from streamapp.controller.reconcile import _write_member_specs
-from streamapp.executor.membership import MembershipClient, SimulatedDataPlane
+from streamapp.executor.membership import MembershipClient
 from streamapp.rebalance import Assignment
 from streamapp.rebalance.model import TaskAssignment
 
