@@ -32,7 +32,7 @@ from streamapp.api.member import (
     significant,
     unpack_report,
 )
-from streamapp.controller import children, recovery
+from streamapp.controller import children, intentrebuild
 from streamapp.controller.observe import member_views
 from streamapp.rebalance import MemberTarget
 
@@ -98,7 +98,7 @@ def packed_wire(spec: StreamAppMemberSpec) -> dict[str, object]:
 def test_any_target_survives_packing(spec: StreamAppMemberSpec) -> None:
     wire = packed_wire(spec)
     assert StreamAppMemberSpec.from_dict(wire) == spec
-    # through JSON, as the executor and `controller.recovery` read it from the API server
+    # through JSON, as the executor and `controller.intentrebuild` read it from the API server
     assert StreamAppMemberSpec.from_dict(json.loads(json.dumps(wire))) == spec
     assert children.same_target(wire, spec.to_dict())
 
@@ -148,7 +148,7 @@ def test_the_scale_in_of_every_task_to_one_member_is_written_whole() -> None:
     spec = children.member_spec("counts", 0, survivor, 12, False, ())
     assert len(json.dumps(spec)) < PACKED_BOUND // 100  # a planned app: a few kB
     body = {"spec": spec}
-    rebuilt = recovery.intent_from_members([body], TASKS)
+    rebuilt = intentrebuild.intent_from_members([body], TASKS)
     assert all(t.active == 0 for t in rebuilt.tasks)
     assert [t.epoch for t in rebuilt.tasks[:4]] == [2, 3, 2, 3]
 

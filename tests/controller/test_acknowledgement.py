@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from streamapp.controller.handlers import Acknowledgements
+from streamapp.controller.intentrebuild import floor_generation, intent_from_members, outdated
 from streamapp.controller.observe import member_views
-from streamapp.controller.recovery import floor_generation, intent_from_members, outdated
 from streamapp.controller.status import digest
 
 FORGED = 9_200_000_000_000_000_000

@@ -15,7 +15,7 @@ from test_controller_core import APP, MODEL, member, pod
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import RESTART_ANNOTATION
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import children, reconcile, rollout, supporting
+from streamapp.controller import children, podrollout, reconcile, supporting
 from streamapp.controller.observe import PodState, member_views
 from streamapp.rebalance import AppConfig, Assignment, RebalanceConfig, TaskAssignment, member_targets, plan
 from streamapp.rebalance.rollout import RolloutStep
@@ -71,8 +71,8 @@ def test_a_pod_deleted_with_no_grace_period_is_lost_not_drained() -> None:
 def test_executors_are_told_to_retire_for_handoffs_and_drains_never_for_restarts_in_place() -> None:
     views = member_views([pod(0, "a"), pod(1, "b", deleting=True), pod(2, "c")], [], {}, wanted=4)
     step = RolloutStep(retiring={2: 5.0}, delete=(3,), updated=0, outdated=(2, 3))
-    assert rollout.handing_off(views, step) == {1, 2}
-    assert rollout.handing_off(views, NO_ROLLOUT) == {1}
+    assert podrollout.handing_off(views, step) == {1, 2}
+    assert podrollout.handing_off(views, NO_ROLLOUT) == {1}
 
 
 def test_the_engine_moves_a_draining_members_tasks_and_gives_it_nothing_new() -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streamapp.controller import intent
-from streamapp.controller.recovery import read_intent
+from streamapp.controller.intentrebuild import read_intent
 from streamapp.rebalance import AppConfig, Assignment, MemberView, plan
 from streamapp.rebalance.config import RebalanceConfig
 from streamapp.rebalance.model import Reservation, TaskAssignment

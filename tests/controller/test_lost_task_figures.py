@@ -8,7 +8,7 @@ from typing import Any
 
 from test_controller_core import pod
 
-from streamapp.controller import costs
+from streamapp.controller import costreports
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState, member_views, pod_start_seconds
 from streamapp.controller.reconcile import _announce_lost
@@ -84,11 +84,11 @@ def test_a_lost_members_return_is_its_restart_else_the_apps_else_the_pod_start()
         MemberView(3, alive=False),
     ]
     measured = Costs(restart={1: 12.0, 2: 30.0})
-    estimated = {v.id: v.return_seconds for v in costs.with_return_estimates(views, measured, 40.0)}
+    estimated = {v.id: v.return_seconds for v in costreports.with_return_estimates(views, measured, 40.0)}
     assert estimated == {0: None, 1: 12.0, 2: 30.0, 3: 21.0}
-    alone = {v.id: v.return_seconds for v in costs.with_return_estimates(views, Costs(), 40.0)}
+    alone = {v.id: v.return_seconds for v in costreports.with_return_estimates(views, Costs(), 40.0)}
     assert alone == {0: None, 1: 40.0, 2: 40.0, 3: 40.0}
-    assert costs.with_return_estimates(views, Costs(), None)[1].return_seconds is None
+    assert costreports.with_return_estimates(views, Costs(), None)[1].return_seconds is None
 
 
 def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:

@@ -19,7 +19,7 @@ from test_invariants import events, run, setups
 from world import World
 
 from streamapp.api.member import StreamAppMemberSpec
-from streamapp.controller import children, recovery, supporting
+from streamapp.controller import children, intentrebuild, supporting
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.reconcile import Observed, reconcile, side_by_side
@@ -234,8 +234,8 @@ def test_the_intent_this_loop_wrote_is_not_decoded_again_and_any_other_is(
     app = kube.app
     assert memo.read_intent(app, 4) is written
     decoded: list[int] = []
-    real = recovery.read_intent
-    monkeypatch.setattr(recovery, "read_intent", lambda *a: decoded.append(1) or real(*a))
+    real = intentrebuild.read_intent
+    monkeypatch.setattr(intentrebuild, "read_intent", lambda *a: decoded.append(1) or real(*a))
     reconcile(kube, replace(observed, app=app), 21.0, Metrics(), memo=memo)  # type: ignore[arg-type]
     assert decoded == [], "the stored intent is what this loop encoded"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamapp.controller.recovery import intent_from_members, read_intent
+from streamapp.controller.intentrebuild import intent_from_members, read_intent
 from streamapp.rebalance import AppConfig, Assignment, MemberView, member_targets, plan
 
 
@@ -58,7 +58,7 @@ def test_a_missing_intent_while_members_hold_targets_is_damage_and_the_generatio
     """status.intent wiped on a running app whose members applied generation 7: the intent is rebuilt
     from their specs, and the next plan's generation is above 7, so every executor applies it and a
     revocation needs a real acknowledgement (acks are the generation applied)."""
-    from streamapp.controller.recovery import floor_generation, outdated
+    from streamapp.controller.intentrebuild import floor_generation, outdated
 
     members = [
         {
@@ -92,7 +92,7 @@ def test_an_intent_older_than_the_members_targets_is_damage() -> None:
     """A status restored from an older backup: its intent (generation 5) is behind what member 0 was
     given (generation 7). Planned from it with the generation floored, member 1 would get task 0 back
     at epoch 1 as news; it is rebuilt from the members instead. An intent at or past them is fine."""
-    from streamapp.controller.recovery import outdated
+    from streamapp.controller.intentrebuild import outdated
 
     members = [
         member(0, 7, active=[{"task": 0, "epoch": 2}, {"task": 2, "epoch": 1}]),

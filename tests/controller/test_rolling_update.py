@@ -11,7 +11,7 @@ from test_controller_core import APP, MODEL
 
 from streamapp.api.names import HANDOFF_ANNOTATION, REVISION_LABEL
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
-from streamapp.controller import children, costs, rollout
+from streamapp.controller import children, costreports, podrollout
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
@@ -91,9 +91,9 @@ def owning(*owners: int) -> Assignment:
 
 def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engine() -> None:
     pods = states(labelled(0, "old"), labelled(1, "old"))
-    step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), RolloutConfig(), 30.0, True, Costs())
+    step = podrollout.step(pods, 2, "new", owning(0, 1, 0, 1), RolloutConfig(), 30.0, True, Costs())
     assert step.retiring == {1: 30.0}
-    views = rollout.mark_retiring([MemberView(0), MemberView(1)], step)
+    views = podrollout.mark_retiring([MemberView(0), MemberView(1)], step)
     assert [v.retiring for v in views] == [False, True]
     assert not any(v.upcoming for v in views), "no claim: a copy warmed ahead would not survive"
 
@@ -101,11 +101,11 @@ def test_the_step_retires_the_highest_outdated_member_and_marks_it_for_the_engin
 def test_the_member_handed_off_next_is_upcoming_for_the_engine_and_in_the_condition() -> None:
     pods = states(labelled(0, "old"), labelled(1, "old"), labelled(2, "old"))
     claims = Costs(claims=True)
-    step = rollout.step(pods, 3, "new", owning(0, 1, 2), RolloutConfig(), 30.0, True, claims)
+    step = podrollout.step(pods, 3, "new", owning(0, 1, 2), RolloutConfig(), 30.0, True, claims)
     assert (step.retiring, step.upcoming) == ({2: 30.0}, (1,))
-    views = rollout.mark_retiring([MemberView(0), MemberView(1), MemberView(2)], step)
+    views = podrollout.mark_retiring([MemberView(0), MemberView(1), MemberView(2)], step)
     assert [(v.retiring, v.upcoming) for v in views] == [(False, False), (False, True), (True, False)]
-    message = rollout.progressing(step, RolloutConfig(), {2: 1}).message
+    message = podrollout.progressing(step, RolloutConfig(), {2: 1}).message
     assert message.endswith("; member 1 hands off next: copies of its tasks warm ahead")
 
 
@@ -119,18 +119,18 @@ def test_a_member_restarted_in_place_keeps_its_tasks_for_its_new_pod(protocol: s
     pods = states(labelled(0, "old"), labelled(1, "old"))
     warm = protocol == "streamapp"
     config = RolloutConfig(strategy="inPlace")
-    step = rollout.step(pods, 2, "new", owning(0, 1, 0, 1), config, 30.0, warm, Costs())
+    step = podrollout.step(pods, 2, "new", owning(0, 1, 0, 1), config, 30.0, warm, Costs())
     assert step.delete == (1,) and not step.retiring
     measured = [
         MemberView(0, restore_rate=1_000.0, restore_rows={0: 100_000, 2: 100_000}),
         MemberView(1, restore_rate=1_000.0, restore_rows={1: 100_000, 3: 100_000}),
     ]
-    views = rollout.mark_retiring(measured, step)
+    views = podrollout.mark_retiring(measured, step)
     assert [(v.alive, v.retiring, v.returning, v.replaced) for v in views] == [
         (True, False, False, False),
         (False, False, True, True),
     ]
-    views = costs.with_return_estimates(views, Costs(restart={1: 10.0}), None)
+    views = costreports.with_return_estimates(views, Costs(restart={1: 10.0}), None)
     app = AppConfig(4, 2, RebalanceConfig(protocol=protocol))  # type: ignore[arg-type]
     result = plan(app, views, owning(0, 1, 0, 1), 30.0)
     assert [t.active for t in result.assignment.tasks] == [0, 1, 0, 1]
@@ -164,7 +164,7 @@ def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_
     pods = states(labelled(0, "old", "5.000"), labelled(1, "old"), labelled(2, "old", "1.000"))
     step = RolloutStep(retiring={1: 9.0}, delete=(2,), updated=0, outdated=(0, 1, 2))
     kube = RecordingKube()
-    rollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
+    podrollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
     assert kube.calls == [
         ("annotate_pod", "counts-0", {HANDOFF_ANNOTATION: None}),
         ("annotate_pod", "counts-1", {HANDOFF_ANNOTATION: "9.000"}),
@@ -172,25 +172,25 @@ def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_
     ]
     kube.calls.clear()
     again = states(labelled(1, "old", "9.000"))
-    rollout.act(kube, "counts", "ns", RolloutStep({1: 9.0}, (), 0, (1,)), again)  # type: ignore[arg-type]
+    podrollout.act(kube, "counts", "ns", RolloutStep({1: 9.0}, (), 0, (1,)), again)  # type: ignore[arg-type]
     assert kube.calls == [], "a handoff already recorded is not written again"
 
 
 def test_status_shows_revisions_and_a_progressing_condition_while_rolling() -> None:
     pods = states(labelled(0, "old"), labelled(1, "new"), labelled(2, "older"), labelled(3, "old"))
     step = RolloutStep({3: 1.0}, (), 1, (0, 2, 3), reasons={3: "its restart time is not measured yet"})
-    shown = rollout.with_revisions(StreamAppStatus(), step, "new", pods)
+    shown = podrollout.with_revisions(StreamAppStatus(), step, "new", pods)
     assert (shown.updated_replicas, shown.update_revision, shown.current_revision) == (1, "new", "old")
-    rolling = rollout.progressing(step, RolloutConfig(), {3: 2})
+    rolling = podrollout.progressing(step, RolloutConfig(), {3: 2})
     assert (rolling.status, rolling.reason) == (True, "RollingUpdate")
     assert rolling.message == (
         "3 member(s) still run an older spec; member 3 (2 tasks) hands off: its restart time is not measured yet"
     )
-    paused = rollout.progressing(step, RolloutConfig(paused=True), {})
+    paused = podrollout.progressing(step, RolloutConfig(paused=True), {})
     assert (paused.status, paused.reason) == (False, "RolloutPaused")
     done = RolloutStep({}, (), 4, ())
-    assert rollout.with_revisions(StreamAppStatus(), done, "new", pods).current_revision == "new"
-    assert rollout.progressing(done, RolloutConfig(), {}).reason == "RolloutComplete"
+    assert podrollout.with_revisions(StreamAppStatus(), done, "new", pods).current_revision == "new"
+    assert podrollout.progressing(done, RolloutConfig(), {}).reason == "RolloutComplete"
 
 
 def test_a_member_handing_off_for_a_rollout_shows_as_draining() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from test_controller_core import APP
 
 from streamapp.api.streamapp import MemberSummary, StreamApp, StreamAppStatus
-from streamapp.controller import costs, rollout
+from streamapp.controller import costreports, podrollout
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import patch, status_changes
 from streamapp.rebalance.rollout import Costs, RolloutStep
@@ -33,7 +33,7 @@ def test_a_members_restart_cost_is_its_slowest_restarted_task_from_its_current_p
         member(1, "old-uid", ("restart", 1.0)),  # an earlier pod's report: that pod is gone
         member(2, "uid-2", ("cold", 30.0)),
     ]
-    assert costs.measured(members, PODS, claims=True) == Costs({0: 3.1}, 9.0, True)
+    assert costreports.measured(members, PODS, claims=True) == Costs({0: 3.1}, 9.0, True)
 
 
 def test_the_handoff_cost_is_the_median_over_every_members_handed_off_tasks() -> None:
@@ -43,22 +43,24 @@ def test_the_handoff_cost_is_the_median_over_every_members_handed_off_tasks() ->
         member(2, "uid-2", ("handoff", 4.9)),
         member(2, "stale", ("handoff", 100.0)),
     ]
-    assert costs.measured(members, PODS, claims=False).handoff == 5.2  # (4.9 + 5.5) / 2, one slow move aside
+    assert (
+        costreports.measured(members, PODS, claims=False).handoff == 5.2
+    )  # (4.9 + 5.5) / 2, one slow move aside
 
 
 def test_kept_costs_stay_until_a_new_measurement_replaces_them() -> None:
     app = {"status": {"members": [{"id": 0, "restartSeconds": 3.1}, {"id": 1}], "handoffSeconds": 4.8}}
-    assert costs.known(app, [], PODS, claims=True) == Costs({0: 3.1}, 4.8, True)
+    assert costreports.known(app, [], PODS, claims=True) == Costs({0: 3.1}, 4.8, True)
     members = [member(1, "uid-1", ("restart", 2.0)), member(2, "uid-2", ("handoff", 6.0))]
-    assert costs.known(app, members, PODS, claims=True) == Costs({0: 3.1, 1: 2.0}, 6.0, True)
+    assert costreports.known(app, members, PODS, claims=True) == Costs({0: 3.1, 1: 2.0}, 6.0, True)
     moved_on = [member(0, "uid-0"), member(1, "uid-1")]  # the measured tasks moved on with their samples
-    assert costs.known(app, moved_on, PODS, claims=True) == Costs({0: 3.1}, 4.8, True)
+    assert costreports.known(app, moved_on, PODS, claims=True) == Costs({0: 3.1}, 4.8, True)
 
 
 def test_costs_are_written_into_the_member_rows_and_a_report_that_changes_none_writes_nothing() -> None:
     rows = StreamAppStatus(members=(MemberSummary(id=0, phase="Ready"), MemberSummary(id=1, phase="Ready")))
     known = Costs({0: 3.1}, 4.8, True)
-    fields = patch(costs.with_costs(rows, known), ("members", "handoffSeconds"))
+    fields = patch(costreports.with_costs(rows, known), ("members", "handoffSeconds"))
     assert fields == {
         "members": [
             {"id": 0, "phase": "Ready", "active": 0, "standby": 0, "warmup": 0, "restartSeconds": 3.1},
@@ -68,9 +70,9 @@ def test_costs_are_written_into_the_member_rows_and_a_report_that_changes_none_w
     }
     app = {"status": fields}
     again = [member(0, "uid-0", ("restart", 3.1)), member(1, "uid-1", ("handoff", 4.8))]
-    unchanged = costs.with_costs(rows, costs.known(app, again, PODS, True))
+    unchanged = costreports.with_costs(rows, costreports.known(app, again, PODS, True))
     assert status_changes(app, patch(unchanged, ("members", "handoffSeconds"))) == {}
-    unknown = patch(costs.with_costs(rows, Costs()), ("handoffSeconds",))
+    unknown = patch(costreports.with_costs(rows, Costs()), ("handoffSeconds",))
     assert unknown == {"handoffSeconds": None}, "unknown: removed from the status"
 
 
@@ -106,7 +108,7 @@ def test_an_event_names_each_member_when_its_way_is_chosen_and_not_while_it_hand
     )
     kube = RecordingKube()
     pods = {0: pod(0, None), 1: pod(1, None), 2: pod(2, None)}
-    rollout.announce(kube, {}, step, pods, {2: 4})  # type: ignore[arg-type]
+    podrollout.announce(kube, {}, step, pods, {2: 4})  # type: ignore[arg-type]
     assert kube.events == [
         (
             "RolloutStrategyChosen",
@@ -116,5 +118,5 @@ def test_an_event_names_each_member_when_its_way_is_chosen_and_not_while_it_hand
     ]
     kube.events.clear()
     going_on = RolloutStep({2: 5.0}, (), 0, (0, 2), reasons={2: "its restart time is not measured yet"})
-    rollout.announce(kube, {}, going_on, {**pods, 2: pod(2, 5.0)}, {2: 3})  # type: ignore[arg-type]
+    podrollout.announce(kube, {}, going_on, {**pods, 2: pod(2, 5.0)}, {2: 3})  # type: ignore[arg-type]
     assert kube.events == []

@@ -9,7 +9,7 @@ from test_controller_core import pod
 from test_rolling_update import RecordingKube, labelled, owning, states
 
 from streamapp.api.names import RESTART_ANNOTATION, STUCK_RESTART
-from streamapp.controller import rollout
+from streamapp.controller import podrollout
 from streamapp.controller.observe import batch_running_since, member_views
 from streamapp.rebalance import MemberView
 from streamapp.rebalance.rollout import Costs, RolloutConfig
@@ -39,15 +39,15 @@ def test_a_stuck_member_is_replaced_within_a_short_grace_with_a_warning() -> Non
     grace (its executor cannot finish the round), a Warning Event says why, and the engine sees it
     gone and coming back; nothing else moves."""
     pods = states(labelled(0, "rev"), labelled(1, "rev"), labelled(2, "rev"))
-    step = rollout.step(
+    step = podrollout.step(
         pods, 3, "rev", owning(0, 1, 2), RolloutConfig(), 1_000.0, True, Costs(), (), {1: 600.0}, 300.0
     )
     assert (step.delete, step.stuck, step.retiring) == ((1,), (1,), {})
     kube = RecordingKube()
-    rollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
-    rollout.announce(kube, {"metadata": {"name": "counts"}}, step, pods, {1: 1})  # type: ignore[arg-type]
+    podrollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
+    podrollout.announce(kube, {"metadata": {"name": "counts"}}, step, pods, {1: 1})  # type: ignore[arg-type]
     assert kube.calls == [
-        ("delete_pod", "counts-1", rollout.STUCK_GRACE_SECONDS, True),
+        ("delete_pod", "counts-1", podrollout.STUCK_GRACE_SECONDS, True),
         (
             "event",
             "MemberStuck",
@@ -56,10 +56,10 @@ def test_a_stuck_member_is_replaced_within_a_short_grace_with_a_warning() -> Non
             True,
         ),
     ]
-    views = rollout.mark_retiring([MemberView(0), MemberView(1), MemberView(2)], step)
+    views = podrollout.mark_retiring([MemberView(0), MemberView(1), MemberView(2)], step)
     assert [(v.alive, v.returning) for v in views] == [(True, False), (False, True), (True, False)]
     assert not views[1].replaced, "a hang is a failure (it counts toward flapping), not a planned restart"
-    early = rollout.step(
+    early = podrollout.step(
         pods, 3, "rev", owning(0, 1, 2), RolloutConfig(), 800.0, True, Costs(), (), {1: 600.0}, 300.0
     )
     assert (early.delete, early.wake_at) == ((), 900.0)

@@ -19,7 +19,7 @@ from playedmembers import PlayedMembers, object_sizes, unsettled
 from simulatedplane import SimulatedDataPlane
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import recovery
+from streamapp.controller import intentrebuild
 from streamapp.controller.kube import Kube
 from streamapp.controller.observe import member_status
 from streamapp.controller.reconcile import _write_member_specs
@@ -105,7 +105,7 @@ def test_a_scale_in_of_100000_tasks_onto_one_member_is_written_and_acknowledged(
 
     for step in (halves, revoking, moved):
         _write_member_specs(kube, model, SimpleNamespace(assignment=step), members(), frozenset())  # type: ignore[arg-type]
-        rebuilt = recovery.intent_from_members(members(), SCALE_IN_TASKS)
+        rebuilt = intentrebuild.intent_from_members(members(), SCALE_IN_TASKS)
         assert [(t.active, t.epoch) for t in rebuilt.tasks] == [(t.active, t.epoch) for t in step.tasks]
         assert rebuilt.generation == step.generation
 

@@ -9,7 +9,7 @@ from kubernetes import client
 from operator_support import APP, Operators, app, create_app, reasons, scale
 
 from localcluster.waiting import wait_for
-from streamapp.controller.recovery import read_intent
+from streamapp.controller.intentrebuild import read_intent
 
 
 def degraded(api: client.ApiClient, namespace: str) -> dict[str, Any]:

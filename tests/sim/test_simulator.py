@@ -10,7 +10,7 @@ import pytest
 
 import streamapp.sim.simulator as simulator
 from streamapp.cli import main
-from streamapp.controller.costs import Sample
+from streamapp.controller.costreports import Sample
 from streamapp.rebalance import PROTOCOLS, Assignment, Plan, TaskAssignment
 from streamapp.rebalance.rollout import RolloutConfig
 from streamapp.sim.executors import Executor

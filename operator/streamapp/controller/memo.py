@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streamapp.api.member import StreamAppMemberStatus
-from streamapp.controller import children, intent, recovery
+from streamapp.controller import children, intent, intentrebuild
 from streamapp.controller.observe import member_status
 from streamapp.controller.status import ReportDigest, digest
 from streamapp.rebalance import AppConfig, Assignment, MemberTarget, MemberView, Plan, member_targets, plan
@@ -128,7 +128,7 @@ class Memo:
         return self.targets[1]
 
     def read_intent(self, app: Body, partitions: int) -> Assignment:
-        """`recovery.read_intent`, without decoding the intent this loop wrote last.
+        """`intentrebuild.read_intent`, without decoding the intent this loop wrote last.
 
         When the stored intent equals what `intent` gave for an assignment, decoding it gives that
         assignment back (the codec's round trip), so the assignment is returned itself. During a
@@ -140,7 +140,7 @@ class Memo:
             written = self.encoded[0]
             if len(written.tasks) in (0, partitions):
                 return written
-        return recovery.read_intent(app, partitions)
+        return intentrebuild.read_intent(app, partitions)
 
     def intent(self, assignment: Assignment) -> dict[str, Any]:
         """`status.intent` of `assignment` (`controller.intent.encode`), deflated once per assignment."""

@@ -23,7 +23,15 @@ from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
-from streamapp.controller import children, claims, costs, recovery, rollout, servicejoins, supporting
+from streamapp.controller import (
+    children,
+    claims,
+    costreports,
+    intentrebuild,
+    podrollout,
+    servicejoins,
+    supporting,
+)
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
@@ -133,7 +141,7 @@ def reconcile(
     rolling = model.spec.rolling_update.config()
     warm = config.rebalance.state_aware
     claims = bool(model.spec.executor.storage.size)
-    measured = costs.known(app, observed.members, pods, claims)
+    measured = costreports.known(app, observed.members, pods, claims)
     capacities = model.spec.executor.capacity_overrides()
     reports = memo.parse_reports(observed.members)
     views = member_views(
@@ -141,13 +149,13 @@ def reconcile(
     )
     running = batch_running_since(observed.pods, observed.members, reports)
     timeout = config.rebalance.batch_timeout
-    step = rollout.step(
+    step = podrollout.step(
         pods, config.replicas, revision, previous, rolling, now, warm, measured, views, running, timeout
     )
-    handing_off = rollout.handing_off(views, step)
-    views = rollout.mark_retiring(views, step)
+    handing_off = podrollout.handing_off(views, step)
+    views = podrollout.mark_retiring(views, step)
     pod_start = pod_start_seconds(pods.values())
-    views = costs.with_return_estimates(views, measured, pod_start)
+    views = costreports.with_return_estimates(views, measured, pod_start)
     plan_started = time.perf_counter()
     result = memo.plan(config, views, previous, now)
     metrics.plan_seconds.observe(time.perf_counter() - plan_started)
@@ -163,12 +171,12 @@ def reconcile(
         intent=memo.intent(result.assignment),
         digests=memo.digest,
     )
-    status = rollout.with_revisions(status, step, revision, pods)
-    status = costs.with_costs(status, measured)
-    owned = rollout.owned(result.assignment)
+    status = podrollout.with_revisions(status, step, revision, pods)
+    status = costreports.with_costs(status, measured)
+    owned = podrollout.owned(result.assignment)
     generation = int(app["metadata"].get("generation") or 0)
     stored = stored_conditions(app)
-    progressing = merge_conditions(stored, [rollout.progressing(step, rolling, owned)], stamp, generation)
+    progressing = merge_conditions(stored, [podrollout.progressing(step, rolling, owned)], stamp, generation)
     shown = status.conditions + progressing
     if memo.blocked is not None:
         blocked = Condition("Degraded", True, memo.blocked[0], memo.blocked[1][:1000])
@@ -197,8 +205,8 @@ def reconcile(
         refusal = _pod_admitted(kube, model, revision, memo)
         if refusal is not None:
             raise PodRefused(refusal)
-        rollout.act(kube, name, namespace, step, pods)
-        rollout.announce(kube, app, step, pods, owned)
+        podrollout.act(kube, name, namespace, step, pods)
+        podrollout.announce(kube, app, step, pods, owned)
         _manage_pods(kube, model, config, result, pods, observed.members)
     except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
@@ -329,14 +337,14 @@ def _previous_intent(
     members = list(members)
     try:
         found = memo.read_intent(app, partitions)
-        damage = recovery.outdated(found, members)
+        damage = intentrebuild.outdated(found, members)
         if damage is not None:
             raise ValueError(damage)
     except ValueError as error:
         kube.event(app, INTENT_REBUILT, f"{error}; rebuilt from the members' targets", warning=True)
         log.warning("%s/%s: %s; rebuilding it from the members", *_key(app), error)
-        found = recovery.intent_from_members(members, partitions)
-    return recovery.floor_generation(found, members)
+        found = intentrebuild.intent_from_members(members, partitions)
+    return intentrebuild.floor_generation(found, members)
 
 
 def _key(app: Body) -> tuple[str, str]:

@@ -6,7 +6,7 @@ and how it came there: by a `restart` of the member, a `handoff` to a caught-up 
 by a restart (the one a rollout waits for); the app's handoff cost is the median over every task
 resumed by a handoff (one slow move must not decide for the app). A rolling update's `auto` weighs
 one against the other (`rollout.choose`); the operator reads the samples from member reports
-(`controller/costs.py`), the simulator from its simulated executors, and both keep the last known
+(`controller/costreports.py`), the simulator from its simulated executors, and both keep the last known
 values with `merged`.
 """
 
