@@ -156,7 +156,7 @@ def member(workdir: Path, name: str, group: Path | None = None) -> dict[str, Any
     shutil.rmtree(local, ignore_errors=True)
     status = workdir / f"status-{name}.json"
     command = [
-        sys.executable, "-m", "streamapp.executor.cli", "dataplane",
+        sys.executable, "-m", "streamapp.executor.dataplanecli", "dataplane",
         "--state", str(workdir / "state"), "--log", str(workdir / "log"),
         "--pipeline", "streamapp.executor.samples.counts:counts", "--member", name,
         "--local-state", str(local), "--local-store", "lmdb",

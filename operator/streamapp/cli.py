@@ -15,13 +15,13 @@ from importlib import metadata
 
 # Modules that expose `register(subparsers: argparse._SubParsersAction) -> None`.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
-    "streamapp.controller.cli",
-    "streamapp.sim.cli",
-    "streamapp.executor.cli",
+    "streamapp.controller.operatorcli",
+    "streamapp.sim.simulatecli",
+    "streamapp.executor.dataplanecli",
     "streamapp.executor.agent",
     "streamapp.executor.sparkk8s",
     "streamapp.executor.io.read",
-    "streamapp.render.cli",
+    "streamapp.render.rendercli",
     "streamapp.appstatus",
 )
 

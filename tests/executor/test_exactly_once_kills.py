@@ -53,7 +53,7 @@ def executor_command(root: Path, stores: Stores, epoch: int, member: str) -> lis
     return [
         sys.executable,
         "-m",
-        "streamapp.executor.cli",
+        "streamapp.executor.dataplanecli",
         "dataplane",
         "--state",
         stores.state.describe(),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from streamapp.api.fields import prop
-from streamapp.api.model import Model
+from streamapp.api.wiremodel import Model
 
 ConditionType = Literal["Ready", "Rebalancing", "Degraded", "Progressing"]
 ConditionStatus = Literal["True", "False", "Unknown"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from streamapp.api.fields import Rule, prop
-from streamapp.api.model import Model
+from streamapp.api.wiremodel import Model
 
 # librdkafka property → environment variable holding its value; `{role}` is SOURCE or SINK.
 CREDENTIAL_ENV = {

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 
 from streamapp.api.fields import Rule, ValidationError, prop, wire_name
 from streamapp.api.meta import Resource
-from streamapp.api.model import Model
+from streamapp.api.wiremodel import Model
 
 TaskRole = Literal["active", "revoking", "standby", "warmup"]
 # How a task's ownership on a member began: its pod (or process) restarted, a caught-up copy took it

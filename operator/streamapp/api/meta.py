@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from streamapp.api.fields import ValidationError, prop
-from streamapp.api.model import Model
+from streamapp.api.wiremodel import Model
 
 GROUP = "streamapp.dev"
 VERSION = "v1alpha1"

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from streamapp.api.fields import Rule, ValidationError, prop
-from streamapp.api.model import Model
 from streamapp.api.schema import model_schema
+from streamapp.api.wiremodel import Model
 
 DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_LABEL_MAX = 63

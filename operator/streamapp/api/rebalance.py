@@ -15,8 +15,8 @@ from typing import Any
 
 from streamapp.api.codec import decode
 from streamapp.api.fields import Rule, prop, prop_of, wire_name
-from streamapp.api.model import Model
 from streamapp.api.schema import model_schema
+from streamapp.api.wiremodel import Model
 from streamapp.rebalance.config import LostTaskRecovery, Protocol, RebalanceConfig
 from streamapp.units import MAX_DURATION_SECONDS, UnitError, parse_duration
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from streamapp.api.fields import prop
-from streamapp.api.model import Model
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, at_most
+from streamapp.api.wiremodel import Model
 from streamapp.rebalance.rollout import RolloutConfig
 from streamapp.units import parse_duration
 

@@ -16,7 +16,6 @@ from streamapp.api.conditions import Condition, ConditionType
 from streamapp.api.fields import Rule, ValidationError, model_rules, prop
 from streamapp.api.kafka import KafkaTopic
 from streamapp.api.meta import Resource
-from streamapp.api.model import Model
 from streamapp.api.podtemplate import POD_TEMPLATE
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, REBALANCE, at_most
 from streamapp.api.rollingupdate import RollingUpdate
@@ -33,6 +32,7 @@ from streamapp.api.sparkconf import (
     refused_wired_keys,
     wired_message,
 )
+from streamapp.api.wiremodel import Model
 from streamapp.rebalance.config import AppConfig, RebalanceConfig
 from streamapp.units import byte_count, cpu_cores
 

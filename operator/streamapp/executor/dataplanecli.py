@@ -207,7 +207,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run these subcommands without the rest of the `streamapp` CLI (`python -m streamapp.executor.cli`)."""
+    """Run these subcommands without the rest of the `streamapp` CLI (`python -m streamapp.executor.dataplanecli`)."""
     parser = argparse.ArgumentParser(prog="streamapp-executor")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
