@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from localcluster import build
 from localcluster.controlplane import LocalCluster, default_root

@@ -11,8 +11,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from imagebuild import base, build, podman, settings, smoke
 
 

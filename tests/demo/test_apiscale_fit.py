@@ -4,10 +4,6 @@ machine's between the operator and its neighbours."""
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from apiscale import PLAYER, Phase, Reconciles, cost_per_report, where_the_cores_went
 
