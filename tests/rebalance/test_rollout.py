@@ -19,7 +19,6 @@ from streamapp.rebalance import (
     Reservation,
     TaskAssignment,
 )
-from streamapp.rebalance.config import ConfigError
 from streamapp.rebalance.costs import Costs
 from streamapp.rebalance.rollout import (
     HANDOFF_FLOOR_SECONDS,
@@ -230,17 +229,6 @@ def test_members_removed_by_scale_in_are_not_rolled() -> None:
     step = rollout_step(three_old(), 2, NEW, {0: 6, 1: 6}, RolloutConfig(), 0.0)
     assert step.outdated == (0, 1)
     assert 2 not in step.retiring and 2 not in step.delete
-
-
-def test_config_parses_the_wire_block_and_refuses_nonsense() -> None:
-    config = RolloutConfig.from_spec({"strategy": "handoff", "maxUnavailable": 2, "handoffTimeout": "90s"})
-    assert config == RolloutConfig("handoff", 2, False, 90.0)
-    with pytest.raises(ConfigError, match="maxUnavailable"):
-        RolloutConfig.from_spec({"maxUnavailable": 0})
-    with pytest.raises(ConfigError, match="strategy"):
-        RolloutConfig.from_spec({"strategy": "surge"})
-    with pytest.raises(ConfigError, match="unknown"):
-        RolloutConfig.from_spec({"maxSurge": 1})
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

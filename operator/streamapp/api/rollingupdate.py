@@ -1,21 +1,22 @@
 """`spec.rollingUpdate` on the wire: how member pods are replaced when what they are made from changes.
 
-The engine-side value (`streamapp.rebalance.rollout.RolloutConfig`) owns the semantics and is what the
-simulator reads too; this model adds the schema the API server checks.
+The engine-side value (`streamapp.rebalance.rollout.RolloutConfig`) holds the block in the engine's units
+and its defaults; this model is the only place the block is checked (the CRD's rules come from it, and
+the operator and the simulator decode through it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from streamapp.api.fields import prop
 from streamapp.api.rebalance import DURATION_MAX_LENGTH, DURATION_PATTERN, at_most
 from streamapp.api.wiremodel import Model
-from streamapp.rebalance.rollout import RolloutConfig
-from streamapp.units import parse_duration
+from streamapp.rebalance.rollout import RolloutConfig, Strategy
+from streamapp.units import format_duration, parse_duration
 
-RolloutStrategy = Literal["handoff", "inPlace", "auto"]
+_DEFAULTS = RolloutConfig()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,8 +25,8 @@ class RollingUpdate(Model):
 
     PATH: ClassVar[str] = "spec.rollingUpdate"
 
-    strategy: RolloutStrategy = field(
-        default="auto",
+    strategy: Strategy = field(
+        default=_DEFAULTS.strategy,
         metadata=prop(
             "handoff: before a member's pod is deleted its active tasks move to caught-up copies on other "
             "members (standbys at once, otherwise warmups), so no task stops for longer than one batch; "
@@ -37,18 +38,18 @@ class RollingUpdate(Model):
         ),
     )
     max_unavailable: int = field(
-        default=1,
+        default=_DEFAULTS.max_unavailable,
         metadata=prop(
             "Members being replaced at once, counting members whose pod is missing or not ready.",
             minimum=1,
         ),
     )
     paused: bool = field(
-        default=False,
+        default=_DEFAULTS.paused,
         metadata=prop("Stop the rollout: no pod is deleted and no handoff starts until unpaused."),
     )
     handoff_timeout: str = field(
-        default="10m",
+        default=format_duration(_DEFAULTS.handoff_timeout),
         metadata=prop(
             "How long a member's handoff may take before its pod is deleted anyway (its remaining tasks "
             "then wait for it, as in inPlace).",

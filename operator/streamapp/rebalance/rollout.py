@@ -17,13 +17,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, cast
+from typing import Literal
 
-from streamapp.rebalance.config import ConfigError
 from streamapp.rebalance.costs import UNMEASURED, Costs
 from streamapp.rebalance.model import Assignment, MemberView
 from streamapp.rebalance.quotas import quotas
-from streamapp.units import parse_duration
 
 HANDOFF_FLOOR_SECONDS = 1.0
 """Less than a handoff ever stands a task still: the old owner's last batch, the acknowledgement's round
@@ -31,12 +29,12 @@ trip and the new owner's first batch (real executors measured 1.1-1.6 s: bench/r
 member measured to restart within it restarts in place even before a handoff is measured."""
 
 Strategy = Literal["handoff", "inPlace", "auto"]
-STRATEGIES: tuple[Strategy, ...] = ("handoff", "inPlace", "auto")
 
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    """The `spec.rollingUpdate` block.
+    """The `spec.rollingUpdate` block in the engine's units, with its defaults; its wire form and every
+    check of it are `streamapp.api.rollingupdate.RollingUpdate`.
 
     `auto` restarts in place when a handoff cannot be warm: a single member has nowhere to hand off
     to, and the cooperative and eager protocols would move the tasks cold, which costs more than
@@ -48,29 +46,6 @@ class RolloutConfig:
     max_unavailable: int = 1
     paused: bool = False
     handoff_timeout: float = 600.0
-
-    def __post_init__(self) -> None:
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"strategy: must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
-        if self.max_unavailable < 1:
-            raise ConfigError(f"maxUnavailable: must be >= 1, got {self.max_unavailable}")
-
-    @staticmethod
-    def from_spec(spec: Mapping[str, Any] | None) -> RolloutConfig:
-        """Parse the camelCase block (durations as `10m`); missing keys take their defaults."""
-        spec = spec or {}
-        unknown = set(spec) - {"strategy", "maxUnavailable", "paused", "handoffTimeout"}
-        if unknown:
-            raise ConfigError(f"rollingUpdate: unknown keys {', '.join(sorted(unknown))}")
-        default = RolloutConfig()
-        return RolloutConfig(
-            strategy=cast(Strategy, spec.get("strategy", default.strategy)),
-            max_unavailable=int(spec.get("maxUnavailable", default.max_unavailable)),
-            paused=bool(spec.get("paused", default.paused)),
-            handoff_timeout=parse_duration(
-                spec.get("handoffTimeout", default.handoff_timeout), "rollingUpdate.handoffTimeout"
-            ),
-        )
 
 
 @dataclass(frozen=True)

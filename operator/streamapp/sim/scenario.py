@@ -14,8 +14,10 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from streamapp.api.codec import decode
 from streamapp.api.fields import ValidationError
 from streamapp.api.rebalance import REBALANCE
+from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
 from streamapp.rebalance.rollout import RolloutConfig
 from streamapp.units import UnitError, parse_duration
@@ -163,7 +165,7 @@ def parse_scenario(data: object) -> Scenario:
         events=events,
         zones=zones,
         tick=_positive(doc.get("tick", 1.0), "tick"),
-        rolling_update=RolloutConfig.from_spec(_mapping(doc.get("rollingUpdate") or {}, "rollingUpdate")),
+        rolling_update=_rolling_update(doc.get("rollingUpdate") or {}),
     )
 
 
@@ -174,6 +176,14 @@ def _rebalance(raw: object) -> RebalanceConfig:
     except ValidationError as error:
         raise ScenarioError(str(error)) from None
     return config
+
+
+def _rolling_update(raw: object) -> RolloutConfig:
+    """The block a StreamApp's `spec.rollingUpdate` holds, checked by the same rules."""
+    try:
+        return decode(RollingUpdate, raw, "rollingUpdate").config()
+    except ValidationError as error:
+        raise ScenarioError(str(error)) from None
 
 
 def _workload(raw: object) -> Workload:
