@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import typing
 
 import pytest
 
@@ -46,8 +47,19 @@ SPARK = ("pyspark",)
             "streamapp.api",
             ("streamapp.render", "streamapp.controller", "streamapp.executor", *CLUSTER, *SPARK),
         ),
-        # The state engine knows nothing of Kafka or Spark, and of no cluster.
-        ("streamapp.executor.state", ("streamapp.controller", "confluent_kafka", *CLUSTER, *SPARK)),
+        # The state engine knows nothing of Kafka or Spark, of no cluster, and not the API model: what it
+        # needs (defaults, crash points) is given to it or sits below it.
+        (
+            "streamapp.executor.state",
+            (
+                "streamapp.api",
+                "streamapp.rebalance",
+                "streamapp.controller",
+                "confluent_kafka",
+                *CLUSTER,
+                *SPARK,
+            ),
+        ),
         # The units every setting shares sit below everything.
         ("streamapp.units", ("streamapp.api", "streamapp.rebalance", *CLUSTER, *SPARK)),
         # The pure engine: no I/O stack at all.
@@ -62,3 +74,18 @@ def test_the_operator_loads_no_generator() -> None:
     """The controller and its CLI run without `streamapp.render`: the rules they need are their own
     (`controller.permissions`, `controller.admission`); render collects them, not the other way."""
     assert _under(loaded_with("streamapp.controller"), "streamapp.render") == []
+
+
+def test_the_state_engine_needs_no_other_part_of_the_executor() -> None:
+    loaded = loaded_with("streamapp.executor.state")
+    others = [m for m in _under(loaded, "streamapp.executor") if not m.startswith("streamapp.executor.state")]
+    assert others == ["streamapp.executor"]
+
+
+def test_the_state_engines_names_are_the_specs() -> None:
+    """The names the state engine declares for itself, spelled as the API model spells them."""
+    from streamapp.api import member, streamapp
+    from streamapp.executor.state import localstate, replica
+
+    assert typing.get_args(streamapp.LocalStoreKind) == localstate.STORE_KINDS
+    assert typing.get_args(member.FullRestoreReason) == typing.get_args(replica.FullRestoreReason)

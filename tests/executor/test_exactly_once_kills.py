@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from dataplane_checks import COUNTS, Stores, check_partition
 
-from streamapp.executor import faults
+from streamapp import faults
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.history import accepted_manifests

@@ -9,6 +9,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ from streamapp.executor.state.localstate import CHECKPOINT, Checkpoint, LocalSta
 from streamapp.executor.state.manifest import Head
 from streamapp.executor.state.replica import Replica
 from streamapp.executor.state.retention import Retention
-from streamapp.executor.task import TaskStatus
+from streamapp.executor.task import DEFAULT_RETENTION, TaskStatus
 
 BATCH = 1_000
 
@@ -54,7 +55,7 @@ def run_member(
         local=LocalState(local, kind),
         max_batch_records=batch,
         snapshot_every=4,
-        retention=retention or Retention(),
+        retention=retention or DEFAULT_RETENTION,
     )
     executor.apply(Target(active={0: epoch}))
     executor.run_until_idle()
@@ -178,7 +179,7 @@ def test_a_member_returning_after_200_batches_within_its_retention_replays_only_
     """Fifty snapshots and compactions ran while it was away: they kept the changelog after its
     checkpoint, which its mark in the shared store names, instead of compacting it into the snapshots."""
     del spark
-    log, checkpoint = away(tmp_path, 200, Retention())
+    log, checkpoint = away(tmp_path, 200, DEFAULT_RETENTION)
     layout = StateLayout(tmp_path / "state")
     assert [(m.member, m.seq) for m in changelog.read_marks(layout, 0) if m.member == "a"] == [
         ("a", checkpoint.head.seq)
@@ -198,7 +199,11 @@ def test_past_its_retention_a_returning_member_restores_in_full_and_says_why(
     """Out of `deltaRetention` (its mark expired) or over `deltaRetentionSize` (the oldest mark goes
     first), the changelog after its checkpoint is compacted and the mark deleted."""
     del spark
-    retention = Retention(seconds=0.0) if bound == "time" else Retention(max_bytes=1)
+    retention = (
+        replace(DEFAULT_RETENTION, seconds=0.0)
+        if bound == "time"
+        else replace(DEFAULT_RETENTION, max_bytes=1)
+    )
     log, _ = away(tmp_path, 12, retention)
     layout = StateLayout(tmp_path / "state")
     assert "a" not in {m.member for m in changelog.read_marks(layout, 0)}

@@ -3,11 +3,14 @@ properties over any marks, segment sizes and bounds, and the spec's spelling of 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from streamapp.executor.state.retention import Mark, Retention, decide, retention_of
+from streamapp.executor.task import DEFAULT_RETENTION
 
 NOW = 10_000.0
 
@@ -65,12 +68,14 @@ def test_a_mark_is_dropped_only_when_expired_or_older_than_every_mark_that_fits_
 
 
 def test_without_marks_compaction_deletes_what_the_oldest_snapshot_covers() -> None:
-    assert decide([], {1: 10, 2: 10}, 2, Retention(), NOW).delete_through == 2
+    assert decide([], {1: 10, 2: 10}, 2, DEFAULT_RETENTION, NOW).delete_through == 2
 
 
 def test_a_young_mark_keeps_the_segments_after_it_and_an_old_one_is_dropped() -> None:
     young, old = Mark("a", 3, NOW - 60), Mark("b", 1, NOW - 4_000)
-    decision = decide([young, old], dict.fromkeys(range(10), 100), 8, Retention(seconds=3_600), NOW)
+    decision = decide(
+        [young, old], dict.fromkeys(range(10), 100), 8, replace(DEFAULT_RETENTION, seconds=3_600), NOW
+    )
     assert (decision.delete_through, decision.dropped) == (3, (old,))
 
 

@@ -15,7 +15,8 @@ from dataplane_checks import COUNTS, check_partition, executor_for
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from streamapp.executor import batches, faults
+from streamapp import faults
+from streamapp.executor import batches
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.batches import run_round
 from streamapp.executor.io.generate import GenerateSpec, generate

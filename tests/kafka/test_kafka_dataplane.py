@@ -19,8 +19,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from pyspark.sql import SparkSession
 
 from kafkabroker import checks, records
+from streamapp import faults
 from streamapp.api.names import consumer_group
-from streamapp.executor import faults
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import make_records
 from streamapp.executor.io.kafkaclient import KafkaEndpoint, PartitionMismatch, check_partitions, ensure_topic

@@ -6,7 +6,7 @@ Three parts, data flowing down:
   `probes` (readiness, liveness, metrics), `runtimeplane` (the runtime behind the membership client),
   `membership` (following the StreamAppMember),
   `runtime` (`Executor`, driven by a `Target`), `batches` / `slot` (the lanes rounds run on), `drain`,
-  `spark` (the process's SparkSession), `faults` (crash points of fault-injection tests), `cli`;
+  `spark` (the process's SparkSession), `dataplanecli` (`streamapp dataplane`, `generate`);
 * a partition's work: `task` (one partition in one role), `pipeline` / `merge` (the user's transform
   and how its result folds into state), `samples` (example pipelines);
 * `io` (sources, sinks, the publisher, the generator) and `state` (stores, changelog, manifests,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -38,6 +38,7 @@ from streamapp.executor.state.blobstore import BlobStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import STORE_KINDS
 from streamapp.executor.state.retention import Retention, retention_of
+from streamapp.executor.task import DEFAULT_RETENTION
 from streamapp.units import parse_duration
 
 
@@ -70,7 +71,7 @@ class PodSettings:
     kafka_sink: KafkaEndpoint | None = None
     exactly_once: bool = True
     drain_seconds: float = 0.0
-    retention: Retention = field(default_factory=Retention)
+    retention: Retention = DEFAULT_RETENTION
 
     @staticmethod
     def from_env(env: Mapping[str, str]) -> PodSettings:

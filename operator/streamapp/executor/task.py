@@ -30,8 +30,9 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from streamapp import faults
 from streamapp.api.member import FullRestoreReason, ResumedBy
-from streamapp.executor import faults
+from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION_BYTES, DEFAULT_DELTA_RETENTION_SECONDS
 from streamapp.executor.background import Background
 from streamapp.executor.io.publisher import Publisher
 from streamapp.executor.io.sink import Sink
@@ -58,6 +59,10 @@ class Role(StrEnum):
     WARMUP = "warmup"
 
 
+# What a checkpoint keeps when the spec says nothing (`stateStore.deltaRetention`, `deltaRetentionSize`).
+DEFAULT_RETENTION = Retention(DEFAULT_DELTA_RETENTION_SECONDS, DEFAULT_DELTA_RETENTION_BYTES)
+
+
 @dataclass(frozen=True)
 class TaskConfig:
     """Knobs of the data plane.
@@ -78,7 +83,7 @@ class TaskConfig:
     max_apply_per_step: int = 50
     keep_snapshots: int = 2
     owner: str = ""
-    retention: Retention = field(default_factory=Retention)
+    retention: Retention = DEFAULT_RETENTION
     shared_batches: bool = True
     copy_workers: int = 2
 

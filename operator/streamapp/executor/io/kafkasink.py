@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from streamapp.executor import faults
+from streamapp import faults
 from streamapp.executor.io.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic, watermarks
 from streamapp.executor.io.sink import FileSink
 from streamapp.executor.state import manifest as manifests

@@ -35,13 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from streamapp.api.streamapp import LocalStoreKind
-from streamapp.executor import faults
+from streamapp import faults
 from streamapp.executor.state import storage
 from streamapp.executor.state.lmdbstore import LmdbStore
 from streamapp.executor.state.manifest import Head, Manifest
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
 
+# The local stores this module implements (the spec's `executor.localStore` offers the same names).
+LocalStoreKind = typing.Literal["memory", "lmdb"]
 STORE_KINDS: tuple[LocalStoreKind, ...] = typing.get_args(LocalStoreKind)
 CHECKPOINT = "checkpoint.json"
 FORMAT = 1

@@ -23,10 +23,9 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, wait
-from typing import Any
+from typing import Any, Literal
 
-from streamapp.api.member import FullRestoreReason
-from streamapp.executor import faults
+from streamapp import faults
 from streamapp.executor.state import changelog, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.expiry import WindowEnds
@@ -37,6 +36,11 @@ from streamapp.executor.state.restores import RestoreMeter
 from streamapp.executor.state.retention import Mark
 from streamapp.executor.state.runs import CorruptRun
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
+
+# Why a copy that had local state of its task restored it in full anyway: its checkpoint could not be
+# read, the shared history no longer holds what it names, or the changelog after it was compacted away.
+# A member's report carries it (`api.member.FullRestoreReason` spells the same values).
+FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-expired"]
 
 log = logging.getLogger(__name__)
 FLOOR_CHECK_SECONDS = 30.0

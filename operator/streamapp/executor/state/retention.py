@@ -21,16 +21,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION_BYTES, DEFAULT_DELTA_RETENTION_SECONDS
 from streamapp.units import UnitError, byte_count, parse_duration
 
 
 @dataclass(frozen=True)
 class Retention:
-    """How long, and up to how many segment bytes per task, a member's checkpoint keeps its delta."""
+    """How long, and up to how many segment bytes per task, a member's checkpoint keeps its delta (the
+    defaults are the spec's, given by the executor: `executor.task.DEFAULT_RETENTION`)."""
 
-    seconds: float = DEFAULT_DELTA_RETENTION_SECONDS
-    max_bytes: int = DEFAULT_DELTA_RETENTION_BYTES
+    seconds: float
+    max_bytes: int
 
 
 def retention_of(duration: str, size: str) -> Retention:
