@@ -89,3 +89,27 @@ def test_the_state_engines_names_are_the_specs() -> None:
 
     assert typing.get_args(streamapp.LocalStoreKind) == localstate.STORE_KINDS
     assert typing.get_args(member.FullRestoreReason) == typing.get_args(replica.FullRestoreReason)
+
+
+PURE_CONTROLLER = (
+    "acknowledgement",
+    "admission",
+    "children",
+    "claims",
+    "costreports",
+    "intent",
+    "intentrebuild",
+    "observe",
+    "permissions",
+    "podrollout",
+    "servicejoins",
+    "status",
+    "supporting",
+)
+
+
+@pytest.mark.parametrize("module", PURE_CONTROLLER)
+def test_the_controllers_pure_core_talks_to_no_cluster(module: str) -> None:
+    """Decisions apart from acts, the kopf way: these modules compute what to write; the shell
+    (`reconcile`, `enact`, `kube`, `handlers`, `loops`, `leader`) writes it."""
+    assert _under(loaded_with(f"streamapp.controller.{module}"), *CLUSTER, "streamapp.controller.kube") == []

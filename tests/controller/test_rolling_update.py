@@ -11,7 +11,7 @@ from test_controller_core import APP, MODEL
 
 from streamapp.api.names import HANDOFF_ANNOTATION, REVISION_LABEL
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
-from streamapp.controller import children, costreports, podrollout
+from streamapp.controller import children, costreports, enact, podrollout
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, TaskAssignment, plan
@@ -164,7 +164,7 @@ def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_
     pods = states(labelled(0, "old", "5.000"), labelled(1, "old"), labelled(2, "old", "1.000"))
     step = RolloutStep(retiring={1: 9.0}, delete=(2,), updated=0, outdated=(0, 1, 2))
     kube = RecordingKube()
-    podrollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
+    enact.rollout(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
     assert kube.calls == [
         ("annotate_pod", "counts-0", {HANDOFF_ANNOTATION: None}),
         ("annotate_pod", "counts-1", {HANDOFF_ANNOTATION: "9.000"}),
@@ -172,7 +172,7 @@ def test_acting_persists_a_new_handoff_clears_an_abandoned_one_and_deletes_what_
     ]
     kube.calls.clear()
     again = states(labelled(1, "old", "9.000"))
-    podrollout.act(kube, "counts", "ns", RolloutStep({1: 9.0}, (), 0, (1,)), again)  # type: ignore[arg-type]
+    enact.rollout(kube, "counts", "ns", RolloutStep({1: 9.0}, (), 0, (1,)), again)  # type: ignore[arg-type]
     assert kube.calls == [], "a handoff already recorded is not written again"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from test_controller_core import APP
 
 from streamapp.api.streamapp import MemberSummary, StreamApp, StreamAppStatus
-from streamapp.controller import costreports, podrollout
+from streamapp.controller import costreports, enact
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import patch, status_changes
 from streamapp.rebalance.rollout import Costs, RolloutStep
@@ -108,7 +108,7 @@ def test_an_event_names_each_member_when_its_way_is_chosen_and_not_while_it_hand
     )
     kube = RecordingKube()
     pods = {0: pod(0, None), 1: pod(1, None), 2: pod(2, None)}
-    podrollout.announce(kube, {}, step, pods, {2: 4})  # type: ignore[arg-type]
+    enact.announce(kube, {}, step, pods, {2: 4})  # type: ignore[arg-type]
     assert kube.events == [
         (
             "RolloutStrategyChosen",
@@ -118,5 +118,5 @@ def test_an_event_names_each_member_when_its_way_is_chosen_and_not_while_it_hand
     ]
     kube.events.clear()
     going_on = RolloutStep({2: 5.0}, (), 0, (0, 2), reasons={2: "its restart time is not measured yet"})
-    podrollout.announce(kube, {}, going_on, {**pods, 2: pod(2, 5.0)}, {2: 3})  # type: ignore[arg-type]
+    enact.announce(kube, {}, going_on, {**pods, 2: pod(2, 5.0)}, {2: 3})  # type: ignore[arg-type]
     assert kube.events == []

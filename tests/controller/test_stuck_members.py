@@ -9,7 +9,7 @@ from test_controller_core import pod
 from test_rolling_update import RecordingKube, labelled, owning, states
 
 from streamapp.api.names import RESTART_ANNOTATION, STUCK_RESTART
-from streamapp.controller import podrollout
+from streamapp.controller import enact, podrollout
 from streamapp.controller.observe import batch_running_since, member_views
 from streamapp.rebalance import MemberView
 from streamapp.rebalance.rollout import Costs, RolloutConfig
@@ -44,8 +44,8 @@ def test_a_stuck_member_is_replaced_within_a_short_grace_with_a_warning() -> Non
     )
     assert (step.delete, step.stuck, step.retiring) == ((1,), (1,), {})
     kube = RecordingKube()
-    podrollout.act(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
-    podrollout.announce(kube, {"metadata": {"name": "counts"}}, step, pods, {1: 1})  # type: ignore[arg-type]
+    enact.rollout(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
+    enact.announce(kube, {"metadata": {"name": "counts"}}, step, pods, {1: 1})  # type: ignore[arg-type]
     assert kube.calls == [
         ("delete_pod", "counts-1", podrollout.STUCK_GRACE_SECONDS, True),
         (

@@ -1,10 +1,10 @@
-"""Rolling updates in the operator: observed pods in, the rollout's step out, and acting on it.
+"""Rolling updates in the operator: observed pods in, the rollout's step and its writes out (pure).
 
 The decisions are `rebalance.rollout.rollout_step` (pure); this module reads the pods' revision label
 and handoff annotation into it, marks members that hand off as retiring for the engine (and, with
-those whose pod someone else deletes, for their executors), persists when
-a handoff began on the pod itself (so a restarted operator neither restarts nor forgets its timeout),
-and reports the rollout in the status: `updatedReplicas`, `currentRevision`, `updateRevision` and the
+those whose pod someone else deletes, for their executors), says which pods to delete and where to
+persist when a handoff began on the pod itself (`pod_writes`: a restarted operator then neither restarts
+nor forgets its timeout; `enact` makes the writes), and reports the rollout in the status: `updatedReplicas`, `currentRevision`, `updateRevision` and the
 `Progressing` condition, which (like an Event when it is chosen) says which way each member goes and why.
 """
 
@@ -13,12 +13,11 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from streamapp.api.conditions import ConditionType
-from streamapp.api.names import HANDOFF_ANNOTATION, member_name
+from streamapp.api.names import member_name
 from streamapp.api.streamapp import StreamAppStatus
-from streamapp.controller.kube import Kube
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import Condition
 from streamapp.rebalance import Assignment, MemberView
@@ -96,11 +95,25 @@ def handing_off(views: Iterable[MemberView], rollout: RolloutStep) -> frozenset[
     return frozenset(rollout.retiring) | frozenset(v.id for v in views if v.retiring)
 
 
-def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mapping[int, PodState]) -> None:
+@dataclass(frozen=True)
+class PodWrite:
+    """One write the rollout makes to a member's pod: delete it (with `grace_seconds`, `stuck` when its
+    executor is), or set its handoff mark to `handoff` (None clears it)."""
+
+    name: str
+    uid: str
+    delete: bool = False
+    grace_seconds: int | None = None
+    stuck: bool = False
+    handoff: str | None = None
+
+
+def pod_writes(app: str, rollout: RolloutStep, pods: Mapping[int, PodState]) -> list[PodWrite]:
     """Persist handoff starts on the pods, clear abandoned ones (a paused rollout), delete the pods
     the rollout replaces (the next reconcile creates them from the current spec) — a stuck member's
     within `STUCK_GRACE_SECONDS`: its executor cannot finish its round, so waiting out its grace period
     only keeps its tasks down longer."""
+    writes = []
     for member, pod in sorted(pods.items()):
         if pod.terminating:
             continue
@@ -108,35 +121,30 @@ def act(kube: Kube, app: str, namespace: str, rollout: RolloutStep, pods: Mappin
         if member in rollout.delete:
             stuck = member in rollout.stuck
             grace = STUCK_GRACE_SECONDS if stuck else None
-            kube.delete_pod(
-                namespace, member_name(app, member), uid=pod.uid, grace_seconds=grace, stuck=stuck
-            )
+            writes.append(PodWrite(member_name(app, member), pod.uid, True, grace, stuck))
         elif since is not None and pod.handoff_since != since:
-            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: _stamp(since)}, uid=pod.uid)
+            writes.append(PodWrite(pod.name, pod.uid, handoff=_stamp(since)))
         elif since is None and pod.handoff_since is not None:
-            kube.annotate_pod(namespace, pod.name, {HANDOFF_ANNOTATION: None}, uid=pod.uid)
+            writes.append(PodWrite(pod.name, pod.uid))
+    return writes
 
 
-def announce(
-    kube: Kube,
-    app: Mapping[str, Any],
-    rollout: RolloutStep,
-    pods: Mapping[int, PodState],
-    active: Mapping[int, int],
-) -> None:
-    """One Event naming the members whose way was chosen in this step — a handoff that starts, a pod
-    deleted for a restart in place or after its handoff — and why; nothing while handoffs go on. A
-    Warning for members replaced because their executor is stuck."""
+def events(
+    rollout: RolloutStep, pods: Mapping[int, PodState], active: Mapping[int, int]
+) -> list[tuple[str, str, bool]]:
+    """(reason, message, warning) of the Events of this step: one naming the members whose way was
+    chosen — a handoff that starts, a pod deleted for a restart in place or after its handoff — and
+    why, nothing while handoffs go on; a Warning for members replaced because their executor is stuck."""
     chosen = [
         describe(m, rollout, active)
         for m in sorted(rollout.reasons)
         if m not in rollout.stuck and (m in rollout.delete or pods[m].handoff_since is None)
     ]
-    if chosen:
-        kube.event(app, STRATEGY_CHOSEN, "; ".join(chosen))
     stuck = [describe(m, rollout, active) for m in rollout.stuck]
-    if stuck:
-        kube.event(app, MEMBER_STUCK, "; ".join(stuck), warning=True)
+    return [
+        *([(STRATEGY_CHOSEN, "; ".join(chosen), False)] if chosen else []),
+        *([(MEMBER_STUCK, "; ".join(stuck), True)] if stuck else []),
+    ]
 
 
 def describe(member: int, rollout: RolloutStep, active: Mapping[int, int]) -> str:

@@ -27,6 +27,7 @@ from streamapp.controller import (
     children,
     claims,
     costreports,
+    enact,
     intentrebuild,
     podrollout,
     servicejoins,
@@ -205,8 +206,8 @@ def reconcile(
         refusal = _pod_admitted(kube, model, revision, memo)
         if refusal is not None:
             raise PodRefused(refusal)
-        podrollout.act(kube, name, namespace, step, pods)
-        podrollout.announce(kube, app, step, pods, owned)
+        enact.rollout(kube, name, namespace, step, pods)
+        enact.announce(kube, app, step, pods, owned)
         _manage_pods(kube, model, config, result, pods, observed.members)
     except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
@@ -307,7 +308,7 @@ def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Obser
     holding = set(range(app.spec.replicas)) | set(memo.member_targets(result.assignment))
     members = (holding - set(result.removable)) | set(_pods(observed.pods))
     want = supporting.wanted(app, members)
-    supporting.apply(kube, str(app.metadata.namespace), supporting.repairs(want, observed.supporting))
+    enact.repairs(kube, str(app.metadata.namespace), supporting.repairs(want, observed.supporting))
 
 
 def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None:

@@ -3,7 +3,7 @@ Role and RoleBinding — brought back to what they should be on every pass (leve
 
 They are watched like the pods, so one deleted or altered by hand wakes the app and is repaired:
 without its Role an executor cannot read its target, without the PDB a drain may take every member
-at once. `repairs` is the pure diff; `apply` is the shell that performs it.
+at once. `repairs` is the pure diff; `enact.repairs` performs it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, Literal
 from streamapp.api.names import MANAGED_ANNOTATIONS, MEMBER_LABEL
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
-from streamapp.controller.kube import Kube
 
 Body = Mapping[str, Any]
 IDENTITY_KINDS = ("ServiceAccount", "Role", "RoleBinding")
@@ -97,19 +96,3 @@ def _at(body: Body, path: str) -> Any:
     for step in path.split("."):
         value = value.get(step) if isinstance(value, Mapping) else None
     return value
-
-
-def apply(kube: Kube, namespace: str, fixes: Iterable[Repair]) -> None:
-    """Perform the repairs (each write tolerates a concurrent identical one)."""
-    for fix in fixes:
-        if fix.action == "create":
-            kube.create(namespace, dict(fix.body))
-        elif fix.action == "patch" and fix.kind == "ServiceAccount":
-            annotations = dict(fix.body["metadata"]["annotations"])
-            kube.patch_account_annotations(namespace, fix.name, annotations, uid=fix.uid)
-        elif fix.action == "patch" and fix.kind == "PodDisruptionBudget":
-            kube.patch_budget(namespace, fix.name, int(fix.body["spec"]["maxUnavailable"]), uid=fix.uid)
-        elif fix.action == "patch":
-            kube.patch_role_rules(namespace, fix.name, list(fix.body["rules"]), uid=fix.uid)
-        else:
-            kube.delete(namespace, fix.kind, fix.name, uid=fix.uid)
