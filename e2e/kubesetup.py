@@ -11,7 +11,7 @@ from kubernetes.client.exceptions import ApiException
 
 from localcluster.waiting import wait_for
 from streamapp.api.names import GROUP, VERSION
-from streamapp.render.crd import crd_files
+from streamapp.render.crd import crd_manifests
 
 READY_TIMEOUT_S = 60.0
 
@@ -20,9 +20,7 @@ def install_crds(api: client.ApiClient) -> None:
     """Create or replace every CRD generated from the resource models, and wait until each is
     Established (a custom object created before that is refused)."""
     extensions = client.ApiextensionsV1Api(api)
-    for name, text in crd_files().items():
-        if name == "kustomization.yaml":
-            continue
+    for text in crd_manifests().values():
         body = yaml.safe_load(text)
         crd = body["metadata"]["name"]
         try:

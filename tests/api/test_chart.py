@@ -24,7 +24,7 @@ from streamapp.render.chart import (
     crd_upgrade_rules,
     namespaced_rules,
 )
-from streamapp.render.crd import crd_files
+from streamapp.render.crd import crd_manifests
 from streamapp.render.rbac import covers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_committed_chart_matches_the_model() -> None:
 
 def test_chart_crds_are_the_crds() -> None:
     chart = chart_files()
-    crds = {name: text for name, text in crd_files().items() if name != "kustomization.yaml"}
+    crds = crd_manifests()
     assert {f"crds/{name}": text for name, text in crds.items()} == {
         name: text for name, text in chart.items() if name.startswith("crds/")
     }

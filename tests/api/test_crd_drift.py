@@ -39,10 +39,19 @@ def test_checked_in_files_match_the_model(
 
 def test_crd_file_names() -> None:
     assert sorted(crd_files()) == [
-        "kustomization.yaml",
+        "Kustomization",
         "streamapp.dev_streamappmembers.yaml",
         "streamapp.dev_streamapps.yaml",
     ]
+
+
+def test_crds_holds_nothing_but_crds_for_kubectl_apply_f() -> None:
+    """`kubectl apply -f crds/` reads every .yaml, .yml and .json file: each must be a CRD."""
+    committed = {path.name for path in (ROOT / "crds").iterdir()}
+    assert committed == set(crd_files()), "files in crds/ the generator does not write"
+    for path in (ROOT / "crds").iterdir():
+        if path.suffix in (".yaml", ".yml", ".json"):
+            assert yaml.safe_load(path.read_text())["kind"] == "CustomResourceDefinition", path
 
 
 def test_check_fails_with_a_diff_and_write_repairs(

@@ -13,7 +13,9 @@ from streamapp.api.member import StreamAppMember
 from streamapp.api.meta import GROUP, VERSION, Resource
 from streamapp.api.schema import describe, model_schema
 from streamapp.api.streamapp import StreamApp
-from streamapp.render.yamlfiles import KUSTOMIZATION, Files, render
+from streamapp.render.yamlfiles import Files, render
+
+CRD_KUSTOMIZATION = "Kustomization"
 
 # `kubectl get streaming` lists apps and members together. A category must not equal any resource's
 # name: kubectl expands categories first, so a category "streamapp" turned `kubectl get streamapp x`
@@ -124,10 +126,17 @@ def crds() -> list[dict[str, Any]]:
     ]
 
 
+def crd_manifests() -> Files:
+    """One file per CRD, named like controller-gen names them."""
+    return {f"{GROUP}_{doc['spec']['names']['plural']}.yaml": render([doc], "crd") for doc in crds()}
+
+
 def crd_files() -> Files:
-    """crds/: one file per CRD, named like controller-gen names them, and a kustomization listing them."""
-    files = {f"{GROUP}_{doc['spec']['names']['plural']}.yaml": render([doc], "crd") for doc in crds()}
-    files[KUSTOMIZATION] = render(
+    """crds/: the CRD files and a kustomization listing them, in a file named `Kustomization`:
+    kustomize reads that name, and `kubectl apply -f crds/` skips it (no .yaml extension), so the
+    directory applies either way and holds nothing but CRDs for `-f`."""
+    files = crd_manifests()
+    files[CRD_KUSTOMIZATION] = render(
         [
             {
                 "apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace, files: Files) -> int:
         return 0
     # Files in subdirectories are optional additions (manifests/optional/), not part of the stream.
     print(
-        "---\n".join(text for name, text in files.items() if name != KUSTOMIZATION and "/" not in name),
+        "---\n".join(text for name, text in files.items() if _streamed(name)),
         end="",
     )
     return 0
@@ -103,3 +103,9 @@ def apply_crds() -> int:
             )
             print(f"customresourcedefinition.apiextensions.k8s.io/{name} serverside-applied", flush=True)
     return 0
+
+
+def _streamed(name: str) -> bool:
+    """Whether a generated file belongs in the printed stream: YAML objects at the top of the directory,
+    not the kustomization listing them, nor optional additions in subdirectories (manifests/optional/)."""
+    return name.endswith(".yaml") and name != KUSTOMIZATION and "/" not in name
