@@ -409,6 +409,7 @@ def test_hardening_values(helm: list[str], tmp_path: Path) -> None:
     selector = deployment["spec"]["selector"]["matchLabels"]
     assert pod["topologySpreadConstraints"] == [{**spread, "labelSelector": {"matchLabels": selector}}]
     assert container(objects)["args"][-2:] == ["--min-reconcile-interval=5", "--verbose"]
+
     assert "livenessProbe" not in container(objects)
     assert deployment["spec"]["revisionHistoryLimit"] == 1
     policy = one(objects, "NetworkPolicy", FULLNAME)
@@ -483,3 +484,12 @@ def test_spark_executors_are_refused_unless_allowed_and_then_fenced(
     if "member-pods" in policies:
         member_pods = one(objects, "ValidatingAdmissionPolicyBinding", prefix + "member-pods")
         assert member_pods["spec"]["paramRef"] == {"selector": {}, "parameterNotFoundAction": "Allow"}
+
+
+def test_logging_values_reach_the_operators_flags(helm: list[str], tmp_path: Path) -> None:
+    objects = template(helm, {"logging": {"level": "warning", "format": "json"}}, tmp_path)
+    args = container(objects)["args"]
+    assert args[args.index("--log-level") + 1] == "warning"
+    assert args[args.index("--log-format") + 1] == "json"
+    refused = run_helm(helm, "template", RELEASE, str(CHART), "--set", "logging.format=xml")
+    assert refused.returncode != 0 and "logging" in refused.stderr

@@ -27,6 +27,7 @@ from streamapp.controller.metrics import Metrics
 from streamapp.controller.relist import Lister
 
 log = logging.getLogger("streamapp.operator")
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def register(subparsers: Any) -> None:
@@ -70,8 +71,35 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
     parser.add_argument("--lease-name", default="streamapp-operator")
     parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
-    parser.add_argument("--verbose", "-v", action="store_true")
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="info",
+        help="the least severe messages logged (default info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="json: one object a line (message, timestamp, severity), for log pipelines (default text)",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="the same as --log-level debug")
     parser.set_defaults(run=run)
+
+
+def configure_logging(level: str, log_format: str) -> None:
+    """Log at `level` and above, as text or one JSON object a line, through kopf's own log setup (its
+    handlers and the operator's share one format)."""
+    kopf.configure(
+        debug=level == "debug",
+        log_format=kopf.LogFormat.JSON if log_format == "json" else kopf.LogFormat.FULL,
+    )
+    logging.getLogger().setLevel(level.upper())
+    if level != "debug":
+        # kopf logs every handler run at INFO ("Handler ... succeeded"): one line per watch event, 500
+        # a second when 1,000 members report every 2 s. The handlers only set wake flags; what the
+        # reconciles do is logged by the operator's own loggers.
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,15 +108,7 @@ def run(args: argparse.Namespace) -> int:
     Both clients log in the same way, through kopf's own login handlers: the watches (kopf) and the
     writes (the official client) use the ServiceAccount in a pod and the kubeconfig elsewhere.
     """
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if not args.verbose:
-        # kopf logs every handler run at INFO ("Handler ... succeeded"): one line per watch event, 500
-        # a second when 1,000 members report every 2 s. The handlers only set wake flags; what the
-        # reconciles do is logged by the operator's own loggers.
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    configure_logging("debug" if args.verbose else args.log_level, args.log_format)
     if args.kubeconfig:
         os.environ["KUBECONFIG"] = args.kubeconfig  # what kopf's kubeconfig login reads
     load_client_config(args.kubeconfig)

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from streamapp.controller.operatorcli import LOG_LEVELS
 from streamapp.render import alerts, flowcontrol, manifests
 from streamapp.render.yamlfiles import HEADER
 
@@ -142,6 +143,18 @@ VALUES: tuple[Value, ...] = (
         {"type": "boolean"},
         "Liveness and readiness probes on the metrics port, which every replica serves whether it leads "
         "or waits (the kubelet restarts one whose process stopped answering).",
+    ),
+    Value(
+        "logging.level",
+        "info",
+        {"type": "string", "enum": list(LOG_LEVELS)},
+        "The least severe messages the operator logs (`--log-level`).",
+    ),
+    Value(
+        "logging.format",
+        "text",
+        {"type": "string", "enum": ["text", "json"]},
+        "`json`: one object a line (message, timestamp, severity) for log pipelines (`--log-format`).",
     ),
     Value(
         "extraArgs",
