@@ -19,6 +19,7 @@ from test_hostile_specs import base, invalid_spec, pods_of, warnings
 
 from localcluster.waiting import wait_for
 from streamapp.api.names import APPS, GROUP, VERSION
+from streamapp.controller.admission import SPARK_ALLOW_FLAG
 from streamapp.render import admissionpolicy, sparkpolicy
 
 TIMEOUT_S = 120.0
@@ -44,14 +45,14 @@ def test_an_install_that_does_not_allow_spark_executors_flags_an_existing_app_an
 ) -> None:
     objects, core = client.CustomObjectsApi(api_client), client.CoreV1Api(api_client)
     # Before the upgrade: an install that runs such apps.
-    before = operators.start("op-allowing", extra=(sparkpolicy.ALLOW_FLAG,))
+    before = operators.start("op-allowing", extra=(SPARK_ALLOW_FLAG,))
     objects.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, spark_app("spk"))
     running = wait_for(lambda: pods_of(core, namespace, "spk") or None, TIMEOUT_S, "spk-0 created")
     before.stop()
     # After it, without the flag: flagged, nothing touched.
     operators.start("op-default")
     message = wait_for(lambda: invalid_spec(objects, namespace, "spk"), TIMEOUT_S, "spk flagged")
-    assert FIELD in message and sparkpolicy.ALLOW_FLAG in message, message
+    assert FIELD in message and SPARK_ALLOW_FLAG in message, message
     events = wait_for(lambda: warnings(core, namespace, "spk"), TIMEOUT_S, "spk's Warning Event")
     assert any(FIELD in event for event in events), events
     objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, APPS, "spk", {"spec": {"replicas": 2}})
@@ -81,7 +82,7 @@ def _gated(objects: client.CustomObjectsApi, namespace: str) -> None:
         return None
 
     message = wait_for(refused, 30, "the gate to take effect")
-    assert FIELD in message and sparkpolicy.ALLOW_FLAG in message
+    assert FIELD in message and SPARK_ALLOW_FLAG in message
     objects.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, base("plain"), dry_run="All")
     # Adding it to an app that lacked it is refused as well.
     objects.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, base("plain"))
@@ -89,7 +90,7 @@ def _gated(objects: client.CustomObjectsApi, namespace: str) -> None:
         objects.patch_namespaced_custom_object(
             GROUP, VERSION, namespace, APPS, "plain", {"spec": {"executor": {"sparkExecutors": {}}}}
         )
-    assert added.value.status == 422 and sparkpolicy.ALLOW_FLAG in added.value.body
+    assert added.value.status == 422 and SPARK_ALLOW_FLAG in added.value.body
     # An app stored before the gate stays editable (its owner can scale it, or drop the field).
     objects.patch_namespaced_custom_object(GROUP, VERSION, namespace, APPS, "old", {"spec": {"replicas": 2}})
     objects.patch_namespaced_custom_object(
