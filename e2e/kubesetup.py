@@ -9,8 +9,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from appbody import app_body
 from localcluster.waiting import wait_for
-from streamapp.api.names import GROUP, VERSION
 from streamapp.render.crd import crd_manifests
 
 READY_TIMEOUT_S = 60.0
@@ -62,19 +62,13 @@ def create_namespace(
 def kwok_app(name: str, replicas: int, partitions: int, image: str, **rebalance: Any) -> dict[str, Any]:
     """A count app for members whose pods run on kwok nodes (nothing runs in them; reports are played or
     absent): the pipeline names paths no executor opens, so only the operator's side is exercised."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "partitions": partitions,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
-                "stateStore": {"uri": "file:///var/lib/streamapp"},
-            },
-            "executor": {"image": image},
-            "rebalance": rebalance,
-        },
-    }
+    return app_body(
+        name,
+        namespace=None,
+        uid=None,
+        replicas=replicas,
+        partitions=partitions,
+        state_store="file:///var/lib/streamapp",
+        executor={"image": image},
+        rebalance=rebalance,
+    )
