@@ -28,9 +28,9 @@ from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, supporting
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import PodState
-from streamapp.controller.reconcile import Observed, reconcile
-from streamapp.controller.status import app_status, status_changes, step_patch
+from streamapp.controller.observe import Observed, PodState
+from streamapp.controller.reconcile import reconcile
+from streamapp.controller.status import app_status, digest, status_changes, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
 from streamapp.rebalance.config import RebalanceConfig
 
@@ -124,6 +124,10 @@ class CountingKube:
         self.written += size(status)
         self.app = {**self.app, "status": {**self.app["status"], **status}}
         return self.app
+
+    def dry_run_pod(self, namespace: str, body: dict[str, Any]) -> None:
+        """The member pod is admitted (a dry run stores nothing, so it counts no bytes)."""
+        del namespace, body
 
     def __getattr__(self, name: str) -> Any:
         def write(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -267,7 +271,7 @@ def scale_out(
     pods = pods_of(range(grown.replicas))
     body = app_body(grown.partitions, grown.replicas, grown.rebalance.standby_replicas, {})
     previous = settled.assignment
-    current_new = step_patch(app_status(body, settled, previous, views, pods, NOW))
+    current_new = step_patch(app_status(StreamApp.from_resource(body), settled, previous, views, pods, NOW))
     current_old = old_status(current_new, previous, views)
     steps = written_old = written_new = 0
     first_ms = 0.0
@@ -280,10 +284,11 @@ def scale_out(
         if not result.changed and not result.assignment.in_flight():
             break
         steps += 1
-        status = step_patch(app_status({**body, "status": current_new}, result, previous, views, pods, NOW))
+        stored = StreamApp.from_resource({**body, "status": current_new})
+        status = step_patch(app_status(stored, result, previous, views, pods, NOW))
         old = old_status(status, result.assignment, views)
-        written_new += size(status_changes({"status": current_new}, status))
-        written_old += size(old) if status_changes({"status": current_old}, old) else 0
+        written_new += size(status_changes(current_new, status))
+        written_old += size(old) if status_changes(current_old, old) else 0
         member_bytes = member_writes(previous, result.assignment, grown.rebalance.lag_thresholds())
         written_new, written_old = written_new + member_bytes, written_old + member_bytes
         current_new, current_old, previous = status, old, result.assignment
@@ -309,7 +314,10 @@ def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: 
     pods = pods_of(range(members))
     bodies = reports(assignment, views, input_lag=10)
     empty = app_body(partitions, members, standbys, {})
-    status = step_patch(app_status(empty, settled, Assignment(), views, pods, NOW, bodies))
+    digests = [digest(b) for b in bodies]
+    status = step_patch(
+        app_status(StreamApp.from_resource(empty), settled, Assignment(), views, pods, NOW, digests)
+    )
     old = old_status(status, assignment, views)
     specs = [
         children.member_spec("counts", m, t, assignment.generation, False, config.rebalance.lag_thresholds())
@@ -319,7 +327,15 @@ def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: 
     reported = [bodies[0], *bodies[1:]]
     reported[0] = reports(assignment, views, input_lag=11)[0]
     after = step_patch(
-        app_status({**empty, "status": status}, settled, Assignment(), views, pods, NOW, reported)
+        app_status(
+            StreamApp.from_resource({**empty, "status": status}),
+            settled,
+            Assignment(),
+            views,
+            pods,
+            NOW,
+            [digest(b) for b in reported],
+        )
     )
     lagging = [replace(views[0], lags={t: 7 for t in range(3)}), *views[1:]]
     times = []
@@ -337,7 +353,7 @@ def measure(partitions: int, members: int, standbys: int, runs: int, max_steps: 
         member_spec=max(size(s) for s in specs),
         member_report=max(size({"status": b["status"]}) for b in bodies),
         report_old=size(old_status(after, assignment, lagging)),
-        report_new=size(status_changes({"status": status}, after)),
+        report_new=size(status_changes(status, after)),
         rebalance_steps=steps,
         rebalance_old=rebalance_old,
         rebalance_new=rebalance_new,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamapp.controller.observe import PodState
+from streamapp.controller.status import ReportDigest, digest
 from streamapp.rebalance import Assignment, member_targets
 
 
@@ -26,3 +27,8 @@ def processing_members(assignment: Assignment, pods: Mapping[int, PodState]) -> 
         for member, target in member_targets(assignment).items()
         if member in pods
     ]
+
+
+def digests(members: Iterable[Mapping[str, Any]]) -> list[ReportDigest]:
+    """The members' reports as the app's status reads them (`status.digest`)."""
+    return [digest(member) for member in members]

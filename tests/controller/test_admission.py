@@ -195,8 +195,8 @@ def test_status_at_the_maxima_fits_in_one_object() -> None:
     result = Plan(scattered, changed=True, wake_at=None, events=(), removable=(), reason="ScaleOut")
     views = [MemberView(i) for i in range(MAX_REPLICAS)]
     pods = {i: PodState(i, f"counts-{i}", f"uid-{i}", True, False, None) for i in range(MAX_REPLICAS)}
-    body = {"metadata": {"name": "a" * 53, "generation": 1}, "spec": {"replicas": MAX_REPLICAS}}
-    status = step_patch(app_status(body, result, Assignment(), views, pods, "2026-01-01T00:00:00Z"))
+    largest = app_model("a" * 53, generation=1, replicas=MAX_REPLICAS, partitions=MAX_PARTITIONS)
+    status = step_patch(app_status(largest, result, Assignment(), views, pods, "2026-01-01T00:00:00Z"))
     size = len(json.dumps(status, separators=(",", ":")))
     assert size < 0.8 * MIB, size
 

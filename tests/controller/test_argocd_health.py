@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import yaml
 from lupa.lua51 import LuaRuntime
-from reports import processing_members
+from reports import digests, processing_members
 
+from appbody import app_body
+from streamapp.api.streamapp import StreamApp
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status, invalid_spec_status, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, plan
@@ -32,10 +34,7 @@ def health(app: dict[str, Any]) -> tuple[str, str]:
 
 
 def app(generation: int = 1, replicas: int = 2, status: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "metadata": {"name": "counts", "namespace": "ns", "generation": generation},
-        "spec": {"replicas": replicas, "partitions": 4},
-    }
+    body = app_body(generation=generation, replicas=replicas, partitions=4)
     if status is not None:
         body["status"] = status
     return body
@@ -49,9 +48,10 @@ def observed(
     result = plan(AppConfig(4, replicas), views, previous, 0.0)
     pods = {v.id: PodState(v.id, f"counts-{v.id}", f"uid-{v.id}", v.alive, False, None) for v in views}
     members = processing_members(result.assignment, {m: p for m, p in pods.items() if p.ready})
+    parsed = StreamApp.from_resource(body)
     status = {
         **(body.get("status") or {}),
-        **step_patch(app_status(body, result, previous, views, pods, NOW, members)),
+        **step_patch(app_status(parsed, result, previous, views, pods, NOW, digests(members))),
     }
     return {**body, "status": status}, result
 
@@ -108,9 +108,13 @@ def test_tasks_held_for_a_lost_member_are_degraded() -> None:
 @pytest.mark.parametrize("bumped", [False, True])
 def test_a_refused_spec_is_degraded_until_a_new_one_is_observed(bumped: bool) -> None:
     body, _ = steady()
+    parsed, error = StreamApp.from_resource(body), "spec.partitions: must be >= 1"
     refused = {
         **body,
-        "status": {**body["status"], **invalid_spec_status(body, "spec.partitions: must be >= 1", NOW)},
+        "status": {
+            **body["status"],
+            **invalid_spec_status(parsed.metadata, parsed.status.conditions, error, NOW),
+        },
     }
     if bumped:
         refused["metadata"] = {**refused["metadata"], "generation": 2}

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from api_samples import app_body
-from reports import processing_members
+from reports import digests, processing_members
 
 from streamapp.api.names import RESTART_ANNOTATION, executor_account
 from streamapp.api.streamapp import StreamApp, TaskCounts
@@ -213,7 +213,9 @@ def test_status_counts_conditions_and_intent() -> None:
         1: PodState(1, "counts-1", "b", True, False, None),
     }
     members = processing_members(result.assignment, pods)
-    status = step_patch(app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members))
+    status = step_patch(
+        app_status(MODEL, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", digests(members))
+    )
     assert status["tasks"] == {"active": 4, "revoking": 0, "warming": 0, "reserved": 0, "unassigned": 0}
     assert status["readyReplicas"] == 2 and status["selector"] == "streamapp.dev/app=counts"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")
@@ -227,13 +229,15 @@ def test_ready_pods_are_not_enough_every_owner_must_confirm_its_tasks() -> None:
     pods = {m: PodState(m, f"counts-{m}", f"uid-{m}", True, False, None) for m in (0, 1)}
     members = processing_members(result.assignment, pods)
     members[1]["status"]["observedGeneration"] = 0  # member 1 has not applied its target yet
-    status = step_patch(app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", members))
+    status = step_patch(
+        app_status(MODEL, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", digests(members))
+    )
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Ready"]["status"] == "False"
     assert conditions["Ready"]["reason"] == "TasksNotConfirmed"
     assert "2 not yet confirmed" in conditions["Ready"]["message"]
     assert conditions["Degraded"]["status"] == "False"
-    silent = step_patch(app_status(APP, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", []))
+    silent = step_patch(app_status(MODEL, result, Assignment(), views, pods, "2026-01-01T00:00:00Z", []))
     assert next(c for c in silent["conditions"] if c["type"] == "Ready")["status"] == "False"
 
 

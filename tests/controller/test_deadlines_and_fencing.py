@@ -51,13 +51,13 @@ def test_a_fenced_active_is_degraded_and_not_ready_with_the_tasks_named() -> Non
         1: PodState(1, "counts-1", "u1", True, False, None),
     }
     status = step_patch(
-        app_status(APP, plan_with(fenced=(0, 2)), Assignment(), views, pods, "2026-01-01T00:00:00Z")
+        app_status(MODEL, plan_with(fenced=(0, 2)), Assignment(), views, pods, "2026-01-01T00:00:00Z")
     )
     conditions = {c["type"]: c for c in status["conditions"]}
     assert conditions["Degraded"]["status"] == "True" and conditions["Degraded"]["reason"] == FENCED_ACTIVE
     assert "tasks 0,2 are fenced" in conditions["Degraded"]["message"]
     assert conditions["Ready"]["status"] == "False"
-    resolved = step_patch(app_status(APP, plan_with(), Assignment(), views, pods, "2026-01-01T00:00:00Z"))
+    resolved = step_patch(app_status(MODEL, plan_with(), Assignment(), views, pods, "2026-01-01T00:00:00Z"))
     assert {c["type"]: c["status"] for c in resolved["conditions"]}["Degraded"] == "False"
 
 
@@ -126,7 +126,7 @@ def test_timeouts_and_fencing_are_warnings_and_fenced_tasks_a_metric() -> None:
         Event(EventKind.TASK_FENCED, 0, (0, 2), "the store holds a higher epoch"),
         Event(EventKind.TASKS_REVOKED, 0, (1,)),
     )
-    reconcile._report(kube, APP, plan_with(fenced=(0, 2), events=events), Assignment(), [], metrics)  # type: ignore[arg-type]
+    reconcile._report(kube, MODEL, plan_with(fenced=(0, 2), events=events), Assignment(), [], metrics)  # type: ignore[arg-type]
     assert ("event", "RevocationTimedOut", "Warning") in kube.calls
     assert ("event", "TaskFenced", "Warning") in kube.calls
     assert ("event", "TasksRevoked", "Normal") in kube.calls
@@ -139,7 +139,7 @@ def test_a_step_posts_one_event_per_kind_however_many_members_it_touched() -> No
     metrics = Metrics(CollectorRegistry())
     events = tuple(Event(EventKind.WARMUP_STARTED, m, (m, m + 100)) for m in range(300))
     events += (Event(EventKind.TASKS_REVOKED, 0, (1,)),)
-    reconcile._report(kube, APP, plan_with(events=events), Assignment(), [], metrics)  # type: ignore[arg-type]
+    reconcile._report(kube, MODEL, plan_with(events=events), Assignment(), [], metrics)  # type: ignore[arg-type]
     assert [reason for reason, _ in kube.posted] == ["WarmupStarted", "TasksRevoked"]
     started = kube.posted[0][1]
     assert started.startswith("WarmupStarted member 0: tasks 0,100; WarmupStarted member 1: tasks 1,101")

@@ -87,12 +87,12 @@ def pack(text: str) -> str:
 def test_damage_is_refused_and_the_intent_rebuilt_from_the_members(damage: dict[str, Any]) -> None:
     assert intent.decode(encoded()) == intent.decode(json.loads(json.dumps(encoded())))
     with pytest.raises(ValueError, match="unreadable"):
-        read_intent({"status": {"intent": encoded(**damage)}}, 2)
+        read_intent(encoded(**damage), 2)
 
 
 def test_an_intent_for_another_partition_count_is_refused() -> None:
     with pytest.raises(ValueError, match="2 tasks for 4 partitions"):
-        read_intent({"status": {"intent": encoded()}}, 4)
+        read_intent(encoded(), 4)
 
 
 def test_membership_is_kept_as_ranges() -> None:

@@ -4,10 +4,13 @@ choice in the app's status (`lostTasks`), Events and metrics."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from api_samples import app_model
 from test_controller_core import pod
 
+from streamapp.api.streamapp import StreamAppStatus
 from streamapp.controller import costreports
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import PodState, member_views, pod_start_seconds
@@ -141,13 +144,11 @@ class Events:
 def test_an_event_says_when_a_choice_is_made_or_changes() -> None:
     views, assignment, lost = lost_plan()
     kube = Events()
-    app: dict[str, Any] = {"metadata": {"name": "counts", "namespace": "ns"}, "status": {"members": []}}
+    app = app_model()
     _announce_lost(kube, app, lost)  # type: ignore[arg-type]
     assert kube.posted == [("WaitingForMember", f"member 1: {lost[0].reason}")]
-    app["status"]["members"] = [
-        row.to_dict() for row in members_summary("counts", assignment, views, {}, 2, lost)
-    ]
-    _announce_lost(kube, app, lost)  # type: ignore[arg-type]
+    shown = StreamAppStatus(members=members_summary("counts", assignment, views, {}, 2, lost))
+    _announce_lost(kube, replace(app, status=shown), lost)  # type: ignore[arg-type]
     assert len(kube.posted) == 1, "shown already: no second Event"
 
 

@@ -22,7 +22,8 @@ from streamapp.api.member import StreamAppMemberSpec
 from streamapp.controller import children, intentrebuild, supporting
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.reconcile import Observed, reconcile, side_by_side
+from streamapp.controller.observe import Observed
+from streamapp.controller.reconcile import reconcile, side_by_side
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan, member_targets, plan
 
 
@@ -232,7 +233,7 @@ def test_the_intent_this_loop_wrote_is_not_decoded_again_and_any_other_is(
     kube, observed, memo, _ = settled_app()
     written = memo.planned.result.assignment if memo.planned else Assignment()
     app = kube.app
-    assert memo.read_intent(app, 4) is written
+    assert memo.read_intent(app["status"]["intent"], 4) is written
     decoded: list[int] = []
     real = intentrebuild.read_intent
     monkeypatch.setattr(intentrebuild, "read_intent", lambda *a: decoded.append(1) or real(*a))
@@ -241,10 +242,12 @@ def test_the_intent_this_loop_wrote_is_not_decoded_again_and_any_other_is(
 
     edited = copy.deepcopy(app)
     edited["status"]["intent"]["generation"] += 1
-    assert memo.read_intent(edited, 4) == replace(written, generation=written.generation + 1)
+    assert memo.read_intent(edited["status"]["intent"], 4) == replace(
+        written, generation=written.generation + 1
+    )
     assert decoded == [1], "an intent someone else wrote is decoded"
     with pytest.raises(ValueError, match="4 tasks for 6 partitions"):
-        memo.read_intent(app, 6)
+        memo.read_intent(app["status"]["intent"], 6)
 
 
 @dataclass

@@ -13,13 +13,13 @@ def member(member_id: int, generation: int, **target: list[object]) -> dict[str,
 
 
 def test_unreadable_or_misfit_intents_are_refused_with_a_reason() -> None:
-    assert read_intent({"status": {}}, 4) == Assignment()
+    assert read_intent(None, 4) == Assignment()
     with pytest.raises(ValueError, match="unreadable"):
-        read_intent({"status": {"intent": {"tasks": [{"epoch": "x"}]}}}, 4)
+        read_intent({"tasks": [{"epoch": "x"}]}, 4)
     with pytest.raises(ValueError, match="unreadable"):
-        read_intent({"status": {"intent": {"tasks": "garbage"}}}, 4)
+        read_intent({"tasks": "garbage"}, 4)
     with pytest.raises(ValueError, match="2 tasks for 4 partitions"):
-        read_intent({"status": {"intent": {"tasks": [{}, {}]}}}, 4)
+        read_intent({"tasks": [{}, {}]}, 4)
 
 
 def test_members_targets_become_the_assignment_they_describe() -> None:
@@ -70,7 +70,7 @@ def test_a_missing_intent_while_members_hold_targets_is_damage_and_the_generatio
             "status": {"observedGeneration": 7},
         },
     ]
-    wiped = read_intent({"status": {"intent": None}}, 4)
+    wiped = read_intent(None, 4)
     assert (
         outdated(wiped, members)
         == "status.intent is missing while the members hold targets up to generation 7"

@@ -198,7 +198,7 @@ def test_a_member_handing_off_for_a_rollout_shows_as_draining() -> None:
     pods = states(labelled(0, "new"), labelled(1, "old"))
     plan_result = plan(AppConfig(4, 2), views, Assignment.empty(4), 0.0)
     status = step_patch(
-        app_status(APP, plan_result, Assignment.empty(4), views, pods, "2026-01-01T00:00:00Z")
+        app_status(MODEL, plan_result, Assignment.empty(4), views, pods, "2026-01-01T00:00:00Z")
     )
     assert [m["phase"] for m in status["members"]] == ["Ready", "Draining"]
     assert all(t.active == 0 for t in plan_result.assignment.tasks)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from api_samples import app_model
 from test_controller_core import APP
 
 from streamapp.api.streamapp import MemberSummary, StreamApp, StreamAppStatus
@@ -49,7 +50,10 @@ def test_the_handoff_cost_is_the_median_over_every_members_handed_off_tasks() ->
 
 
 def test_kept_costs_stay_until_a_new_measurement_replaces_them() -> None:
-    app = {"status": {"members": [{"id": 0, "restartSeconds": 3.1}, {"id": 1}], "handoffSeconds": 4.8}}
+    app = StreamAppStatus(
+        members=(MemberSummary(id=0, phase="Ready", restart_seconds=3.1), MemberSummary(id=1, phase="Ready")),
+        handoff_seconds=4.8,
+    )
     assert costreports.known(app, [], PODS, claims=True) == Costs({0: 3.1}, 4.8, True)
     members = [member(1, "uid-1", ("restart", 2.0)), member(2, "uid-2", ("handoff", 6.0))]
     assert costreports.known(app, members, PODS, claims=True) == Costs({0: 3.1, 1: 2.0}, 6.0, True)
@@ -68,10 +72,10 @@ def test_costs_are_written_into_the_member_rows_and_a_report_that_changes_none_w
         ],
         "handoffSeconds": 4.8,
     }
-    app = {"status": fields}
+    stored = StreamAppStatus.from_dict(fields)
     again = [member(0, "uid-0", ("restart", 3.1)), member(1, "uid-1", ("handoff", 4.8))]
-    unchanged = costreports.with_costs(rows, costreports.known(app, again, PODS, True))
-    assert status_changes(app, patch(unchanged, ("members", "handoffSeconds"))) == {}
+    unchanged = costreports.with_costs(rows, costreports.known(stored, again, PODS, True))
+    assert status_changes(fields, patch(unchanged, ("members", "handoffSeconds"))) == {}
     unknown = patch(costreports.with_costs(rows, Costs()), ("handoffSeconds",))
     assert unknown == {"handoffSeconds": None}, "unknown: removed from the status"
 
@@ -108,7 +112,7 @@ def test_an_event_names_each_member_when_its_way_is_chosen_and_not_while_it_hand
     )
     kube = RecordingKube()
     pods = {0: pod(0, None), 1: pod(1, None), 2: pod(2, None)}
-    enact.announce(kube, {}, step, pods, {2: 4})  # type: ignore[arg-type]
+    enact.announce(kube, app_model().metadata, step, pods, {2: 4})  # type: ignore[arg-type]
     assert kube.events == [
         (
             "RolloutStrategyChosen",
@@ -118,5 +122,5 @@ def test_an_event_names_each_member_when_its_way_is_chosen_and_not_while_it_hand
     ]
     kube.events.clear()
     going_on = RolloutStep({2: 5.0}, (), 0, (0, 2), reasons={2: "its restart time is not measured yet"})
-    enact.announce(kube, {}, going_on, {**pods, 2: pod(2, 5.0)}, {2: 3})  # type: ignore[arg-type]
+    enact.announce(kube, app_model().metadata, going_on, {**pods, 2: pod(2, 5.0)}, {2: 3})  # type: ignore[arg-type]
     assert kube.events == []

@@ -5,17 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from prometheus_client import generate_latest
+from reports import digests
 
+from appbody import app_body
+from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 from streamapp.controller.metrics import INPUT_LAG_METRIC, Metrics
 from streamapp.controller.observe import PodState
 from streamapp.controller.status import app_status, input_lag, step_patch
 from streamapp.rebalance import Assignment, MemberTarget, Plan, TaskAssignment
 
-APP: dict[str, Any] = {
-    "metadata": {"name": "counts", "namespace": "ns", "uid": "app-uid", "generation": 1},
-    "spec": {"replicas": 2, "partitions": 4},
-}
+APP = StreamApp.from_resource(app_body(uid="app-uid", generation=1, replicas=2, partitions=4))
 # Tasks 0, 1 on member 0; 2, 3 on member 1 (task 3 being revoked: its owner still processes it).
 ASSIGNMENT = Assignment(
     generation=3,
@@ -43,12 +43,12 @@ def test_sums_the_active_owners_reports() -> None:
         member(0, "uid-0", t0=("active", 10), t1=("active", 5), t3=("warmup", 99)),
         member(1, "uid-1", t2=("active", 0), t3=("active", 7)),
     ]
-    assert input_lag(ASSIGNMENT, members, PODS) == 22
+    assert input_lag(ASSIGNMENT, digests(members), PODS) == 22
 
 
 def test_a_report_from_an_earlier_pod_is_ignored() -> None:
     members = [member(0, "uid-0", t0=("active", 10)), member(1, "uid-1-before-restart", t2=("active", 500))]
-    assert input_lag(ASSIGNMENT, members, PODS) == 10
+    assert input_lag(ASSIGNMENT, digests(members), PODS) == 10
 
 
 def test_a_report_from_before_the_executor_container_restarted_in_place_is_ignored() -> None:
@@ -57,26 +57,26 @@ def test_a_report_from_before_the_executor_container_restarted_in_place_is_ignor
     before, after = member(1, "uid-1", t2=("active", 500)), member(1, "uid-1", t2=("active", 8))
     before["status"]["startedAt"] = "1970-01-01T00:00:05Z"
     after["status"]["startedAt"] = "1970-01-01T00:01:00Z"
-    assert input_lag(ASSIGNMENT, [before], {**PODS, **restarted}) is None
-    assert input_lag(ASSIGNMENT, [after], {**PODS, **restarted}) == 8
+    assert input_lag(ASSIGNMENT, digests([before]), {**PODS, **restarted}) is None
+    assert input_lag(ASSIGNMENT, digests([after]), {**PODS, **restarted}) == 8
 
 
 def test_only_the_owner_in_the_assignment_counts() -> None:
     """Member 1's last report still lists task 0, which the assignment gives to member 0."""
     members = [member(0, "uid-0", t0=("active", 10)), member(1, "uid-1", t0=("active", 10))]
-    assert input_lag(ASSIGNMENT, members, PODS) == 10
+    assert input_lag(ASSIGNMENT, digests(members), PODS) == 10
 
 
 def test_nothing_reported_is_none_not_zero() -> None:
-    assert input_lag(ASSIGNMENT, [], PODS) is None
-    assert input_lag(ASSIGNMENT, [member(0, "gone", t0=("active", 3))], PODS) is None
+    assert input_lag(ASSIGNMENT, digests([]), PODS) is None
+    assert input_lag(ASSIGNMENT, digests([member(0, "gone", t0=("active", 3))]), PODS) is None
 
 
 def test_status_carries_input_lag() -> None:
     result = Plan(assignment=ASSIGNMENT, changed=False, reason="", events=(), wake_at=None, removable=())
     members = [member(0, "uid-0", t0=("active", 4)), member(1, "uid-1", t2=("active", 6))]
     status = step_patch(
-        app_status(APP, result, ASSIGNMENT, [], PODS, "2026-01-01T00:00:00Z", members=members)
+        app_status(APP, result, ASSIGNMENT, [], PODS, "2026-01-01T00:00:00Z", digests(members))
     )
     assert status["inputLag"] == 10
 

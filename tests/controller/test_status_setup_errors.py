@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reports import digests
+
 from streamapp.api.member import StreamAppMemberStatus, TaskReport
 from streamapp.api.streamapp import TaskCounts
 from streamapp.controller.observe import PodState
@@ -26,7 +28,7 @@ def test_the_current_pods_setup_errors_are_collected() -> None:
         member(1, "uid-1-before-restart", "old"),
         member(2, "uid-2", None),
     ]
-    assert setup_errors(members, PODS) == {0: MISMATCH}
+    assert setup_errors(digests(members), PODS) == {0: MISMATCH}
 
 
 def test_a_setup_error_makes_the_app_degraded_before_it_ever_started() -> None:

@@ -6,16 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from appbody import app_body
+from streamapp.api.streamapp import StreamApp
 from streamapp.controller import reconcile
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import PodState
-from streamapp.controller.status import app_status, status_changes, step_patch
+from streamapp.controller.observe import Observed, PodState
+from streamapp.controller.status import app_status, digest, status_changes, step_patch
 from streamapp.rebalance import AppConfig, Assignment, MemberView, plan
 
-APP: dict[str, Any] = {
-    "metadata": {"name": "counts", "namespace": "ns", "uid": "u", "generation": 1, "resourceVersion": "5"},
-    "spec": {"replicas": 2, "partitions": 4},
-}
+APP: dict[str, Any] = app_body(uid="u", generation=1, replicas=2, partitions=4)
+APP["metadata"]["resourceVersion"] = "5"
+MODEL = StreamApp.from_resource(APP)
 PODS = {m: PodState(m, f"counts-{m}", f"uid-{m}", True, False, None) for m in (0, 1)}
 NOW = "2026-01-01T00:00:00Z"
 
@@ -56,36 +57,37 @@ def settled() -> tuple[Any, list[MemberView]]:
 def test_copy_lags_do_not_change_the_status() -> None:
     result, views = settled()
     behind = [replace(v, lags={0: 5_000, 1: 70, 2: 3, 3: 9}) for v in views]
-    assert app_status(APP, result, Assignment(), views, PODS, NOW) == app_status(
-        APP, result, Assignment(), behind, PODS, NOW
+    assert app_status(MODEL, result, Assignment(), views, PODS, NOW) == app_status(
+        MODEL, result, Assignment(), behind, PODS, NOW
     )
-    shown = step_patch(app_status(APP, result, Assignment(), views, PODS, NOW))
+    shown = step_patch(app_status(MODEL, result, Assignment(), views, PODS, NOW))
     assert all("lag" not in row for row in shown["members"])
 
 
 def test_a_report_patches_only_what_it_changed_and_a_repeated_one_nothing() -> None:
     result, views = settled()
     owners = {m: [t for t, a in enumerate(result.assignment.tasks) if a.active == m] for m in (0, 1)}
-    members = [report(m, dict.fromkeys(owners[m], 10)) for m in (0, 1)]
+    members = [digest(report(m, dict.fromkeys(owners[m], 10))) for m in (0, 1)]
     kube = RecordingKube()
-    first = app_status(APP, result, Assignment(), views, PODS, NOW, members)
-    written = reconcile._write_status(kube, APP, first)  # type: ignore[arg-type]
+    first = app_status(MODEL, result, Assignment(), views, PODS, NOW, members)
+    written = StreamApp.from_resource(reconcile._write_status(kube, MODEL, first))  # type: ignore[arg-type]
     sent = {key: value for key, value in step_patch(first).items() if value is not None}
     assert kube.patches == [sent] and "intent" in sent
 
-    members[0] = report(0, dict.fromkeys(owners[0], 3))
-    later = app_status(written, result, Assignment(), views, PODS, NOW, members)  # type: ignore[arg-type]
+    members[0] = digest(report(0, dict.fromkeys(owners[0], 3)))
+    later = app_status(written, result, Assignment(), views, PODS, NOW, members)
     reconcile._write_status(kube, written, later)  # type: ignore[arg-type]
     assert kube.patches[1] == {"inputLag": 3 * len(owners[0]) + 10 * len(owners[1])}
 
-    reconcile._write_status(kube, {**APP, "status": step_patch(later)}, later)  # type: ignore[arg-type]
+    again = StreamApp.from_resource({**APP, "status": step_patch(later)})
+    reconcile._write_status(kube, again, later)  # type: ignore[arg-type]
     assert len(kube.patches) == 2, "nothing changed: nothing written"
 
 
 def test_a_rewritten_object_leaves_none_of_its_old_keys_behind() -> None:
     old = {"intent": {"generation": 1, "tasks": [{"task": 0}], "anything": {"a": 1, "b": 2}}}
     new = {"intent": {"generation": 2, "format": 2, "anything": {"a": 1}}}
-    patch = status_changes({**APP, "status": old}, new)
+    patch = status_changes(old, new)
     assert patch == {"intent": {"generation": 2, "format": 2, "tasks": None, "anything": {"a": 1, "b": None}}}
 
 
@@ -95,9 +97,9 @@ def test_every_status_write_is_conditional_on_the_app_as_read() -> None:
     view fails (409) instead of putting back what someone else changed."""
     result, views = settled()
     kube = RecordingKube()
-    reconcile._write_status(kube, APP, app_status(APP, result, Assignment(), views, PODS, NOW))  # type: ignore[arg-type]
+    reconcile._write_status(kube, MODEL, app_status(MODEL, result, Assignment(), views, PODS, NOW))  # type: ignore[arg-type]
     reconcile.report_failure(kube, APP, "the API server refused a pod", 0.0)  # type: ignore[arg-type]
-    refused = {**APP, "spec": {"replicas": -1, "partitions": 4}}
-    reconcile.reconcile(kube, reconcile.Observed(refused, (), (), {}), 0.0, Metrics())  # type: ignore[arg-type]
+    refused = {**APP, "spec": {**APP["spec"], "replicas": -1}}
+    reconcile.reconcile(kube, Observed(refused, (), (), {}), 0.0, Metrics())  # type: ignore[arg-type]
     assert kube.events == ["ReconcileFailed", "InvalidSpec"]
     assert kube.versions == ["5", "5", "5"]

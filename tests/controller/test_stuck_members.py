@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from api_samples import app_model
 from test_controller_core import pod
 from test_rolling_update import RecordingKube, labelled, owning, states
 
@@ -45,7 +46,7 @@ def test_a_stuck_member_is_replaced_within_a_short_grace_with_a_warning() -> Non
     assert (step.delete, step.stuck, step.retiring) == ((1,), (1,), {})
     kube = RecordingKube()
     enact.rollout(kube, "counts", "ns", step, pods)  # type: ignore[arg-type]
-    enact.announce(kube, {"metadata": {"name": "counts"}}, step, pods, {1: 1})  # type: ignore[arg-type]
+    enact.announce(kube, app_model().metadata, step, pods, {1: 1})  # type: ignore[arg-type]
     assert kube.calls == [
         ("delete_pod", "counts-1", podrollout.STUCK_GRACE_SECONDS, True),
         (

@@ -84,7 +84,7 @@ def test_a_damaged_intent_is_rebuilt_from_the_members_and_later_scales_apply(
     def rebuilt_and_scaled() -> bool:
         body = app(api_client, namespace)
         try:
-            readable = len(read_intent(body, 4).tasks) == 4
+            readable = len(read_intent((body.get("status") or {}).get("intent"), 4).tasks) == 4
         except ValueError:
             return False
         return readable and (body.get("status") or {}).get("replicas") == 3

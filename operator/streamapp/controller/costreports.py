@@ -61,20 +61,18 @@ def measured(members: Iterable[Body], pods: Mapping[int, PodState], claims: bool
     return Costs(restart, handoff_seconds(handoffs), claims)
 
 
-def remembered(status: Body, claims: bool) -> Costs:
+def remembered(status: StreamAppStatus, claims: bool) -> Costs:
     """The costs the app's status keeps from earlier reports."""
-    restart = {
-        int(row["id"]): float(row["restartSeconds"])
-        for row in status.get("members") or []
-        if row.get("restartSeconds") is not None
-    }
-    handoff = status.get("handoffSeconds")
-    return Costs(restart, float(handoff) if handoff is not None else None, claims)
+    restart = {row.id: row.restart_seconds for row in status.members if row.restart_seconds is not None}
+    return Costs(restart, status.handoff_seconds, claims)
 
 
-def known(app: Body, members: Iterable[Body], pods: Mapping[int, PodState], claims: bool) -> Costs:
-    """What is known now: the kept costs, each replaced by a newly measured one where there is one."""
-    return merged(remembered(app.get("status") or {}, claims), measured(members, pods, claims))
+def known(
+    status: StreamAppStatus, members: Iterable[Body], pods: Mapping[int, PodState], claims: bool
+) -> Costs:
+    """What is known now: the costs `status` keeps, each replaced by a newly measured one where there
+    is one."""
+    return merged(remembered(status, claims), measured(members, pods, claims))
 
 
 def with_costs(status: StreamAppStatus, costs: Costs) -> StreamAppStatus:

@@ -8,8 +8,8 @@ What to write is decided by the pure modules (`podrollout.pod_writes`, `podrollo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from streamapp.api.meta import ObjectMeta
 from streamapp.api.names import HANDOFF_ANNOTATION
 from streamapp.controller import podrollout
 from streamapp.controller.kube import Kube
@@ -31,7 +31,7 @@ def rollout(kube: Kube, app: str, namespace: str, step: RolloutStep, pods: Mappi
 
 def announce(
     kube: Kube,
-    app: Mapping[str, Any],
+    app: ObjectMeta,
     step: RolloutStep,
     pods: Mapping[int, PodState],
     active: Mapping[int, int],

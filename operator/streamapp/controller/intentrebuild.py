@@ -33,10 +33,9 @@ from streamapp.rebalance.model import TaskAssignment
 Body = Mapping[str, Any]
 
 
-def read_intent(app: Body, partitions: int) -> Assignment:
-    """The persisted intent; raises ValueError when it is unreadable or does not fit the app (an app
-    never planned has none: the empty assignment)."""
-    data = (app.get("status") or {}).get("intent")
+def read_intent(data: Mapping[str, Any] | None, partitions: int) -> Assignment:
+    """The persisted intent (`status.intent`); raises ValueError when it is unreadable or does not fit
+    the app (an app never planned has none: the empty assignment)."""
     if not data:
         return Assignment()
     try:

@@ -28,6 +28,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from streamapp.api.meta import ObjectMeta
 from streamapp.api.names import APPS, GROUP, MEMBERS, RESTART_ANNOTATION, STUCK_RESTART, VERSION
 
 log = logging.getLogger(__name__)
@@ -306,19 +307,19 @@ class Kube:
             name,
         )
 
-    def event(self, app: Body, reason: str, message: str, warning: bool = False) -> None:
-        """Post a Kubernetes Event on the StreamApp (best effort: events must never block a reconcile)."""
+    def event(self, app: ObjectMeta, reason: str, message: str, warning: bool = False) -> None:
+        """Post a Kubernetes Event on the StreamApp `app` names (best effort: events must never block a
+        reconcile)."""
         self._guard()
-        meta = app["metadata"]
         now = dt.datetime.now(dt.UTC)
         body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(generate_name=f"{meta['name']}.", namespace=meta["namespace"]),
+            metadata=client.V1ObjectMeta(generate_name=f"{app.name}.", namespace=app.namespace),
             involved_object=client.V1ObjectReference(
                 api_version=f"{GROUP}/{VERSION}",
                 kind="StreamApp",
-                name=meta["name"],
-                namespace=meta["namespace"],
-                uid=meta.get("uid"),
+                name=app.name,
+                namespace=app.namespace,
+                uid=app.uid,
             ),
             reason=reason,
             message=message[:EVENT_MESSAGE_LIMIT],
@@ -329,9 +330,9 @@ class Kube:
             source=client.V1EventSource(component="streamapp-operator"),
         )
         try:
-            self.core.create_namespaced_event(meta["namespace"], body)
+            self.core.create_namespaced_event(str(app.namespace), body)
         except ApiException as error:
-            log.warning("event %s on %s not posted: %s", reason, meta["name"], error.reason)
+            log.warning("event %s on %s not posted: %s", reason, app.name, error.reason)
 
     def _guard(self) -> None:
         if not self.leading():

@@ -25,7 +25,8 @@ from streamapp.controller.conflicts import Streak, conflicting_object
 from streamapp.controller.kube import Kube
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.reconcile import Observed, Outcome, reconcile, report_failure
+from streamapp.controller.observe import Observed
+from streamapp.controller.reconcile import Outcome, reconcile, report_failure
 
 log = logging.getLogger(__name__)
 Key = tuple[str, str]

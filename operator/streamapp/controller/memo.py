@@ -127,7 +127,7 @@ class Memo:
             self.targets = (assignment, member_targets(assignment))
         return self.targets[1]
 
-    def read_intent(self, app: Body, partitions: int) -> Assignment:
+    def read_intent(self, stored: Mapping[str, Any] | None, partitions: int) -> Assignment:
         """`intentrebuild.read_intent`, without decoding the intent this loop wrote last.
 
         When the stored intent equals what `intent` gave for an assignment, decoding it gives that
@@ -135,12 +135,11 @@ class Memo:
         rebalance every step writes a new intent, and at 100,000 tasks decoding it again cost ~10%
         of the operator's CPU. An intent changed by anyone else is decoded (and checked) as always.
         """
-        stored = (app.get("status") or {}).get("intent")
         if self.encoded is not None and stored == self.encoded[1]:
             written = self.encoded[0]
             if len(written.tasks) in (0, partitions):
                 return written
-        return intentrebuild.read_intent(app, partitions)
+        return intentrebuild.read_intent(stored, partitions)
 
     def intent(self, assignment: Assignment) -> dict[str, Any]:
         """`status.intent` of `assignment` (`controller.intent.encode`), deflated once per assignment."""

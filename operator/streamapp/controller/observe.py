@@ -26,7 +26,7 @@ import datetime as dt
 import logging
 import statistics
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from streamapp.api.fields import ValidationError
@@ -67,11 +67,32 @@ def controlling_app(body: Body) -> Owner | None:
     return None
 
 
-def children_of(app: Body, bodies: Iterable[Body]) -> tuple[Body, ...]:
-    """The bodies this incarnation of the app controls: labels alone prove nothing, and children of
-    a deleted app of the same name (awaiting garbage collection) are not this app's."""
-    uid = (app.get("metadata") or {}).get("uid")
+def children_of(uid: str | None, bodies: Iterable[Body]) -> tuple[Body, ...]:
+    """The bodies the incarnation of the app with this `uid` controls: labels alone prove nothing,
+    and children of a deleted app of the same name (awaiting garbage collection) are not this app's."""
     return tuple(b for b in bodies if (owner := controlling_app(b)) is not None and owner.uid == uid)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """Everything one reconcile reads: the app and its children as the watches last saw them
+    (`supporting`: its Service, PDB and the members' ServiceAccounts, Roles and RoleBindings)."""
+
+    app: Body
+    pods: tuple[Body, ...]
+    members: tuple[Body, ...]
+    zones: Mapping[str, str]
+    supporting: tuple[Body, ...] = ()
+
+    def owned(self) -> Observed:
+        """Only the children this incarnation of the app controls (`children_of`)."""
+        uid = (self.app.get("metadata") or {}).get("uid")
+        return replace(
+            self,
+            pods=children_of(uid, self.pods),
+            members=children_of(uid, self.members),
+            supporting=children_of(uid, self.supporting),
+        )
 
 
 @dataclass(frozen=True)
@@ -278,6 +299,17 @@ def _time(value: object) -> float | None:
         return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() if value else None
     except ValueError:
         return None
+
+
+def pod_states(bodies: Iterable[Body]) -> dict[int, PodState]:
+    """Member id → its pod's state, for the pods that are member pods (the last one listed of a
+    member wins)."""
+    pods: dict[int, PodState] = {}
+    for body in bodies:
+        state = PodState.of(body)
+        if state is not None:
+            pods[state.member] = state
+    return pods
 
 
 def pod_start_seconds(pods: Iterable[PodState]) -> float | None:

@@ -1,4 +1,4 @@
-"""One reconcile of one app: observe → plan → persist intent → act (the imperative shell).
+"""One reconcile of one app: parse → decide → act, persisting the intent first (the imperative shell).
 
 Order matters for crash safety: the engine's new assignment is written to the StreamApp status
 before any member spec, pod or volume changes, so an operator killed at any point restarts from
@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -21,50 +21,26 @@ from kubernetes.client.exceptions import ApiException
 
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
+from streamapp.api.meta import ObjectMeta
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
-from streamapp.controller import (
-    children,
-    claims,
-    costreports,
-    enact,
-    intentrebuild,
-    podrollout,
-    servicejoins,
-    supporting,
-)
+from streamapp.controller import children, claims, enact, servicejoins, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
+from streamapp.controller.decision import Decision, decide
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import (
-    PodState,
-    batch_running_since,
-    children_of,
-    member_views,
-    pod_start_seconds,
-)
+from streamapp.controller.observe import Observed, PodState, pod_states
 from streamapp.controller.status import (
     RECONCILE_FAILED,
-    Condition,
-    app_status,
     failing_status,
     invalid_spec_status,
-    merge_conditions,
     moved,
     status_changes,
     step_patch,
     stored_conditions,
 )
-from streamapp.rebalance import (
-    AppConfig,
-    Assignment,
-    Event,
-    EventKind,
-    LostMember,
-    MemberView,
-    Plan,
-)
+from streamapp.rebalance import AppConfig, Assignment, Event, EventKind, LostMember, MemberView, Plan
 
 log = logging.getLogger(__name__)
 INTENT_REBUILT = "IntentRebuilt"
@@ -79,18 +55,6 @@ watches wake the loop when the app or its children change, so a slow retry costs
 WRITERS = 8
 """Member targets written at once (the official client's connection pool holds 5 per core)."""
 Body = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class Observed:
-    """Everything one reconcile reads: the app and its children as the watches last saw them
-    (`supporting`: its Service, PDB and the members' ServiceAccounts, Roles and RoleBindings)."""
-
-    app: Body
-    pods: tuple[Body, ...]
-    members: tuple[Body, ...]
-    zones: Mapping[str, str]
-    supporting: tuple[Body, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,105 +74,97 @@ def reconcile(
     memo: Memo | None = None,
 ) -> Outcome:
     """Bring one app one step closer to its plan; `policy` says what its pod template may ask for,
-    `memo` what the app's previous reconcile computed that this one may reuse (`controller.memo`)."""
+    `memo` what the app's previous reconcile computed that this one may reuse (`controller.memo`).
+
+    The body is parsed here, once; what follows reads the typed app (`controller.decision`)."""
     memo = memo or Memo()
     started = time.perf_counter()
-    app = observed.app
-    observed = replace(
-        observed,
-        pods=children_of(app, observed.pods),
-        members=children_of(app, observed.members),
-        supporting=children_of(app, observed.supporting),
-    )
-    namespace, name = app["metadata"]["namespace"], app["metadata"]["name"]
+    observed = observed.owned()
     try:
-        model = StreamApp.from_resource(app)
-        admit(model, policy)
-        admit_metadata(model)
-        config = model.spec.app_config()
+        app = StreamApp.from_resource(observed.app)
+        admit(app, policy)
+        admit_metadata(app)
     except ValueError as error:
-        # Nothing is planned and no child is touched; the condition (and one Event per change of it,
-        # not one per resync) says why.
-        stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        refused = invalid_spec_status(app, str(error), stamp)
-        if any((app.get("status") or {}).get(key) != value for key, value in refused.items()):
-            kube.event(app, "InvalidSpec", str(error), warning=True)
-            version = app["metadata"].get("resourceVersion")
-            return Outcome(None, kube.patch_app_status(namespace, name, refused, version))
-        return Outcome(None, None)
-    previous = _previous_intent(kube, app, observed.members, config.partitions, memo)
-    pods = _pods(observed.pods)
-    revision = children.pod_revision(model)
-    rolling = model.spec.rolling_update.config()
-    warm = config.rebalance.state_aware
-    claims = bool(model.spec.executor.storage.size)
-    measured = costreports.known(app, observed.members, pods, claims)
-    capacities = model.spec.executor.capacity_overrides()
-    reports = memo.parse_reports(observed.members)
-    views = member_views(
-        observed.pods, observed.members, observed.zones, config.replicas, capacities, reports
-    )
-    running = batch_running_since(observed.pods, observed.members, reports)
-    timeout = config.rebalance.batch_timeout
-    step = podrollout.step(
-        pods, config.replicas, revision, previous, rolling, now, warm, measured, views, running, timeout
-    )
-    handing_off = podrollout.handing_off(views, step)
-    views = podrollout.mark_retiring(views, step)
-    pod_start = pod_start_seconds(pods.values())
-    views = costreports.with_return_estimates(views, measured, pod_start)
-    plan_started = time.perf_counter()
+        return _refuse(kube, observed.app, str(error), now)
+    decision = decide(app, observed, now, memo, partial(_timed_plan, memo, metrics))
+    outcome = _act(kube, decision, observed, now, metrics, memo)
+    metrics.reconcile_seconds.observe(time.perf_counter() - started)
+    return outcome
+
+
+def _timed_plan(
+    memo: Memo,
+    metrics: Metrics,
+    config: AppConfig,
+    views: Sequence[MemberView],
+    previous: Assignment,
+    now: float,
+) -> Plan:
+    """The memo's plan, its duration recorded (`streamapp_plan_seconds`)."""
+    started = time.perf_counter()
     result = memo.plan(config, views, previous, now)
-    metrics.plan_seconds.observe(time.perf_counter() - plan_started)
+    metrics.plan_seconds.observe(time.perf_counter() - started)
+    return result
+
+
+def _refuse(kube: Kube, body: Body, error: str, now: float) -> Outcome:
+    """A body the models or the admission rules refuse: nothing is planned and no child is touched;
+    the condition (and one Event per change of it, not one per resync) says why. Only the envelope
+    is read: the metadata and the stored conditions."""
+    meta = ObjectMeta.from_dict(body.get("metadata") or {})
+    stored = body.get("status") or {}
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    status = app_status(
-        app,
-        result,
-        previous,
-        views,
-        pods,
-        stamp,
-        members=observed.members,
-        intent=memo.intent(result.assignment),
-        digests=memo.digest,
+    refused = invalid_spec_status(meta, stored_conditions(stored), error, stamp)
+    if all(stored.get(key) == value for key, value in refused.items()):
+        return Outcome(None, None)
+    kube.event(meta, "InvalidSpec", error, warning=True)
+    return Outcome(
+        None, kube.patch_app_status(str(meta.namespace), meta.name, refused, meta.resource_version)
     )
-    status = podrollout.with_revisions(status, step, revision, pods)
-    status = costreports.with_costs(status, measured)
-    owned = podrollout.owned(result.assignment)
-    generation = int(app["metadata"].get("generation") or 0)
-    stored = stored_conditions(app)
-    progressing = merge_conditions(stored, [podrollout.progressing(step, rolling, owned)], stamp, generation)
-    shown = status.conditions + progressing
-    if memo.blocked is not None:
-        blocked = Condition("Degraded", True, memo.blocked[0], memo.blocked[1][:1000])
-        shown = tuple(c for c in shown if c.type != "Degraded") + merge_conditions(
-            stored, [blocked], stamp, generation
-        )
-    status = replace(status, pod_start_seconds=pod_start, conditions=shown)
-    metrics.observe_input_lag({"namespace": namespace, "app": name}, status.input_lag)
-    written = _write_status(kube, app, status)
+
+
+def _act(
+    kube: Kube, decision: Decision, observed: Observed, now: float, metrics: Metrics, memo: Memo
+) -> Outcome:
+    """Write what `decision` says, in the order that keeps a crash safe: the status (with the intent)
+    first, then its Events, the supporting objects, the member targets (givers first), and the pods."""
+    app, result, step, pods = decision.app, decision.plan, decision.step, decision.pods
+    meta = app.metadata
+    namespace, name = str(meta.namespace), meta.name
+    if decision.rebuilt is not None:
+        kube.event(meta, INTENT_REBUILT, decision.rebuilt, warning=True)
+        log.warning("%s/%s: %s", namespace, name, decision.rebuilt)
+    metrics.observe_input_lag({"namespace": namespace, "app": name}, decision.status.input_lag)
+    written = _write_status(kube, app, decision.status)
     # The status holds the step's decision (its intent, each lost member's choice), so its Events go
     # out now: a later write that fails (a member target refused, a 409 from a report written
     # meanwhile) makes the next step decide the same from that status, and it would announce nothing.
-    _report(kube, app, result, previous, views, metrics)
+    _report(kube, app, result, decision.previous, decision.views, metrics)
     try:
-        _repair_supporting(kube, model, result, observed, memo)
-        thresholds = config.rebalance.lag_thresholds()
+        _repair_supporting(kube, app, result, observed, memo)
+        thresholds = decision.config.rebalance.lag_thresholds()
         _write_member_specs(
-            kube, model, result, observed.members, handing_off, memo, thresholds, previous=previous
+            kube,
+            app,
+            result,
+            observed.members,
+            decision.handing_off,
+            memo,
+            thresholds,
+            previous=decision.previous,
         )
-        foreign = _claims_refused(kube, model)
+        foreign = _claims_refused(kube, app)
         if foreign is not None:
             raise ClaimRefused(foreign)
-        intrusion = _services_joined(kube, model, revision, memo)
+        intrusion = _services_joined(kube, app, decision.revision, memo)
         if intrusion is not None:
             raise ServiceJoinRefused(intrusion)
-        refusal = _pod_admitted(kube, model, revision, memo)
+        refusal = _pod_admitted(kube, app, decision.revision, memo)
         if refusal is not None:
             raise PodRefused(refusal)
         enact.rollout(kube, name, namespace, step, pods)
-        enact.announce(kube, app, step, pods, owned)
-        _manage_pods(kube, model, config, result, pods, observed.members)
+        enact.announce(kube, meta, step, pods, decision.owned)
+        _manage_pods(kube, app, decision.config, result, pods, observed.members)
     except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
         # Nothing else is touched meanwhile: no pod is created or deleted, running ones keep running.
@@ -226,13 +182,12 @@ def reconcile(
             else POD_REFUSED
         )
         if memo.blocked != (reason, str(blocked)):
-            kube.event(app, reason, str(blocked), warning=True)
+            kube.event(meta, reason, str(blocked), warning=True)
         memo.blocked = (reason, str(blocked))
         return Outcome(now + BLOCKED_RETRY_SECONDS, written)
     if memo.blocked is not None:
         memo.blocked = None
         return Outcome(now, written)  # write the conditions without it at once
-    metrics.reconcile_seconds.observe(time.perf_counter() - started)
     wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
     return Outcome(min(wake, default=None), written)
 
@@ -288,77 +243,47 @@ def _pod_admitted(kube: Kube, app: StreamApp, revision: str, memo: Memo) -> str 
     return message
 
 
-def _write_status(kube: Kube, app: Body, status: StreamAppStatus) -> Body | None:
-    """Patch only the status fields that differ from the app as read, and nothing when none does.
+def _write_status(kube: Kube, app: StreamApp, status: StreamAppStatus) -> Body | None:
+    """Patch only the status fields that differ from the app's as read, and nothing when none does.
 
     A member report usually changes one aggregate (`inputLag`) or nothing the app shows: sending the
     whole status (the intent, 1,000 member rows) for it would make every report of every member cost
     the API server and etcd a rewrite of the largest object. Returns the app as written, or None.
     """
-    changed = status_changes(app, step_patch(status))
+    changed = status_changes(app.status.to_dict(), step_patch(status))
     if not changed:
         return None
-    meta = app["metadata"]
-    return kube.patch_app_status(meta["namespace"], meta["name"], changed, meta.get("resourceVersion"))
+    meta = app.metadata
+    return kube.patch_app_status(str(meta.namespace), meta.name, changed, meta.resource_version)
 
 
 def _repair_supporting(kube: Kube, app: StreamApp, result: Plan, observed: Observed, memo: Memo) -> None:
     """Service, PDB and the identity of every member that is wanted, holds tasks or has a pod —
     before any pod is created, since a pod names its member's ServiceAccount."""
     holding = set(range(app.spec.replicas)) | set(memo.member_targets(result.assignment))
-    members = (holding - set(result.removable)) | set(_pods(observed.pods))
+    members = (holding - set(result.removable)) | set(pod_states(observed.pods))
     want = supporting.wanted(app, members)
     enact.repairs(kube, str(app.metadata.namespace), supporting.repairs(want, observed.supporting))
 
 
-def report_failure(kube: Kube, app: Body, error: str, now: float) -> Body | None:
+def report_failure(kube: Kube, body: Body, error: str, now: float) -> Body | None:
     """Surface a reconcile that keeps failing: the Degraded condition says ReconcileFailed with the
     error, and a Warning Event is posted when that message is new. Returns the app as written.
 
-    Like every status write, it is conditional on the app as read (its resourceVersion): the
-    conditions it keeps are those it read, and a blind write would put back ones someone else had
-    changed since."""
+    The reconcile may have failed before its parse, so only the envelope is read: the metadata and
+    the stored conditions. Like every status write, it is conditional on the app as read (its
+    resourceVersion): the conditions it keeps are those it read, and a blind write would put back ones
+    someone else had changed since."""
+    meta = ObjectMeta.from_dict(body.get("metadata") or {})
+    stored = stored_conditions(body.get("status") or {})
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    patch = failing_status(app, error, stamp)
-    current = {c.get("type"): c for c in (app.get("status") or {}).get("conditions") or []}
-    wanted = {c["type"]: c for c in patch["conditions"]}
-    if current.get("Degraded", {}).get("message") == wanted["Degraded"]["message"]:
+    patch = failing_status(meta, stored, error, stamp)
+    shown = next((c.message for c in stored if c.type == "Degraded"), None)
+    message = next(str(c["message"]) for c in patch["conditions"] if c["type"] == "Degraded")
+    if shown == message:
         return None
-    kube.event(app, RECONCILE_FAILED, wanted["Degraded"]["message"], warning=True)
-    meta = app["metadata"]
-    return kube.patch_app_status(meta["namespace"], meta["name"], patch, meta.get("resourceVersion"))
-
-
-def _previous_intent(
-    kube: Kube, app: Body, members: Iterable[Body], partitions: int, memo: Memo
-) -> Assignment:
-    """The persisted intent, or — when it is damaged or missing while the members hold targets — the
-    one the members' specs describe, with a Warning Event saying so (planning on, rather than failing
-    every reconcile until someone notices); its generation floored at the members' (`recovery`)."""
-    members = list(members)
-    try:
-        found = memo.read_intent(app, partitions)
-        damage = intentrebuild.outdated(found, members)
-        if damage is not None:
-            raise ValueError(damage)
-    except ValueError as error:
-        kube.event(app, INTENT_REBUILT, f"{error}; rebuilt from the members' targets", warning=True)
-        log.warning("%s/%s: %s; rebuilding it from the members", *_key(app), error)
-        found = intentrebuild.intent_from_members(members, partitions)
-    return intentrebuild.floor_generation(found, members)
-
-
-def _key(app: Body) -> tuple[str, str]:
-    return app["metadata"]["namespace"], app["metadata"]["name"]
-
-
-def _pods(bodies: Iterable[Body]) -> dict[int, PodState]:
-    pods: dict[int, PodState] = {}
-    for body in bodies:
-        state = PodState.of(body)
-        if state is not None:
-            pods[state.member] = state
-    return pods
+    kube.event(meta, RECONCILE_FAILED, message, warning=True)
+    return kube.patch_app_status(str(meta.namespace), meta.name, patch, meta.resource_version)
 
 
 def _write_member_specs(
@@ -515,14 +440,19 @@ _EVENT_NAMES: Mapping[str, str] = {"TasksAssigned": "TasksReassigned"}
 
 
 def _report(
-    kube: Kube, app: Body, result: Plan, previous: Assignment, views: Sequence[MemberView], metrics: Metrics
+    kube: Kube,
+    app: StreamApp,
+    result: Plan,
+    previous: Assignment,
+    views: Sequence[MemberView],
+    metrics: Metrics,
 ) -> None:
     """Kubernetes Events and Prometheus metrics for what this step decided."""
-    meta = app["metadata"]
-    labels = {"namespace": meta["namespace"], "app": meta["name"]}
+    meta = app.metadata
+    labels = {"namespace": str(meta.namespace), "app": meta.name}
     for kind, group in _by_kind(result.events).items():
         message = _joined([event.describe() for event in group], EVENT_MESSAGE_LIMIT)
-        kube.event(app, _EVENT_NAMES.get(kind.value, kind.value), message, warning=group[0].warning)
+        kube.event(meta, _EVENT_NAMES.get(kind.value, kind.value), message, warning=group[0].warning)
     _announce_lost(kube, app, result.lost)
     if result.changed:
         metrics.rebalances.labels(**labels).inc()
@@ -535,17 +465,17 @@ def _report(
 LOST_TASK_EVENTS: Mapping[str, str] = {"Wait": "WaitingForMember", "Restore": "RestoringElsewhere"}
 
 
-def _announce_lost(kube: Kube, app: Body, lost: Iterable[LostMember]) -> None:
+def _announce_lost(kube: Kube, app: StreamApp, lost: Iterable[LostMember]) -> None:
     """A Normal Event per lost member whose choice changed since the app's status last showed it
     (`lostTasks`: waiting for it, or restoring how many of its tasks elsewhere), saying why."""
-    shown = {
-        row.get("id"): row.get("lostTasks") or {} for row in (app.get("status") or {}).get("members") or []
-    }
+    shown = {row.id: row.lost_tasks for row in app.status.members}
     for member in lost:
-        before = shown.get(member.member, {})
-        now = (member.choice, len(member.held), len(member.restoring))
-        if (before.get("choice"), before.get("held"), before.get("restoring")) != now:
-            kube.event(app, LOST_TASK_EVENTS[member.choice], f"member {member.member}: {member.reason}")
+        before = shown.get(member.member)
+        was = None if before is None else (before.choice, before.held, before.restoring)
+        if was != (member.choice, len(member.held), len(member.restoring)):
+            kube.event(
+                app.metadata, LOST_TASK_EVENTS[member.choice], f"member {member.member}: {member.reason}"
+            )
 
 
 def _by_kind(events: Iterable[Event]) -> dict[EventKind, list[Event]]:

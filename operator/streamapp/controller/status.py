@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -22,6 +22,7 @@ from streamapp.api.conditions import Condition as StatusCondition
 from streamapp.api.conditions import ConditionStatus, ConditionType
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import report_rows
+from streamapp.api.meta import ObjectMeta
 from streamapp.api.names import member_name, selector
 from streamapp.api.streamapp import (
     Flapping,
@@ -30,6 +31,7 @@ from streamapp.api.streamapp import (
     LostTasks,
     MemberPhase,
     MemberSummary,
+    StreamApp,
     StreamAppStatus,
     TaskCounts,
 )
@@ -88,11 +90,12 @@ def step_patch(status: StreamAppStatus) -> dict[str, Any]:
     return patch(status, (*STEP_FIELDS, *(("lastRebalance",) if status.last_rebalance else ())))
 
 
-def stored_conditions(app: Body) -> tuple[StatusCondition, ...]:
-    """The conditions the app's status holds now; one that does not parse (edited by hand) is left
-    out, and the next write replaces it."""
+def stored_conditions(status: Body) -> tuple[StatusCondition, ...]:
+    """The conditions a stored status holds (its wire form), for a body that does not parse as a
+    whole (a refused spec, a reconcile failing before the parse); one that does not parse itself
+    (edited by hand) is left out, and the next write replaces it."""
     kept = []
-    for raw in (app.get("status") or {}).get("conditions") or []:
+    for raw in status.get("conditions") or []:
         try:
             kept.append(StatusCondition.from_dict(raw, "status.conditions"))
         except (ValidationError, TypeError):
@@ -217,34 +220,34 @@ def fenced_message(tasks: Sequence[int]) -> str:
     )
 
 
-def invalid_spec_status(app: Body, error: str, now: str) -> dict[str, Any]:
-    """The status patch for a spec the models refuse: nothing is planned or changed, and Ready=False /
-    Degraded=True with reason InvalidSpec say why (the Event alone is gone after an hour; health checks
-    such as manifests/argocd/health.lua read conditions). `intent` is left as it was."""
-    meta = app["metadata"]
+def invalid_spec_status(
+    meta: ObjectMeta, stored: Sequence[StatusCondition], error: str, now: str
+) -> dict[str, Any]:
+    """The status patch for a spec the models refuse (`stored`: the conditions its status holds):
+    nothing is planned or changed, and Ready=False / Degraded=True with reason InvalidSpec say why (the
+    Event alone is gone after an hour; health checks such as manifests/argocd/health.lua read
+    conditions). `intent` is left as it was."""
     message = f"the spec is refused: {error}"[:1000]
     refused = [
         Condition("Ready", False, INVALID_SPEC, message),
         Condition("Rebalancing", False, INVALID_SPEC, "nothing moves until the spec is fixed"),
         Condition("Degraded", True, INVALID_SPEC, message),
     ]
-    generation = int(meta.get("generation") or 0)
     status = StreamAppStatus(
-        observed_generation=meta.get("generation"),
-        conditions=merge_conditions(stored_conditions(app), refused, now, generation),
+        observed_generation=meta.generation,
+        conditions=merge_conditions(stored, refused, now, meta.generation or 0),
     )
     return patch(status, ("observedGeneration", "conditions"))
 
 
-def failing_status(app: Body, error: str, now: str) -> dict[str, Any]:
+def failing_status(meta: ObjectMeta, old: Sequence[StatusCondition], error: str, now: str) -> dict[str, Any]:
     """The status patch for a reconcile that keeps failing (an API error that does not go away, such
     as a claim the API server refuses): Degraded=True with reason ReconcileFailed and the error, the
-    other conditions as they were. The next reconcile that succeeds writes every condition anew."""
-    old = stored_conditions(app)
+    other conditions (`old`, as stored) as they were. The next reconcile that succeeds writes every
+    condition anew."""
     kept = [Condition(c.type, c.status == "True", c.reason, c.message) for c in old if c.type != "Degraded"]
     failing = Condition("Degraded", True, RECONCILE_FAILED, f"reconcile keeps failing: {error}"[:1000])
-    generation = int((app.get("metadata") or {}).get("generation") or 0)
-    status = StreamAppStatus(conditions=merge_conditions(old, [*kept, failing], now, generation))
+    status = StreamAppStatus(conditions=merge_conditions(old, [*kept, failing], now, meta.generation or 0))
     return patch(status, ("conditions",))
 
 
@@ -393,10 +396,7 @@ def _current(digests: Iterable[ReportDigest], pods: Mapping[int, PodState]) -> l
 
 
 def input_lag(
-    assignment: Assignment,
-    members: Iterable[Body],
-    pods: Mapping[int, PodState],
-    digests: Callable[[Body], ReportDigest] = digest,
+    assignment: Assignment, reports: Iterable[ReportDigest], pods: Mapping[int, PodState]
 ) -> int | None:
     """Source records the active owners have not processed yet, summed over tasks; None while no owner
     has reported one (an autoscaler must not read "nothing measured" as "nothing to do").
@@ -407,7 +407,7 @@ def input_lag(
     tasks = assignment.tasks
     lags = [
         lag
-        for d in _current(map(digests, members), pods)
+        for d in _current(reports, pods)
         for task, lag in d.input_lags.items()
         if task < len(tasks) and tasks[task].active == d.member
     ]
@@ -415,18 +415,13 @@ def input_lag(
 
 
 def unconfirmed(
-    assignment: Assignment,
-    members: Iterable[Body],
-    pods: Mapping[int, PodState],
-    digests: Callable[[Body], ReportDigest] = digest,
+    assignment: Assignment, reports: Iterable[ReportDigest], pods: Mapping[int, PodState]
 ) -> list[int]:
     """Tasks whose active owner has not yet confirmed it processes them: its current pod has not
     acknowledged its latest target, or does not report the task as active and unfenced. A pod being
     Ready says only that the process is up; Ready for the app means the tasks are really processed."""
     confirmed = {
-        d.member: d.processing
-        for d in _current(map(digests, members), pods)
-        if d.acknowledged >= d.target_generation
+        d.member: d.processing for d in _current(reports, pods) if d.acknowledged >= d.target_generation
     }
     nothing: frozenset[int] = frozenset()
     return [
@@ -436,14 +431,12 @@ def unconfirmed(
     ]
 
 
-def setup_errors(
-    members: Iterable[Body], pods: Mapping[int, PodState], digests: Callable[[Body], ReportDigest] = digest
-) -> dict[int, str]:
+def setup_errors(reports: Iterable[ReportDigest], pods: Mapping[int, PodState]) -> dict[int, str]:
     """Member id → why its executor cannot start, from reports of the member's current pod only (an
     error from a pod since replaced is no longer true)."""
     return {
         d.member: d.setup_error
-        for d in _current(map(digests, members), pods)
+        for d in _current(reports, pods)
         if d.member is not None and d.setup_error is not None
     }
 
@@ -459,9 +452,9 @@ def moved(previous: Assignment, current: Assignment) -> int:
     )
 
 
-def status_changes(app: Body, status: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of `status` that differ from the app's current status: the merge patch to send."""
-    current = app.get("status") or {}
+def status_changes(current: Body, status: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `status` that differ from the `current` status (wire form): the merge patch to
+    send."""
     return {
         key: replacing(current.get(key), value) for key, value in status.items() if current.get(key) != value
     }
@@ -479,22 +472,19 @@ def replacing(current: Any, value: Any) -> Any:
 
 
 def app_status(
-    app: Body,
+    app: StreamApp,
     result: Plan,
     previous: Assignment,
     views: Sequence[MemberView],
     pods: Mapping[int, PodState],
     now: str,
-    members: Iterable[Body] = (),
+    reports: Sequence[ReportDigest] = (),
     intent: Mapping[str, Any] | None = None,
-    digests: Callable[[Body], ReportDigest] = digest,
 ) -> StreamAppStatus:
-    """The status one reconcile decides (written by `step_patch`); `members` are the StreamAppMember
-    bodies whose reports give `inputLag` (unset, which the patch turns into a removal, without them);
-    `intent` is the assignment already encoded and `digests` the members' reports read, when the caller
-    keeps them (`controller.memo`)."""
-    meta, spec = app["metadata"], app.get("spec") or {}
-    replicas = int(spec.get("replicas", 0))
+    """The status one reconcile decides (written by `step_patch`); `reports` are the digests of the
+    StreamAppMembers, which give `inputLag` (unset, which the patch turns into a removal, without
+    them); `intent` is the assignment already encoded, when the caller keeps it (`controller.memo`)."""
+    meta, replicas = app.metadata, app.spec.replicas
     assignment = result.assignment
     counts = task_counts(assignment, views)
     ready = sum(1 for v in views if v.alive and v.id < replicas)
@@ -505,21 +495,21 @@ def app_status(
         assignment.in_flight(),
         started=assignment.generation > 0,
         fenced=result.fenced,
-        unconfirmed=unconfirmed(assignment, members, pods, digests),
-        setup_errors=setup_errors(members, pods, digests),
+        unconfirmed=unconfirmed(assignment, reports, pods),
+        setup_errors=setup_errors(reports, pods),
         pod_problems={m: p.problem for m, p in pods.items() if p.problem and m < replicas},
     )
     changed = LastRebalance(time=now, reason=result.reason[:1000], moved=moved(previous, assignment))
     return StreamAppStatus(
-        observed_generation=meta.get("generation"),
+        observed_generation=meta.generation,
         generation=assignment.generation,
         replicas=sum(1 for m in pods if m < replicas),
         ready_replicas=ready,
-        selector=selector(meta["name"]),
+        selector=selector(meta.name),
         tasks=counts,
-        input_lag=input_lag(assignment, members, pods, digests),
-        members=members_summary(meta["name"], assignment, views, pods, replicas, result.lost),
-        conditions=merge_conditions(stored_conditions(app), decided, now, int(meta.get("generation") or 0)),
+        input_lag=input_lag(assignment, reports, pods),
+        members=members_summary(meta.name, assignment, views, pods, replicas, result.lost),
+        conditions=merge_conditions(app.status.conditions, decided, now, meta.generation or 0),
         intent=dict(encode_intent(assignment) if intent is None else intent),
         last_rebalance=changed if result.changed else None,
     )
