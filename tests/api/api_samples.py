@@ -36,6 +36,19 @@ def app_with_rebalance(**rebalance: Any) -> dict[str, Any]:
     return app(rebalance=rebalance)
 
 
+def app_with_pipeline(**pipeline: Any) -> dict[str, Any]:
+    """MINIMAL_APP with a pipeline of a file source at /x and a state store at file:///s, `pipeline`
+    keys replaced."""
+    return app(
+        pipeline={
+            "transform": "m:f",
+            "source": {"type": "file", "path": "/x"},
+            "stateStore": {"uri": "file:///s"},
+            **pipeline,
+        }
+    )
+
+
 def app_model(name: str = "counts", **options: Any) -> StreamApp:
     """`app_body(name, **options)` parsed, as the operator reads it."""
     return StreamApp.from_resource(app_body(name, **options))

@@ -9,7 +9,7 @@ from typing import Any
 import kopf
 import pytest
 import yaml
-from api_samples import MINIMAL_APP, app, app_with_rebalance
+from api_samples import MINIMAL_APP, app, app_with_pipeline, app_with_rebalance
 
 from streamapp.api import (
     Condition,
@@ -98,44 +98,23 @@ def test_sample_manifest_is_a_valid_app(name: str) -> None:
         (app(replicaz=3), "spec"),
         (app(partitions=None), "spec.partitions"),
         (
-            app(
-                pipeline={
-                    "transform": "nocolon",
-                    "source": {"type": "file", "path": "/x"},
-                    "stateStore": {"uri": "file:///s"},
-                }
-            ),
+            app_with_pipeline(transform="nocolon"),
             "spec.pipeline.transform",
         ),
         (
-            app(
-                pipeline={"transform": "m:f", "source": {"type": "file"}, "stateStore": {"uri": "file:///s"}}
-            ),
+            app_with_pipeline(source={"type": "file"}),
             "spec.pipeline.source.path",
         ),
         (
-            app(pipeline={"transform": "m:f", "source": {"type": "ftp"}, "stateStore": {"uri": "file:///s"}}),
+            app_with_pipeline(source={"type": "ftp"}),
             "spec.pipeline.source.type",
         ),
         (
-            app(
-                pipeline={
-                    "transform": "m:f",
-                    "source": {"type": "kafka", "path": "/x"},
-                    "stateStore": {"uri": "file:///s"},
-                }
-            ),
+            app_with_pipeline(source={"type": "kafka", "path": "/x"}),
             "spec.pipeline.source.kafka",
         ),
         (
-            app(
-                pipeline={
-                    "transform": "m:f",
-                    "source": {"type": "file", "path": "/x"},
-                    "stateStore": {"uri": "file:///s"},
-                    "merge": "avg",
-                }
-            ),
+            app_with_pipeline(merge="avg"),
             "spec.pipeline.merge",
         ),
         (app(executor={}), "spec.executor.image"),

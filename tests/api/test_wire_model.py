@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kubernetes import client
+from recordingplane import RecordingPlane
 
 from streamapp.api.codec import field_types, optional_inner
 from streamapp.api.member import StreamAppMemberSpec, StreamAppMemberStatus, TaskReport
@@ -71,27 +72,7 @@ class RecordingApi:
         self.statuses.append(args[-1]["status"])
 
 
-class Plane:
-    """A data plane that records the targets it is given and reports what it is told to."""
-
-    def __init__(self, reports: list[TaskReport] | None = None) -> None:
-        self.applied: list[StreamAppMemberSpec] = []
-        self.rows = reports or []
-
-    def apply(self, target: StreamAppMemberSpec) -> None:
-        self.applied.append(target)
-
-    def restore_rate(self) -> float | None:
-        return None
-
-    def batch_running_since(self) -> float | None:
-        return None
-
-    def reports(self) -> list[TaskReport]:
-        return self.rows
-
-
-def executor(plane: Plane) -> tuple[MembershipClient, RecordingApi]:
+def executor(plane: RecordingPlane) -> tuple[MembershipClient, RecordingApi]:
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 2, "pod-uid", plane)
     api = RecordingApi()
     membership.custom = api  # type: ignore[assignment]
@@ -101,7 +82,7 @@ def executor(plane: Plane) -> tuple[MembershipClient, RecordingApi]:
 def test_the_spec_the_operator_writes_is_the_target_the_executor_applies() -> None:
     target = MemberTarget(active={5: 4, 0: 3}, revoking={2: 2}, standby=(7, 1), warmup=(9,))
     spec = children.member_spec("counts", 2, target, 7, False, ())
-    plane = Plane()
+    plane = RecordingPlane()
     membership, _ = executor(plane)
     membership.notice({"metadata": {"uid": "m"}, "spec": spec})
     [applied] = plane.applied
@@ -119,7 +100,7 @@ def test_the_spec_the_operator_writes_is_the_target_the_executor_applies() -> No
 
 def test_every_spec_field_reaches_the_executor() -> None:
     spec = filled(StreamAppMemberSpec)
-    plane = Plane()
+    plane = RecordingPlane()
     membership, _ = executor(plane)
     membership.notice({"metadata": {"uid": "m"}, "spec": spec.to_dict()})
     assert plane.applied == [spec]
@@ -127,7 +108,7 @@ def test_every_spec_field_reaches_the_executor() -> None:
 
 def test_every_status_field_the_executor_writes_reaches_the_operator() -> None:
     report = filled(TaskReport)
-    membership, api = executor(Plane([report]))
+    membership, api = executor(RecordingPlane([report]))
     target = filled(StreamAppMemberSpec)
     membership.notice({"metadata": {"uid": "m"}, "spec": target.to_dict()})
     [written] = api.statuses

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.io.sink import FileSink, committed_outputs
+from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.sink import FileSink, Sink, committed_outputs
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor
 from streamapp.executor.state import changelog
@@ -23,6 +24,13 @@ from streamapp.executor.state.stores import rows_table
 from streamapp.executor.task import TaskConfig
 
 COUNTS = "streamapp.executor.samples.counts:counts"
+
+
+def generated_log(root: Path, **spec: Any) -> FileLog:
+    """The file log at `root` with `GenerateSpec(**spec)`'s records appended."""
+    log = FileLog(root)
+    generate(log, GenerateSpec(**spec))
+    return log
 
 
 def reference_counts(log: FileLog, partition: int, end: int | None = None) -> Counter[str]:
@@ -89,14 +97,16 @@ def executor_for(
     member: str,
     pipeline: str = COUNTS,
     local: LocalState | None = None,
+    sink: Sink | None = None,
     **config: Any,
 ) -> Executor:
-    """An executor on the shared state store `root/state` writing outputs to `root/outputs`."""
+    """An executor on the shared state store `root/state` writing outputs to `root/outputs` (or to
+    `sink`)."""
     stores = root if isinstance(root, Stores) else Stores.under(root)
     return Executor(
         StateLayout(stores.state),
         log,
-        FileSink(stores.outputs),
+        sink or FileSink(stores.outputs),
         pipelines.load(pipeline),
         TaskConfig(owner=member, **config),
         local=local,

@@ -6,11 +6,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from dataplane_checks import Stores, check_partition, executor_for
+from dataplane_checks import Stores, check_partition, executor_for, generated_log
 from pyspark.sql import SparkSession
 
-from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.state import snapshots
 from streamapp.executor.state.blobstore import FileStore
@@ -36,8 +34,7 @@ class HeldSnapshots(FileStore):
 @pytest.mark.spark
 def test_rounds_go_on_while_a_snapshot_is_held_at_its_upload(spark: SparkSession, tmp_path: Path) -> None:
     del spark
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=2, count=2_400, keys=300, seed=5))
+    log = generated_log(tmp_path / "log", partitions=2, count=2_400, keys=300, seed=5)
     state = HeldSnapshots(tmp_path / "state")
     stores = Stores(state, FileStore(tmp_path / "outputs"))
     executor = executor_for(stores, log, "a", max_batch_records=100, snapshot_every=2)

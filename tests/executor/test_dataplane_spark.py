@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from dataplane_checks import check_partition, executor_for
+from dataplane_checks import check_partition, executor_for, generated_log
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -29,8 +29,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_counts_are_exactly_once_across_restarts_and_snapshots(spark: SparkSession, tmp_path: Path) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=2, count=12_000, keys=300, seed=11))
+    log = generated_log(tmp_path / "log", partitions=2, count=12_000, keys=300, seed=11)
     first = executor_for(tmp_path, log, "m0", max_batch_records=2_500, snapshot_every=2)
     first.apply(Target(active={0: 1, 1: 1}))
     first.run_until_idle()
@@ -51,8 +50,7 @@ def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
     # The lagging copy found the end of the history once already; it would look at the prune floor
     # again only after FLOOR_CHECK_SECONDS.
     monkeypatch.setattr("streamapp.executor.state.replica.FLOOR_CHECK_SECONDS", 0.0)
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=12_000, keys=300, seed=12))
+    log = generated_log(tmp_path / "log", partitions=1, count=12_000, keys=300, seed=12)
     layout = StateLayout(tmp_path / "state")
     owner = executor_for(tmp_path, log, "m0", max_batch_records=1_000, snapshot_every=3)
     owner.apply(Target(active={0: 1}))
@@ -76,8 +74,7 @@ def test_compaction_bounds_the_changelog_and_a_lagging_copy_jumps_to_a_snapshot(
 
 
 def test_windowed_sample_sums_values_per_key_and_minute(spark: SparkSession, tmp_path: Path) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=5_000, keys=40, seed=5, chunk=1_000))
+    log = generated_log(tmp_path / "log", partitions=1, count=5_000, keys=40, seed=5, chunk=1_000)
     executor = executor_for(
         tmp_path, log, "m0", pipeline="streamapp.executor.samples.windowed:windowed", max_batch_records=1_700
     )
@@ -117,8 +114,7 @@ def _keep_largest_even(old: object, new: object) -> object:
 
 @pytest.mark.parametrize("merge", ["sum", "min", "max", "last", "user"])
 def test_every_merge_matches_a_fold_over_the_input(spark: SparkSession, tmp_path: Path, merge: str) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=3_000, keys=25, seed=9, chunk=500))
+    log = generated_log(tmp_path / "log", partitions=1, count=3_000, keys=25, seed=9, chunk=500)
     chosen = resolve(_keep_largest_even if merge == "user" else merge)
     state = _run(tmp_path, log, Pipeline(name=merge, transform=_latest_value, merge=chosen))
 
@@ -138,8 +134,7 @@ def test_every_merge_matches_a_fold_over_the_input(spark: SparkSession, tmp_path
 
 
 def test_a_transform_without_the_declared_columns_is_reported(spark: SparkSession, tmp_path: Path) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=10, keys=5))
+    log = generated_log(tmp_path / "log", partitions=1, count=10, keys=5)
     pipeline = pipelines.Pipeline(name="bad", transform=lambda b: b.select("key"), merge=resolve("sum"))
     with pytest.raises(ValueError, match="value"):
         _run(tmp_path, log, pipeline)

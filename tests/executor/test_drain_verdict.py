@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from kubernetes import client
+from recordingplane import RecordingPlane
 
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.executor.drain import NOTICE_SECONDS, Termination, follow_until_drained, verdict
@@ -96,25 +97,8 @@ def test_the_drain_thread_ends_with_the_executor_when_processing_fails_first() -
     assert not thread.is_alive() and not terminated.is_set()
 
 
-class Plane:
-    def __init__(self) -> None:
-        self.applied: list[StreamAppMemberSpec] = []
-
-    def apply(self, target: StreamAppMemberSpec) -> None:
-        self.applied.append(target)
-
-    def restore_rate(self) -> float | None:
-        return None
-
-    def batch_running_since(self) -> float | None:
-        return None
-
-    def reports(self) -> list[object]:
-        return []
-
-
 def test_the_membership_client_sees_the_retiring_mark_without_a_new_generation() -> None:
-    plane = Plane()
+    plane = RecordingPlane()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 1, "uid", plane)  # type: ignore[arg-type]
     membership.report = lambda: None  # type: ignore[method-assign]
     membership.notice({"metadata": {"uid": "m"}, "spec": spec({0: 1}, {}, retiring=False).to_dict()})

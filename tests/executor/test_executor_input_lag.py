@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dataplane_checks import COUNTS
+from dataplane_checks import COUNTS, generated_log
 from kubernetes import client
 from pyspark.sql import SparkSession
 
@@ -37,8 +37,7 @@ def task(tmp_path: Path, log: FileLog) -> Task:
 
 
 def test_active_tasks_report_input_not_yet_committed_and_copies_none(tmp_path: Path) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=500, keys=10, seed=1))
+    log = generated_log(tmp_path / "log", partitions=1, count=500, keys=10, seed=1)
     layout = StateLayout(tmp_path / "state")
     # An earlier owner committed offsets [0, 200) (an empty batch keeps the test free of segments).
     manifests.create(layout, 0, Manifest(seq=0, epoch=1, kind=Kind.BATCH, start=0, end=200))

@@ -7,12 +7,11 @@ import time
 from pathlib import Path
 
 import pytest
-from dataplane_checks import executor_for
+from dataplane_checks import executor_for, generated_log
 from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.runtimeplane import RuntimeDataPlane
 
@@ -20,8 +19,7 @@ from streamapp.executor.runtimeplane import RuntimeDataPlane
 @pytest.mark.spark
 def test_committed_records_and_the_last_commit_per_task(spark: SparkSession, tmp_path: Path) -> None:
     del spark
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=2, count=600, keys=20, seed=7))
+    log = generated_log(tmp_path / "log", partitions=2, count=600, keys=20, seed=7)
     executor = executor_for(tmp_path, log, "a", max_batch_records=100)
     executor.apply(Target(active={0: 1, 1: 1}))
     began = time.time()

@@ -9,19 +9,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dataplane_checks import COUNTS, Stores, check_partition, executor_for, files_in
+from dataplane_checks import Stores, check_partition, executor_for, files_in, generated_log
 from pyspark.sql import SparkSession
 
-from streamapp.executor import pipeline as pipelines
-from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.sink import FileSink
-from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Kind, Manifest
-from streamapp.executor.task import TaskConfig
 
 pytestmark = pytest.mark.spark
 
@@ -47,8 +43,7 @@ class FenceDuringWrite:
 def test_a_zombie_that_notices_the_fence_before_its_batch_stops(
     spark: SparkSession, tmp_path: Path, stores: Stores
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=2))
+    log = generated_log(tmp_path / "log", partitions=1, count=8_000, keys=100, seed=2)
     old = executor_for(stores, log, "old", max_batch_records=2_000)
     old.apply(Target(active={0: 1}))
     old.step()
@@ -71,16 +66,9 @@ def test_a_zombie_that_notices_the_fence_before_its_batch_stops(
 def test_a_zombie_mid_batch_loses_the_manifest_race_to_the_fence(
     spark: SparkSession, tmp_path: Path, stores: Stores
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=3))
+    log = generated_log(tmp_path / "log", partitions=1, count=8_000, keys=100, seed=3)
     racing = FenceDuringWrite(FileSink(stores.outputs))
-    old = Executor(
-        StateLayout(stores.state),
-        log,
-        racing,
-        pipelines.load(COUNTS),
-        TaskConfig(owner="old", max_batch_records=2_000),
-    )
+    old = executor_for(stores, log, "old", sink=racing, max_batch_records=2_000)
     old.apply(Target(active={0: 1}))
     old.step()
     old.step()
@@ -100,8 +88,7 @@ def test_a_zombie_mid_batch_loses_the_manifest_race_to_the_fence(
 def test_a_stale_epoch_manifest_after_the_fence_counts_for_nothing(
     spark: SparkSession, tmp_path: Path, stores: Stores
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=6_000, keys=100, seed=4))
+    log = generated_log(tmp_path / "log", partitions=1, count=6_000, keys=100, seed=4)
     new = executor_for(stores, log, "new", max_batch_records=2_000)
     new.apply(Target(active={0: 2}))
     new.step()
@@ -130,16 +117,9 @@ def test_a_stale_epoch_manifest_after_the_fence_counts_for_nothing(
 def test_two_incarnations_with_the_same_epoch_never_commit_a_batch_twice(
     spark: SparkSession, tmp_path: Path, stores: Stores
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=8_000, keys=100, seed=6))
+    log = generated_log(tmp_path / "log", partitions=1, count=8_000, keys=100, seed=6)
     racing = FenceDuringWrite(FileSink(stores.outputs))
-    first = Executor(
-        StateLayout(stores.state),
-        log,
-        racing,
-        pipelines.load(COUNTS),
-        TaskConfig(owner="first", max_batch_records=1_500),
-    )
+    first = executor_for(stores, log, "first", sink=racing, max_batch_records=1_500)
     second = executor_for(stores, log, "second", max_batch_records=1_500)
     first.apply(Target(active={0: 1}))
     second.apply(Target(active={0: 1}))

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dataplane_checks import check_partition, executor_for
+from dataplane_checks import check_partition, executor_for, generated_log
 from pyspark.sql import SparkSession
 
 from streamapp.executor.io.generate import GenerateSpec, generate
@@ -72,8 +72,7 @@ def test_warmup_catches_up_is_promoted_and_the_old_owner_is_revoked(
 def test_a_revocation_from_another_thread_waits_for_the_batch_in_flight(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=40_000, keys=200, seed=22))
+    log = generated_log(tmp_path / "log", partitions=1, count=40_000, keys=200, seed=22)
     a = executor_for(tmp_path, log, "a", max_batch_records=1_000)
     a.apply(Target(active={0: 1}))
     stop = threading.Event()

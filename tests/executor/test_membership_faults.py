@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
+from recordingplane import RecordingPlane
 from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
 from localcluster.waiting import wait_for
@@ -108,28 +109,6 @@ class ScriptedApi:
             self.writes.append(args[-1]["status"])
 
 
-class Recorder:
-    """A data plane that records the targets it was given."""
-
-    def __init__(self) -> None:
-        self.applied: list[StreamAppMemberSpec] = []
-
-    def apply(self, target: StreamAppMemberSpec) -> None:
-        self.applied.append(target)
-
-    def restore_rate(self) -> float | None:
-        return None
-
-    def batch_running_since(self) -> float | None:
-        return None
-
-    def reports(self) -> list[TaskReport]:
-        target = self.applied[-1] if self.applied else None
-        return [
-            TaskReport(task=t.task, role="active", epoch=t.epoch) for t in (target.active if target else ())
-        ]
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0
@@ -138,8 +117,8 @@ class Clock:
         return self.now
 
 
-def client_with(api: ScriptedApi, clock: Clock | None = None) -> tuple[MembershipClient, Recorder]:
-    plane = Recorder()
+def client_with(api: ScriptedApi, clock: Clock | None = None) -> tuple[MembershipClient, RecordingPlane]:
+    plane = RecordingPlane(echo=True)
     membership = MembershipClient(
         client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 0.05, FAST, clock or Clock()
     )
@@ -153,7 +132,7 @@ def seen(membership: MembershipClient, body: dict[str, Any]) -> None:
     membership.report()
 
 
-def generations(plane: Recorder) -> list[int]:
+def generations(plane: RecordingPlane) -> list[int]:
     return [t.generation for t in plane.applied]
 
 
@@ -279,7 +258,7 @@ def test_readiness_follows_the_watch_and_liveness_does_not() -> None:
         server.server_close()
 
 
-class Progressing(Recorder):
+class Progressing(RecordingPlane):
     """A data plane whose active tasks' input lag and a warmup's lag are set by the test."""
 
     def __init__(self) -> None:
@@ -320,11 +299,11 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     assert [w["observedGeneration"] for w in api.writes][-1] == 3
 
 
-class Hanging(Recorder):
+class Hanging(RecordingPlane):
     """A data plane whose batch round hangs from `since` on (None: it does not)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(echo=True)
         self.since: float | None = None
 
     def batch_running_since(self) -> float | None:
@@ -384,7 +363,15 @@ def test_watches_the_server_ends_at_once_and_empty_are_backed_off_not_spun() -> 
     api = ScriptedApi()  # every watch after the script ends empty, 10 ms after it was opened
     settings = ClientSettings(backoff_initial=0.2, backoff_max=1.0, watch_seconds=1)
     membership = MembershipClient(
-        client.ApiClient(), "ns", "counts", 0, "pod-1", Recorder(), 0.05, settings, time.monotonic
+        client.ApiClient(),
+        "ns",
+        "counts",
+        0,
+        "pod-1",
+        RecordingPlane(echo=True),
+        0.05,
+        settings,
+        time.monotonic,
     )
     membership.custom = api  # type: ignore[assignment]
     stop = threading.Event()

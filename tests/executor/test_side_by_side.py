@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from dataplane_checks import COUNTS, check_partition, executor_for
+from dataplane_checks import COUNTS, check_partition, executor_for, generated_log
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -118,8 +118,9 @@ def test_one_job_for_several_partitions_computes_each_partitions_own_updates(
 ) -> None:
     """The union of the partitions' frames (a tree of pairs, odd counts leaving one over at a level)
     loses no partition and mixes none: each one's updates are what its own job computes."""
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=partitions, count=400 * partitions, keys=50, seed=partitions))
+    log = generated_log(
+        tmp_path / "log", partitions=partitions, count=400 * partitions, keys=50, seed=partitions
+    )
     counts = pipelines.load(COUNTS)
     frames = {p: log.read(spark, p, 0, log.end_offset(p)) for p in range(partitions)}
     together = pipelines.keyed_updates_by_partition(counts, frames)
@@ -143,8 +144,7 @@ def committed(
 def test_one_job_for_all_partitions_commits_what_one_job_each_does(
     spark: SparkSession, tmp_path: Path, name: str
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=3, count=6_000, keys=300, seed=32))
+    log = generated_log(tmp_path / "log", partitions=3, count=6_000, keys=300, seed=32)
     roots = {shared: tmp_path / ("shared" if shared else "alone") for shared in (True, False)}
     for shared, root in roots.items():
         chosen = PIPELINES[name]
@@ -219,8 +219,7 @@ def test_a_task_handed_over_is_taken_over_and_processed_without_waiting_for_the_
 ) -> None:
     """A new target wakes the copy lane (the takeover) and a finished takeover the batch lane: with polls
     a minute apart, a handed-over task still commits its first batch at once."""
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=1_000, keys=50, seed=41))
+    log = generated_log(tmp_path / "log", partitions=1, count=1_000, keys=50, seed=41)
     old = executor_for(tmp_path, log, "old", max_batch_records=500)
     old.apply(Target(active={0: 1}))
     old.run_until_idle()
@@ -261,8 +260,7 @@ def test_tasks_handed_over_together_ride_one_round(
     saw a round of the second task alone: the copy lane, looking for work, held the first task for an
     instant just as the batch lane claimed its round; lanes now look at a task before claiming it."""
     monkeypatch.setattr("streamapp.executor.runtime.TAKEOVER_GRACE_SECONDS", 30.0)
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=2, count=1_000, keys=50, seed=43))
+    log = generated_log(tmp_path / "log", partitions=2, count=1_000, keys=50, seed=43)
     old = executor_for(tmp_path, log, "old", max_batch_records=500)
     old.apply(Target(active={0: 1, 1: 1}))
     old.run_until_idle()
@@ -327,8 +325,7 @@ def test_the_partitions_of_a_round_commit_side_by_side(spark: SparkSession, tmp_
     """A commit is mostly waiting (the store's writes, a Kafka transaction), so a round commits its
     partitions at once rather than one after another."""
     del spark
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=2, count=1_000, keys=50, seed=46))
+    log = generated_log(tmp_path / "log", partitions=2, count=1_000, keys=50, seed=46)
     assert min(log.end_offset(0), log.end_offset(1)) > 250, "at least two rounds of both partitions"
     sink = MeetingSink(tmp_path / "outputs")
     executor = Executor(

@@ -10,12 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dataplane_checks import check_partition, executor_for
+from dataplane_checks import check_partition, executor_for, generated_log
 from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import Target
 from streamapp.executor.runtimeplane import RuntimeDataPlane
 from streamapp.executor.state.layout import StateLayout
@@ -26,8 +25,7 @@ pytestmark = pytest.mark.spark
 def test_a_restarted_owner_below_the_store_epoch_reports_fenced_then_resumes_above_it(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=3_000, keys=40, seed=3))
+    log = generated_log(tmp_path / "log", partitions=1, count=3_000, keys=40, seed=3)
     before = executor_for(tmp_path, log, "before", max_batch_records=1_000)
     before.apply(Target(active={0: 5}))
     before.run_until_idle()
@@ -52,8 +50,7 @@ def test_a_restarted_owner_below_the_store_epoch_reports_fenced_then_resumes_abo
 
 
 def test_copies_report_the_store_epoch_in_the_member_status(spark: SparkSession, tmp_path: Path) -> None:
-    log = FileLog(tmp_path / "log")
-    generate(log, GenerateSpec(partitions=1, count=1_000, keys=10, seed=5))
+    log = generated_log(tmp_path / "log", partitions=1, count=1_000, keys=10, seed=5)
     owner = executor_for(tmp_path, log, "owner")
     owner.apply(Target(active={0: 3}))
     owner.run_until_idle()

@@ -6,21 +6,25 @@ A cluster this session started is stopped when the session ends. Every test unde
 marked ``integration``.
 
 Fixtures other tests use: ``kubeconfig_path``, ``api_client`` (a ``kubernetes.client.ApiClient``),
-``namespace`` (a fresh namespace per test, deleted afterwards) and ``local_cluster`` (the
-:class:`LocalCluster`, or None on an external cluster).
+``namespace`` (a fresh namespace per test, deleted afterwards), ``local_cluster`` (the
+:class:`LocalCluster`, or None on an external cluster) and ``node_app`` (a counting app of real
+executors on the process node, created and processed: ``nodeapp.start``).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from faultproxy import FaultProxy
 from kubernetes import client, config
-from operator_support import Operators
+from nodeapp import NodeApp, start
+from operator_support import Operators, create_app
 
 from kubesetup import create_namespace, install_crds
 from localcluster.controlplane import LocalCluster
@@ -106,6 +110,42 @@ def operators(kubeconfig_path: Path, namespace: str, tmp_path: Path, crds: None)
     started = Operators(kubeconfig_path, namespace, tmp_path)
     yield started
     started.stop_all()
+
+
+@pytest.fixture
+def fault_proxy(kubeconfig_path: Path, tmp_path: Path, operators: Operators) -> Iterator[FaultProxy]:
+    """A `FaultProxy` between the API server and the operators this test starts: they reach the API
+    server only through it, so the test can hold, cut, delay or refuse their requests."""
+    with FaultProxy(kubeconfig_path, tmp_path) as proxy:
+        operators.kubeconfig = proxy.kubeconfig
+        yield proxy
+
+
+@pytest.fixture
+def app_behind_proxy(
+    api_client: client.ApiClient, namespace: str, operators: Operators, fault_proxy: FaultProxy
+) -> FaultProxy:
+    """The operator started behind `fault_proxy` and an app of 2 members and 4 partitions created
+    (no executors): the proxy, for the test to disturb what the operator sends and receives."""
+    operators.start()
+    create_app(api_client, namespace, replicas=2, partitions=4)
+    return fault_proxy
+
+
+@pytest.fixture
+def node_app(
+    api_client: client.ApiClient,
+    namespace: str,
+    operators: Operators,
+    process_node: str,
+    local_cluster: LocalCluster | None,
+    tmp_path: Path,
+) -> Callable[..., NodeApp]:
+    """`nodeapp.start` for this test: the counting app of real executors on the local process node,
+    created and processed; for the tests that kill, stop or restart its executors there."""
+    assert local_cluster is not None, "the executors are acted on through the local process node"
+    del process_node  # required: skips the test on clusters without one
+    return partial(start, api_client, namespace, operators, tmp_path, local_cluster.layout.process_node)
 
 
 @pytest.fixture

@@ -110,6 +110,11 @@ def app(api: client.ApiClient, namespace: str) -> dict[str, Any]:
     )
 
 
+def patch_app(api: client.ApiClient, namespace: str, patch: dict[str, Any]) -> None:
+    """A merge patch of the app, as `kubectl patch --type merge` sends it."""
+    client.CustomObjectsApi(api).patch_namespaced_custom_object(GROUP, VERSION, namespace, APPS, APP, patch)
+
+
 def scale(api: client.ApiClient, namespace: str, replicas: int) -> None:
     """Through the /scale subresource, as `kubectl scale` and an HPA do."""
     client.CustomObjectsApi(api).patch_namespaced_custom_object_scale(

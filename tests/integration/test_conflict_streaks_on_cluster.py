@@ -9,15 +9,14 @@ again, the condition is cleared.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from faultproxy import FaultProxy
 from kubernetes import client
-from operator_support import APP, Operators, app, create_app
+from operator_support import APP, app, patch_app
 
 from localcluster.waiting import wait_for
-from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION
+from streamapp.api.names import GROUP, MEMBERS, VERSION
 
 HANDOFF_LAG = 123
 
@@ -47,34 +46,23 @@ def members(api: client.ApiClient, namespace: str) -> int:
 
 
 def test_a_streak_of_conflicts_is_shown_naming_the_object_and_cleared(
-    api_client: client.ApiClient,
-    namespace: str,
-    operators: Operators,
-    kubeconfig_path: Path,
-    tmp_path: Path,
+    api_client: client.ApiClient, namespace: str, app_behind_proxy: FaultProxy
 ) -> None:
-    with FaultProxy(kubeconfig_path, tmp_path) as proxy:
-        operators.kubeconfig = proxy.kubeconfig
-        operators.start()
-        create_app(api_client, namespace, replicas=2, partitions=4)
-        wait_for(lambda: members(api_client, namespace) == 2, 90, "two members")
-        proxy.conflict("PATCH", MEMBERS)
-        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, APPS, APP, {"spec": {"rebalance": {"handoffLag": HANDOFF_LAG}}}
-        )
-        named = f"{MEMBERS} {APP}-"
-        wait_for(
-            lambda: any(named in w for w in warnings(api_client, namespace)),
-            120,
-            "a Warning Event naming the member whose writes conflict",
-        )
-        wait_for(
-            lambda: named in degraded(api_client, namespace).get("message", ""), 60, "Degraded naming it"
-        )
-        proxy.conflict("PATCH", MEMBERS, on=False)
-        wait_for(
-            lambda: named not in degraded(api_client, namespace).get("message", ""),
-            120,
-            "the condition cleared once the writes go through",
-        )
-        wait_for(lambda: HANDOFF_LAG in thresholds(api_client, namespace), 60, "every member rewritten")
+    proxy = app_behind_proxy
+    wait_for(lambda: members(api_client, namespace) == 2, 90, "two members")
+    proxy.conflict("PATCH", MEMBERS)
+    patch_app(api_client, namespace, {"spec": {"rebalance": {"handoffLag": HANDOFF_LAG}}})
+    named = f"{MEMBERS} {APP}-"
+    wait_for(
+        lambda: any(named in w for w in warnings(api_client, namespace)),
+        120,
+        "a Warning Event naming the member whose writes conflict",
+    )
+    wait_for(lambda: named in degraded(api_client, namespace).get("message", ""), 60, "Degraded naming it")
+    proxy.conflict("PATCH", MEMBERS, on=False)
+    wait_for(
+        lambda: named not in degraded(api_client, namespace).get("message", ""),
+        120,
+        "the condition cleared once the writes go through",
+    )
+    wait_for(lambda: HANDOFF_LAG in thresholds(api_client, namespace), 60, "every member rewritten")

@@ -8,47 +8,35 @@ every partition must equal a reference computed straight from the input: nothing
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
-from dataplane_checks import check_partition
 from kubernetes import client
-from operator_support import APP, Operators, app, reasons, scale
+from nodeapp import NodeApp
+from operator_support import reasons, scale
 
 from localcluster.waiting import wait_for
-from realapps import app_on_process_node, committed_everything
-from streamapp.api.names import APPS, GROUP, VERSION
-from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.source import FileLog
-from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 4
 
 
 def test_scale_out_of_real_executors_keeps_output_exactly_once(
-    api_client: client.ApiClient, namespace: str, operators: Operators, process_node: str, tmp_path: Path
+    api_client: client.ApiClient, namespace: str, node_app: Callable[..., NodeApp]
 ) -> None:
-    log = FileLog(tmp_path / "input")
-    state = StateLayout(tmp_path / "state")
-    generate(log, GenerateSpec(partitions=PARTITIONS, count=4_000, keys=50, seed=1))
-    operators.start()
-    body = app_on_process_node(APP, tmp_path, PARTITIONS, replicas=1, maxWarmupReplicas=PARTITIONS)
-    client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
-    wait_for(lambda: committed_everything(state, log, PARTITIONS), 300, "member 0 processing all input")
+    app_on_node = node_app(
+        partitions=PARTITIONS, replicas=1, count=4_000, keys=50, claim=False, maxWarmupReplicas=PARTITIONS
+    )
 
     scale(api_client, namespace, 2)
-    generate(log, GenerateSpec(partitions=PARTITIONS, count=4_000, keys=50, seed=2))
+    app_on_node.more_input(4_000, 50, seed=2)
 
     def settled() -> bool:
-        status = app(api_client, namespace).get("status") or {}
+        status = app_on_node.status()
         conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
         members = {m["id"]: m["active"] for m in status.get("members") or []}
         return (
-            members == {0: 2, 1: 2}
-            and conditions.get("Rebalancing") == "False"
-            and committed_everything(state, log, PARTITIONS)
+            members == {0: 2, 1: 2} and conditions.get("Rebalancing") == "False" and app_on_node.processed()
         )
 
     wait_for(settled, 300, "two members sharing the partitions with all input committed")
     assert "WarmupPromoted" in reasons(api_client, namespace)
-    for partition in range(PARTITIONS):
-        check_partition(state, tmp_path / "outputs", log, partition)
+    app_on_node.check_output()

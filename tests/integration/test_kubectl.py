@@ -25,6 +25,31 @@ from streamapp.api.names import GROUP, MEMBERS, VERSION
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 90.0
 COLUMN = r"\S+(?: \S+)*"  # kubectl pads columns with 3 spaces; a header may hold one (INPUT LAG)
+APP_COLUMNS = [
+    "NAME",
+    "REPLICAS",
+    "READY",
+    "PARTITIONS",
+    "WARMING",
+    "UNASSIGNED",
+    "GENERATION",
+    "INPUT LAG",
+    "AGE",
+]
+"""`kubectl get streamapp`'s header: the CRD's printer columns between NAME and AGE."""
+MEMBER_COLUMNS = [
+    "NAME",
+    "APP",
+    "MEMBER",
+    "GENERATION",
+    "OBSERVED",
+    "ACTIVE",
+    "REVOKING",
+    "STANDBY",
+    "WARMUP",
+    "AGE",
+]
+"""`kubectl get streamappmember`'s header."""
 RANGES = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
 
 
@@ -85,17 +110,7 @@ def test_every_verb_takes_the_singular_name(kubectl: Kubectl, running_app: dict[
         got = rows(kubectl.out("get", name, APP))
         assert [r["NAME"] for r in got] == [APP], (name, got)
     table = kubectl.out("get", "streamapp")
-    assert header(table) == [
-        "NAME",
-        "REPLICAS",
-        "READY",
-        "PARTITIONS",
-        "WARMING",
-        "UNASSIGNED",
-        "GENERATION",
-        "INPUT LAG",
-        "AGE",
-    ]
+    assert header(table) == APP_COLUMNS
     assert rows(table)[0]["PARTITIONS"] == "6"
     described = kubectl.out("describe", "streamapp", APP)
     assert re.search(rf"^Name:\s+{APP}$", described, re.MULTILINE) and "Conditions:" in described
@@ -120,18 +135,7 @@ def test_wide_member_columns_are_task_ranges(kubectl: Kubectl, running_app: dict
         return out if len(found) == 2 and ranged and _tasks(found) == set(range(6)) else None
 
     out = wait_for(table, TIMEOUT_S, "both members listed with task ranges")
-    assert header(out) == [
-        "NAME",
-        "APP",
-        "MEMBER",
-        "GENERATION",
-        "OBSERVED",
-        "ACTIVE",
-        "REVOKING",
-        "STANDBY",
-        "WARMUP",
-        "AGE",
-    ]
+    assert header(out) == MEMBER_COLUMNS
     assert "{" not in out, "no raw JSON in the table"
 
 

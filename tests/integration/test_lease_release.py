@@ -16,7 +16,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from faultproxy import FaultProxy
@@ -89,12 +88,10 @@ def test_every_sigterm_releases_the_lease_to_the_other_replica(
     api_client: client.ApiClient,
     namespace: str,
     operators: Operators,
-    kubeconfig_path: Path,
-    tmp_path: Path,
+    fault_proxy: FaultProxy,
 ) -> None:
-    with FaultProxy(kubeconfig_path, tmp_path) as proxy, lease_records(api_client, namespace) as records:
-        proxy.delay("PUT", "leases", WRITE_SECONDS)
-        operators.kubeconfig = proxy.kubeconfig
+    with lease_records(api_client, namespace) as records:
+        fault_proxy.delay("PUT", "leases", WRITE_SECONDS)
         leader = operators.start("op-0", leader_election=True)
         wait_for(lambda: any(r.holder == "op-0" for r in records), 60, "op-0 holding the lease")
         for n in range(1, TRIES[tries] + 1):

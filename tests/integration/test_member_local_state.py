@@ -10,22 +10,20 @@ stays exactly-once throughout.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dataplane_checks import check_partition
 from kubernetes import client
-from operator_support import APP, Operators, app
+from nodeapp import NodeApp, pod_uid
+from operator_support import APP, app
 
-from chaos.faults import executor_pid
-from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
 from processnode import procfs
-from realapps import app_on_process_node, committed_everything
+from realapps import committed_everything
 from streamapp.api.names import (
-    APPS,
     GROUP,
     MEMBERS,
     RESTART_ANNOTATION,
@@ -91,34 +89,20 @@ def restart_in_place(api: client.ApiClient, namespace: str, member: int) -> None
     core.delete_namespaced_pod(name, namespace)
 
 
-def pod_uid(api: client.ApiClient, namespace: str, member: int) -> str | None:
-    try:
-        return str(
-            client.CoreV1Api(api).read_namespaced_pod(member_name(APP, member), namespace).metadata.uid
-        )
-    except client.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-
-
-def start_app(
-    api: client.ApiClient, namespace: str, operators: Operators, root: Path, replicas: int, claim: bool
-) -> tuple[FileLog, StateLayout]:
-    log = FileLog(root / "input")
-    state = StateLayout(root / "state")
-    generate(log, GenerateSpec(partitions=PARTITIONS, count=12_000, keys=KEYS, seed=1))
-    operators.start()
+def start_app(node_app: Callable[..., NodeApp], replicas: int, claim: bool) -> NodeApp:
+    """The app created and processed, every member owning tasks and none moving."""
     # The tasks wait for their member (`delay`): what is measured is what its local state saves it.
-    body = app_on_process_node(
-        APP, root, PARTITIONS, replicas=replicas, scheduledRebalanceMaxDelay="10m", lostTaskRecovery="delay"
+    app = node_app(
+        partitions=PARTITIONS,
+        replicas=replicas,
+        count=12_000,
+        keys=KEYS,
+        claim=claim,
+        scheduledRebalanceMaxDelay="10m",
+        lostTaskRecovery="delay",
     )
-    if claim:
-        body["spec"]["executor"]["storage"] = {"size": "1Gi"}
-    client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
-    wait_for(lambda: settled(api, namespace, replicas), 400, "every member owning tasks, none moving")
-    wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "every partition processed")
-    return log, state
+    wait_for(lambda: settled(app.api, app.namespace, replicas), 400, "every member owning tasks, none moving")
+    return app
 
 
 def settled(api: client.ApiClient, namespace: str, replicas: int) -> bool:
@@ -161,15 +145,10 @@ def resume_and_check(
 
 
 def test_a_member_with_its_claim_replays_only_the_delta(
-    api_client: client.ApiClient,
-    namespace: str,
-    operators: Operators,
-    process_node: str,
-    local_cluster: LocalCluster | None,
-    tmp_path: Path,
+    api_client: client.ApiClient, namespace: str, node_app: Callable[..., NodeApp]
 ) -> None:
-    assert local_cluster is not None, "the kill acts on the local process node"
-    log, state = start_app(api_client, namespace, operators, tmp_path, replicas=2, claim=True)
+    app = start_app(node_app, replicas=2, claim=True)
+    log, state = app.log, app.state
     local = claim_directory(api_client, namespace, 1)
     held = set(active_reports(api_client, namespace, 1, datetime.min.replace(tzinfo=UTC)))
     assert held, "member 1 owns tasks"
@@ -190,12 +169,11 @@ def test_a_member_with_its_claim_replays_only_the_delta(
     # 2. A few more batches, then the executor process dies (SIGKILL: no checkpoint at exit) and the
     # kubelet restarts it in place: it replays the batches committed since its last checkpoint.
     for seed in (3, 4, 5):
-        generate(log, GenerateSpec(partitions=PARTITIONS, count=800, keys=KEYS, seed=seed))
-        wait_for(lambda: committed_everything(state, log, PARTITIONS), 300, "the batch committed")
-    found = executor_pid(local_cluster.layout.process_node, str(pod_uid(api_client, namespace, 1)))
-    assert found is not None
+        app.more_input(800, KEYS, seed=seed)
+        wait_for(app.processed, 300, "the batch committed")
+    pid = app.executor(1)
     killed_at = datetime.now(UTC)
-    procfs.signal_group(found[0], signal.SIGKILL)
+    procfs.signal_group(pid, signal.SIGKILL)
     at_kill = checkpoints(local, held)
     deltas = {task: rows_after(state, task, at_kill[task].head.seq) for task in held}
     reports = resume_and_check(api_client, namespace, log, state, killed_at, seed=6)
@@ -205,17 +183,17 @@ def test_a_member_with_its_claim_replays_only_the_delta(
     for task, delta in deltas.items():
         state_keys = len(set(log.read_arrow(task).column("key").to_pylist()))
         assert delta < state_keys / 2, ("the delta, not the state", task, delta, state_keys)
-    for partition in range(PARTITIONS):
-        check_partition(state, tmp_path / "outputs", log, partition)
+    app.check_output()
 
 
 # make test-long: a minute or more of make test's cold budget; make test keeps the claim's delta replay
 # above, and the executor's full restore is unit-tested (tests/executor).
 @pytest.mark.long
 def test_a_member_without_a_claim_restores_in_full(
-    api_client: client.ApiClient, namespace: str, operators: Operators, process_node: str, tmp_path: Path
+    api_client: client.ApiClient, namespace: str, node_app: Callable[..., NodeApp]
 ) -> None:
-    log, state = start_app(api_client, namespace, operators, tmp_path, replicas=2, claim=False)
+    app = start_app(node_app, replicas=2, claim=False)
+    log, state = app.log, app.state
     held = set(active_reports(api_client, namespace, 1, datetime.min.replace(tzinfo=UTC)))
     # The keys of each task's state when its member goes: all of them must come back from the store.
     keys = {task: len(set(log.read_arrow(task).column("key").to_pylist())) for task in held}
@@ -225,5 +203,4 @@ def test_a_member_without_a_claim_restores_in_full(
     reports = resume_and_check(api_client, namespace, log, state, datetime.now(UTC), seed=2)
     for task in held:
         assert reports[task]["restoredBlocking"] >= keys[task], ("a full restore", task, reports[task])
-    for partition in range(PARTITIONS):
-        check_partition(state, tmp_path / "outputs", log, partition)
+    app.check_output()

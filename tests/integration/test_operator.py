@@ -13,7 +13,7 @@ import pytest
 from fleet import Fleet, member_statuses
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from operator_support import APP, Operators, app, create_app, reasons, scale
+from operator_support import APP, Operators, app, create_app, patch_app, reasons, scale
 
 from kubesetup import kwok_app
 from localcluster.waiting import wait_for
@@ -23,6 +23,12 @@ from streamapp.api.names import APPS, GROUP, VERSION
 def owners(fleet: Fleet) -> dict[int, int]:
     """task → member, from what the executors are actually applying."""
     return {task: member for member, target in fleet.targets().items() for task in target.active_epochs()}
+
+
+def replaced(api: client.ApiClient, namespace: str, old_uid: str) -> bool:
+    """Whether member 1 has a pod again, another than the one of `old_uid`."""
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace, field_selector=f"metadata.name={APP}-1").items
+    return bool(pods) and pods[0].metadata.uid != old_uid
 
 
 def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int, partitions: int) -> bool:
@@ -43,12 +49,9 @@ def balanced(api: client.ApiClient, namespace: str, fleet: Fleet, replicas: int,
 def lose_member_2_for_good(api: client.ApiClient, namespace: str, fleet: Fleet) -> set[int]:
     """Member 2's pod deleted, its replacement never schedulable (so never Ready): the tasks it owned."""
     lost = {t for t, m in owners(fleet).items() if m == 2}
-    client.CustomObjectsApi(api).patch_namespaced_custom_object(
-        GROUP,
-        VERSION,
+    patch_app(
+        api,
         namespace,
-        APPS,
-        APP,
         {"spec": {"executor": {"podTemplate": {"spec": {"nodeSelector": {"streamapp.dev/none": "x"}}}}}},
     )
     client.CoreV1Api(api).delete_namespaced_pod(f"{APP}-2", namespace, grace_period_seconds=0)
@@ -124,15 +127,11 @@ def test_member_bounce_keeps_its_tasks(
         reassigned = reasons(api_client, namespace).count("TasksReassigned")
         core.delete_namespaced_pod(f"{APP}-1", namespace, grace_period_seconds=0)
 
-        def back() -> bool:
-            pods = core.list_namespaced_pod(namespace, field_selector=f"metadata.name={APP}-1").items
-            return (
-                bool(pods)
-                and pods[0].metadata.uid != old_uid
-                and balanced(api_client, namespace, fleet, 3, 9)
-            )
-
-        wait_for(back, 90, "member 1 back with its tasks")
+        wait_for(
+            lambda: replaced(api_client, namespace, old_uid) and balanced(api_client, namespace, fleet, 3, 9),
+            90,
+            "member 1 back with its tasks",
+        )
         wait_for(
             lambda: {"MemberLost", "MemberReturned"} <= set(reasons(api_client, namespace)),
             30,
@@ -289,14 +288,7 @@ def test_a_member_pod_the_api_server_refuses_is_the_apps_condition_and_nothing_i
     assert "the API server refuses the member pod" in message and "restricted" in message, message
     assert "PodRefused" in reasons(api_client, namespace)
     assert not core.list_namespaced_pod(namespace).items, "a pod was created"
-    client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-        GROUP,
-        VERSION,
-        namespace,
-        APPS,
-        APP,
-        {"spec": {"executor": {"podTemplate": {"spec": {"containers": None}}}}},
-    )
+    patch_app(api_client, namespace, {"spec": {"executor": {"podTemplate": {"spec": {"containers": None}}}}})
     with Fleet(api_client, namespace, APP) as fleet:
         wait_for(
             lambda: balanced(api_client, namespace, fleet, 1, 2), 120, "the app up with the template fixed"
@@ -394,9 +386,7 @@ def test_invalid_partitions_change_is_refused(
 ) -> None:
     create_app(api_client, namespace, replicas=1, partitions=4)
     with pytest.raises(ApiException) as refused:
-        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, APPS, APP, {"spec": {"partitions": 5}}
-        )
+        patch_app(api_client, namespace, {"spec": {"partitions": 5}})
     assert refused.value.status == 422 and "immutable" in refused.value.body
 
 
@@ -424,14 +414,10 @@ def test_evicted_member_pod_is_replaced_and_keeps_its_tasks(
             },
         )
 
-        def replaced() -> bool:
-            pods = core.list_namespaced_pod(namespace, field_selector=f"metadata.name={APP}-1").items
-            return (
-                bool(pods)
-                and pods[0].metadata.uid != old_uid
-                and balanced(api_client, namespace, fleet, 2, 6)
-            )
-
-        wait_for(replaced, 90, "the evicted pod replaced and its member back")
+        wait_for(
+            lambda: replaced(api_client, namespace, old_uid) and balanced(api_client, namespace, fleet, 2, 6),
+            90,
+            "the evicted pod replaced and its member back",
+        )
         assert owners(fleet) == before
         assert_clean(fleet)

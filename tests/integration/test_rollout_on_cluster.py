@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from fleet import Fleet
 from kubernetes import client
-from operator_support import APP, Operators, app, create_app, reasons
+from operator_support import APP, Operators, app, create_app, patch_app, reasons
 from test_operator import assert_clean, balanced
 
 from localcluster.waiting import wait_for
-from streamapp.api.names import APPS, GROUP, REVISION_LABEL, VERSION
+from streamapp.api.names import REVISION_LABEL
 
 
 def member_pods(api: client.ApiClient, namespace: str) -> dict[str, client.V1Pod]:
@@ -30,9 +30,7 @@ def test_a_new_image_rolls_every_member_after_a_warm_handoff(
         wait_for(lambda: balanced(api_client, namespace, fleet, 3, 12), 90, "a balanced app")
         before = {name: pod.metadata.uid for name, pod in member_pods(api_client, namespace).items()}
         old_revision = app(api_client, namespace)["status"]["updateRevision"]
-        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, APPS, APP, {"spec": {"executor": {"image": "streamapp/executor:next"}}}
-        )
+        patch_app(api_client, namespace, {"spec": {"executor": {"image": "streamapp/executor:next"}}})
         seen_rolling = []
 
         def rolled() -> bool:
@@ -73,9 +71,7 @@ def test_a_paused_rollout_replaces_nothing(
         patch = {
             "spec": {"rollingUpdate": {"paused": True}, "executor": {"image": "streamapp/executor:next"}}
         }
-        client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-            GROUP, VERSION, namespace, APPS, APP, patch
-        )
+        patch_app(api_client, namespace, patch)
 
         def paused() -> bool:
             conditions = {

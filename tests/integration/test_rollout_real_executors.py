@@ -27,7 +27,7 @@ import pytest
 from dataplane_checks import check_partition
 from handoff_timeline import HandoffTimeline, batch_interval_before, gap_lines, gaps_apart
 from kubernetes import client, config
-from operator_support import APP, Operators, app, reasons
+from operator_support import APP, Operators, app, patch_app, reasons
 
 from chaos.observer import Observer, current_reports
 from demo import downtime
@@ -183,14 +183,7 @@ def test_a_new_image_rolls_real_executors_without_double_owners_cold_takeovers_o
             # Rows of state a cold takeover would restore while the task stands still, at least.
             state_rows = min(len(set(log.read_arrow(p).column("key").to_pylist())) for p in range(PARTITIONS))
             since = time.time()
-            client.CustomObjectsApi(api_client).patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                APPS,
-                APP,
-                {"spec": {"executor": {"image": "streamapp/executor:next"}}},
-            )
+            patch_app(api_client, namespace, {"spec": {"executor": {"image": "streamapp/executor:next"}}})
 
             def rolled() -> bool:
                 status = app(api_client, namespace).get("status") or {}

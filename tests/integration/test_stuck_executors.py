@@ -13,24 +13,15 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from dataplane_checks import check_partition
 from kubernetes import client
-from operator_support import APP, Operators, reasons
-from test_member_local_state import pod_uid
-from test_returning_member import app_status, pod_ready
+from nodeapp import NodeApp, pod_uid
+from operator_support import reasons
 
-from chaos.faults import executor_pid
-from localcluster.controlplane import LocalCluster
 from localcluster.waiting import wait_for
-from realapps import app_on_process_node, committed_everything
-from streamapp.api.names import APPS, GROUP, VERSION
-from streamapp.executor.io.generate import GenerateSpec, generate
-from streamapp.executor.io.source import FileLog
-from streamapp.executor.state.layout import StateLayout
 
 PARTITIONS = 6
 REPLICAS = 3
@@ -63,62 +54,36 @@ def jvms_under(pid: int) -> list[int]:
     return found
 
 
-def settled(api: client.ApiClient, namespace: str) -> bool:
-    status = app_status(api, namespace)
-    counts = status.get("tasks") or {}
-    members = status.get("members") or []
-    return (
-        counts.get("active") == PARTITIONS
-        and not counts.get("warming")
-        and not counts.get("revoking")
-        and sum(1 for m in members if m.get("active")) == REPLICAS
-    )
-
-
 @pytest.mark.long
 def test_stopped_jvms_get_their_members_replaced_one_at_a_time(
-    api_client: client.ApiClient,
-    namespace: str,
-    operators: Operators,
-    process_node: str,
-    local_cluster: LocalCluster | None,
-    tmp_path: Path,
+    api_client: client.ApiClient, namespace: str, node_app: Callable[..., NodeApp]
 ) -> None:
-    assert local_cluster is not None, "the stop acts on the local process node's processes"
-    log, state = FileLog(tmp_path / "input"), StateLayout(tmp_path / "state")
-    generate(log, GenerateSpec(partitions=PARTITIONS, count=3_000, keys=1_000, seed=1))
-    operators.start()
-    body: dict[str, Any] = app_on_process_node(
-        APP, tmp_path, PARTITIONS, replicas=REPLICAS, batchTimeout=f"{BATCH_TIMEOUT_SECONDS}s"
+    app = node_app(
+        partitions=PARTITIONS,
+        replicas=REPLICAS,
+        count=3_000,
+        keys=1_000,
+        spec={"rollingUpdate": {"maxUnavailable": 1}},
+        batchTimeout=f"{BATCH_TIMEOUT_SECONDS}s",
     )
-    body["spec"]["executor"]["storage"] = {"size": "1Gi"}
-    body["spec"]["rollingUpdate"] = {"maxUnavailable": 1}
-    client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
-    wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "every partition processed")
-    wait_for(lambda: settled(api_client, namespace), 300, "every member processing, nothing moving")
+    wait_for(app.settled, 300, "every member processing, nothing moving")
 
     before = {m: pod_uid(api_client, namespace, m) for m in (1, 2)}
     for member in (1, 2):
-        found = executor_pid(local_cluster.layout.process_node, str(before[member]))
-        assert found is not None
-        jvms = jvms_under(found[0])
+        jvms = jvms_under(app.executor(member))
         assert jvms, f"member {member}'s executor runs no JVM"
         for jvm in jvms:
             os.kill(jvm, signal.SIGSTOP)
     stopped_at = time.time()
-    generate(log, GenerateSpec(partitions=PARTITIONS, count=1_000, keys=1_000, seed=2))
+    app.more_input(1_000, 1_000, seed=2)
 
     def replaced() -> bool:
-        unavailable = sum(1 for m in range(REPLICAS) if not pod_ready(api_client, namespace, m))
+        unavailable = sum(1 for m in range(REPLICAS) if not app.ready(m))
         assert unavailable <= 1, f"{unavailable} members unavailable at once"
-        return all(
-            pod_ready(api_client, namespace, m) and pod_uid(api_client, namespace, m) != before[m]
-            for m in (1, 2)
-        )
+        return all(app.ready(m) and pod_uid(api_client, namespace, m) != before[m] for m in (1, 2))
 
     wait_for(replaced, 600, "both stuck members replaced and ready", interval_s=0.5)
     assert time.time() - stopped_at >= BATCH_TIMEOUT_SECONDS
     assert reasons(api_client, namespace).count("MemberStuck") >= 1
-    wait_for(lambda: committed_everything(state, log, PARTITIONS), 400, "all input committed")
-    for partition in range(PARTITIONS):
-        check_partition(state, tmp_path / "outputs", log, partition)
+    wait_for(app.processed, 400, "all input committed")
+    app.check_output()

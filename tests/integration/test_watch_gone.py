@@ -9,12 +9,10 @@ list and sends no DELETED event: unless the operator reconciles its indices with
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from faultproxy import FaultProxy
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from operator_support import APP, Operators, create_app
+from operator_support import APP
 
 from localcluster.waiting import wait_for
 
@@ -30,27 +28,20 @@ def pod_uid(api: client.ApiClient, namespace: str, name: str) -> str | None:
 
 
 def test_a_member_pod_deleted_while_the_watch_is_gone_is_recreated(
-    api_client: client.ApiClient,
-    namespace: str,
-    operators: Operators,
-    kubeconfig_path: Path,
-    tmp_path: Path,
+    api_client: client.ApiClient, namespace: str, app_behind_proxy: FaultProxy
 ) -> None:
-    with FaultProxy(kubeconfig_path, tmp_path) as proxy:
-        operators.kubeconfig = proxy.kubeconfig
-        operators.start()
-        create_app(api_client, namespace, replicas=2, partitions=4)
-        member = f"{APP}-1"
-        wait_for(lambda: pod_uid(api_client, namespace, f"{APP}-0") is not None, 90, "member pod 0")
-        wait_for(lambda: pod_uid(api_client, namespace, member) is not None, 90, "member pod 1")
-        before = pod_uid(api_client, namespace, member)
-        proxy.cut("pods")
-        wait_for(lambda: proxy.held("pods") > 0, 60, "the operator's pod watch held by the proxy")
-        client.CoreV1Api(api_client).delete_namespaced_pod(member, namespace, grace_period_seconds=0)
-        wait_for(lambda: pod_uid(api_client, namespace, member) != before, 60, "the member pod deleted")
-        proxy.gone("pods")
-        wait_for(
-            lambda: pod_uid(api_client, namespace, member) not in (None, before),
-            90,
-            "the member pod re-created after the relist",
-        )
+    proxy = app_behind_proxy
+    member = f"{APP}-1"
+    wait_for(lambda: pod_uid(api_client, namespace, f"{APP}-0") is not None, 90, "member pod 0")
+    wait_for(lambda: pod_uid(api_client, namespace, member) is not None, 90, "member pod 1")
+    before = pod_uid(api_client, namespace, member)
+    proxy.cut("pods")
+    wait_for(lambda: proxy.held("pods") > 0, 60, "the operator's pod watch held by the proxy")
+    client.CoreV1Api(api_client).delete_namespaced_pod(member, namespace, grace_period_seconds=0)
+    wait_for(lambda: pod_uid(api_client, namespace, member) != before, 60, "the member pod deleted")
+    proxy.gone("pods")
+    wait_for(
+        lambda: pod_uid(api_client, namespace, member) not in (None, before),
+        90,
+        "the member pod re-created after the relist",
+    )

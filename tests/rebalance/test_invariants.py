@@ -94,6 +94,14 @@ faults = st.lists(
 )
 
 
+def played(setup: Setup, history: list[tuple[str, int, int]]) -> World:
+    """The world of `setup` after the random `history` of events, each plan checked (`run`)."""
+    world = World.start(setup.app, setup.zones, setup.capacities)
+    for kind, member, value in history:
+        run(world, kind, member, value)
+    return world
+
+
 def run(world: World, kind: str, member: int, value: int) -> None:
     """Interpret one random event; every plan is followed by the invariant checks."""
     if kind == "plan":
@@ -308,9 +316,7 @@ def check_deadlines(world: World, before: Assignment, result: Plan, observed: li
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups(), events)
 def test_invariants_hold_over_random_histories(setup: Setup, history: list[tuple[str, int, int]]) -> None:
-    world = World.start(setup.app, setup.zones, setup.capacities)
-    for kind, member, value in history:
-        run(world, kind, member, value)
+    world = played(setup, history)
     run(world, "plan", 0, 0)
 
 
@@ -318,9 +324,7 @@ def test_invariants_hold_over_random_histories(setup: Setup, history: list[tuple
 @given(setups(), events)
 def test_plans_are_deterministic(setup: Setup, history: list[tuple[str, int, int]]) -> None:
     """7. Same inputs → same plan, whatever order the members are listed in."""
-    world = World.start(setup.app, setup.zones, setup.capacities)
-    for kind, member, value in history:
-        run(world, kind, member, value)
+    world = played(setup, history)
     views = world.views()
     first = plan(world.app, views, world.assignment, world.now)
     again = plan(world.app, list(reversed(views)), world.assignment, world.now)
@@ -335,9 +339,7 @@ def test_a_plan_that_leaves_the_assignment_is_the_answer_until_its_wake_up(
     """A plan that leaves the assignment as it was is the plan for the same inputs at any later time
     before its wake-up: what lets the operator reuse a plan while nothing it reads has changed
     (controller/memo.py)."""
-    world = World.start(setup.app, setup.zones, setup.capacities)
-    for kind, member, value in history:
-        run(world, kind, member, value)
+    world = played(setup, history)
     for _ in range(6):  # to a fixpoint, where revocations and held tasks wait on their deadlines
         if not world.replan().changed:
             break
@@ -354,9 +356,12 @@ def test_a_plan_that_leaves_the_assignment_is_the_answer_until_its_wake_up(
 @given(setups(), events)
 def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[tuple[str, int, int]]) -> None:
     """3 and 6: once events stop and copies catch up, a balanced stable assignment is reached."""
-    world = World.start(setup.app, setup.zones, setup.capacities)
-    for kind, member, value in history:
-        run(world, kind, member, value)
+    assert_converges(played(setup, history), setup)
+
+
+def assert_converges(world: World, setup: Setup, slack: int = 0) -> None:
+    """Every member up and steady from now on, the reservations expired: a stable assignment within
+    a bound of generations (two per copy, plus `slack`), balanced, every task processed."""
     for member in world.members.values():
         member.alive = True
         member.retiring = False
@@ -364,7 +369,7 @@ def test_converges_to_balance_after_the_last_event(setup: Setup, history: list[t
     world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
     partitions = world.app.partitions
     standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
-    bound = 2 * (partitions + partitions * standbys) + 4
+    bound = 2 * (partitions + partitions * standbys) + 4 + slack
     rounds = world.converge(bound, tick=world.app.rebalance.revocation_timeout)
     assert rounds <= bound, f"no stable assignment after {bound} generations"
     assert_balanced(world, setup)
@@ -394,18 +399,7 @@ def test_members_that_never_acknowledge_are_replaced_and_the_app_converges(
     for kind, member, value in history:
         run(world, kind, member, value)
     run(world, "plan", 0, 0)
-    for member in world.members.values():
-        member.alive = True
-        member.retiring = False
-        member.upcoming = False
-    world.now += world.app.rebalance.scheduled_rebalance_max_delay + 1
-    partitions = world.app.partitions
-    standbys = world.app.rebalance.standby_replicas if world.app.rebalance.protocol == "streamapp" else 0
-    bound = 2 * (partitions + partitions * standbys) + 4 + 2 * len(world.members)
-    rounds = world.converge(bound, tick=world.app.rebalance.revocation_timeout)
-    assert rounds <= bound, f"no stable assignment after {bound} generations"
-    assert_balanced(world, setup)
-    assert_processing(world)
+    assert_converges(world, setup, slack=2 * len(world.members))
 
 
 def assert_balanced(world: World, setup: Setup) -> None:
