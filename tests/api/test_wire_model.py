@@ -75,7 +75,7 @@ class RecordingApi:
 def executor(plane: RecordingPlane) -> tuple[MembershipClient, RecordingApi]:
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 2, "pod-uid", plane)
     api = RecordingApi()
-    membership.custom = api  # type: ignore[assignment]
+    membership.watch.custom = api  # type: ignore[assignment]
     return membership, api
 
 

@@ -93,7 +93,7 @@ class TwoTasks:
 def test_status_reports_input_lag_only_where_measured() -> None:
     member = MembershipClient(client.ApiClient(), "ns", "counts", 0, "uid-0", TwoTasks())
     api = RecordingApi()
-    member.custom = api  # type: ignore[assignment]
+    member.watch.custom = api  # type: ignore[assignment]
     member.report()
     tasks = api.patches[0]["status"]["tasks"]
     assert tasks[0]["inputLag"] == 300

@@ -24,7 +24,8 @@ from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
 from localcluster.waiting import wait_for
 from streamapp.api.member import StreamAppMemberSpec, TaskReport
-from streamapp.executor.membership import ClientSettings, MembershipClient, backoff_delay
+from streamapp.executor.membership import MembershipClient
+from streamapp.executor.memberwatch import ClientSettings, backoff_delay
 from streamapp.executor.probes import serve
 
 FAST = ClientSettings(backoff_initial=0.01, backoff_max=0.05, watch_seconds=1)
@@ -122,7 +123,7 @@ def client_with(api: ScriptedApi, clock: Clock | None = None) -> tuple[Membershi
     membership = MembershipClient(
         client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 0.05, FAST, clock or Clock()
     )
-    membership.custom = api  # type: ignore[assignment]
+    membership.watch.custom = api  # type: ignore[assignment]
     return membership, plane
 
 
@@ -221,7 +222,7 @@ def test_healthy_only_while_the_watch_hears_from_the_api_server() -> None:
     api, clock = ScriptedApi(), Clock()
     membership, _ = client_with(api, clock)
     assert not membership.healthy(), "ready before the target was ever read"
-    membership._list()
+    membership.watch.list_member(lambda body: None)
     assert membership.healthy()
     clock.now += FAST.unhealthy_after + 1
     assert not membership.healthy()
@@ -279,7 +280,7 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     api, clock = ScriptedApi(), Clock()
     plane = Progressing()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
-    membership.custom = api  # type: ignore[assignment]
+    membership.watch.custom = api  # type: ignore[assignment]
     membership.notice(member(2))
     assert len(api.writes) == 1
     for lag in (10, 20, 30):  # input keeps coming: progress only
@@ -316,7 +317,7 @@ def test_a_hanging_batch_round_is_reported_within_the_report_interval_and_cleare
     api, clock = ScriptedApi(), Clock()
     plane = Hanging()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
-    membership.custom = api  # type: ignore[assignment]
+    membership.watch.custom = api  # type: ignore[assignment]
     membership.notice(member(2))
     assert len(api.writes) == 1 and api.writes[-1].get("batchRunningSince") is None
     plane.since = 1767225600.0
@@ -340,7 +341,7 @@ def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progr
     api, clock = ScriptedApi(), Clock()
     plane = Progressing()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
-    membership.custom = api  # type: ignore[assignment]
+    membership.watch.custom = api  # type: ignore[assignment]
     membership.notice(member(2, lag_thresholds=(100, 1_000)))
     assert len(api.writes) == 1
     clock.now += 2.5
@@ -373,7 +374,7 @@ def test_watches_the_server_ends_at_once_and_empty_are_backed_off_not_spun() -> 
         settings,
         time.monotonic,
     )
-    membership.custom = api  # type: ignore[assignment]
+    membership.watch.custom = api  # type: ignore[assignment]
     stop = threading.Event()
     runner = threading.Thread(target=membership.run, args=(stop,), daemon=True)
     runner.start()

@@ -31,7 +31,8 @@ from prometheus_client import CollectorRegistry
 
 from streamapp.executor import drain, sparkk8s
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.membership import ClientSettings, MembershipClient, report_setup_error
+from streamapp.executor.membership import MembershipClient, report_setup_error
+from streamapp.executor.memberwatch import ClientSettings
 from streamapp.executor.podsettings import PodSettings, SetupError
 from streamapp.executor.probes import serve
 from streamapp.executor.runtime import LOG_FORMAT, Executor, Target

@@ -9,91 +9,31 @@ positions) at most every `ClientSettings.progress_interval`. Every report names 
 so the operator can ignore reports from before a restart. Spec and status are read and written through the `api.member`
 models, the same ones the operator writes and reads them with.
 
-The API server may go away at any moment (a restart, a pause, a partition), and the client must be
-following again as soon as it is back, without a restart of the process:
-
-- every call has a timeout, so a hung connection fails instead of blocking forever;
-- every failure, whatever its class, is retried after a capped exponential backoff with jitter (so
-  many executors do not all return at the same instant);
-- the watch asks the server to end it every `watch_seconds` and resumes from the last version seen,
-  or lists again when that version is gone (410) or after a failure;
-- the last report is written again every `reassert_interval`, at once when the StreamAppMember turns
-  out to be new (re-created) or to carry no report, and after a backoff when a write failed — so an
-  acknowledgement lost on the way is never lost for good;
-- `healthy()` turns false when the watch has not heard from the API server for `unhealthy_after`,
-  so the pod's readiness tells that this member is deaf to its target.
+The watch and the writes, and how they outlive an API server that goes away, are
+`executor.memberwatch`'s. What this side adds for the same end: the last report is written again every
+`reassert_interval`, at once when the StreamAppMember turns out to be new (re-created) or to carry no
+report, and after a backoff when a write failed — so an acknowledgement lost on the way is never lost
+for good.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import queue
-import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
-import urllib3
 from kubernetes import client
 
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import StreamAppMemberSpec, StreamAppMemberStatus, TaskReport
-from streamapp.api.names import GROUP, MEMBERS, VERSION, member_name
+from streamapp.api.names import member_name
+from streamapp.executor.memberwatch import ClientSettings, MemberWatch, backoff_delay, describe
 
 log = logging.getLogger(__name__)
-EMPTY_STREAM_SECONDS = 1.0
-"""A watch that ends sooner than this with no event in it was cut off, not ended by its timeout."""
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    """Timing of the membership client.
-
-    `progress_interval` (10 s) spaces reports that change only progress figures (`progress_only`):
-    under flowing input every report changes a task's input lag or a copy's applied offset, and with
-    1,000 members reporting every `report_interval` the operator and etcd took 500 writes a second of
-    objects listing every copy, for numbers nothing waits on (the app's input lag for autoscalers,
-    which poll every 15-30 s). What the operator acts on — roles, epochs, acknowledgements, fencing, a
-    copy becoming caught up — still goes out within `report_interval`.
-
-    `unhealthy_after` (30 s) is longer than the server-side watch period plus a reconnect, and than a
-    routine API-server restart (about 15 s), so readiness does not flap on either; it is far shorter
-    than a revocation timeout (minutes), so a member that really is deaf to its target is seen as not
-    ready, and replaced, long before a revocation it cannot hear about would have to time out.
-    """
-
-    progress_interval: float = 10.0
-    connect_timeout: float = 5.0
-    read_timeout: float = 15.0
-    watch_seconds: int = 15
-    watch_read_slack: float = 10.0
-    backoff_initial: float = 0.5
-    backoff_max: float = 8.0
-    reassert_interval: float = 30.0
-    unhealthy_after: float = 30.0
-
-    @property
-    def request_timeout(self) -> tuple[float, float]:
-        """(connect, read) of a plain call."""
-        return (self.connect_timeout, self.read_timeout)
-
-    @property
-    def watch_timeout(self) -> tuple[float, float]:
-        """(connect, read) of a watch: a read may wait for the server to end the watch, no longer."""
-        return (self.connect_timeout, self.watch_seconds + self.watch_read_slack)
-
-
-def backoff_delay(
-    failures: int, settings: ClientSettings, rand: Callable[[], float] = random.random
-) -> float:
-    """Seconds to wait after `failures` failures in a row: doubling from `backoff_initial` up to
-    `backoff_max`, the upper half random (jitter), so retries spread out but never wait past the cap."""
-    step = min(settings.backoff_max, settings.backoff_initial * 2.0 ** max(0, failures - 1))
-    return step / 2 + rand() * step / 2
 
 
 def progress_only(
@@ -121,10 +61,6 @@ def _decisive(rows: tuple[TaskReport, ...], caught_up_at: tuple[int, ...]) -> tu
         )
         for r in rows
     )
-
-
-class WatchError(RuntimeError):
-    """The watch stream reported an error other than an expired version."""
 
 
 class DataPlane(Protocol):
@@ -159,16 +95,15 @@ class MembershipClient:
         settings: ClientSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.custom = client.CustomObjectsApi(api)
-        self.namespace = namespace
         self.name = member_name(app, member)
+        self.watch = MemberWatch(api, namespace, self.name, settings, clock)
         self.pod_uid = pod_uid
         # any moment of this process's life before its first report will do: what the operator asks of
         # `startedAt` is that it is not earlier than this executor container's start
         self.started_at = _now()
         self.data_plane = data_plane
         self.report_interval = report_interval
-        self.settings = settings or ClientSettings()
+        self.settings = self.watch.settings
         self.clock = clock
         self.applied = 0
         # The newest target seen (its `retiring` counts even when its generation is not new) and the
@@ -184,19 +119,15 @@ class MembershipClient:
         self._next_progress = 0.0
         self._reassert_at = 0.0
         self._write_failures = 0
-        self._last_contact: float | None = None
 
     def healthy(self) -> bool:
-        """Whether the watch has heard from the API server within `unhealthy_after` (never before its
-        first listing): a healthy stream is ended by the server every `watch_seconds`, so a longer
-        silence means the API server is unreachable, hung, or the watch has stopped."""
-        contact = self._last_contact
-        return contact is not None and self.clock() - contact <= self.settings.unhealthy_after
+        """Whether the member's watch hears from the API server (`MemberWatch.healthy`)."""
+        return self.watch.healthy()
 
     def run(self, stop: threading.Event) -> None:
         """Watch, apply, acknowledge and report until `stop` is set."""
         self.watcher = threading.Thread(
-            target=self._watch, args=(stop,), name=f"watch {self.name}", daemon=True
+            target=self.watch.follow, args=(stop, self._seen.put), name=f"watch {self.name}", daemon=True
         )
         self.watcher.start()
         while not stop.is_set():
@@ -259,19 +190,11 @@ class MembershipClient:
             batch_running_since=running,
         )
         try:
-            self.custom.patch_namespaced_custom_object_status(
-                GROUP,
-                VERSION,
-                self.namespace,
-                MEMBERS,
-                self.name,
-                status.merge_patch(),
-                _request_timeout=self.settings.request_timeout,
-            )
+            self.watch.write_status(status.merge_patch())
         except Exception as error:  # every failure alike: the report must outlive all of them
             self._write_failures += 1
             delay = backoff_delay(self._write_failures, self.settings)
-            log.warning("%s: status write failed (%s); again in %.1fs", self.name, _describe(error), delay)
+            log.warning("%s: status write failed (%s); again in %.1fs", self.name, describe(error), delay)
             self._next_report = self._next_progress = self._reassert_at = now + delay
             return
         self._write_failures = 0
@@ -280,92 +203,6 @@ class MembershipClient:
         self._next_report = now + self.report_interval
         self._next_progress = now + self.settings.progress_interval
         self._reassert_at = now + self.settings.reassert_interval
-
-    def _watch(self, stop: threading.Event) -> None:
-        """List, then watch from the listed version; on any failure back off and list again. A watch
-        that the server (or a proxy) ends at once with nothing in it is a failure too: reconnecting at
-        once spun on the API server in a loop of empty streams."""
-        failures = 0
-        version: str | None = None
-        while not stop.is_set():
-            try:
-                if version is None:
-                    version = self._list()
-                began = self.clock()
-                version, delivered = self._stream(stop, version)
-                if delivered == 0 and self.clock() - began < EMPTY_STREAM_SECONDS:
-                    failures += 1
-                    stop.wait(backoff_delay(failures, self.settings))
-                else:
-                    failures = 0
-            except Exception as error:  # every failure alike: the watch must outlive all of them
-                failures += 1
-                version = None
-                delay = backoff_delay(failures, self.settings)
-                log.warning("%s: watch failed (%s); again in %.1fs", self.name, _describe(error), delay)
-                stop.wait(delay)
-
-    def _list(self) -> str:
-        """The member as it is now (queued for the main loop); the version to watch from."""
-        listing = cast(
-            Mapping[str, Any],
-            self.custom.list_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                MEMBERS,
-                field_selector=f"metadata.name={self.name}",
-                _request_timeout=self.settings.request_timeout,
-            ),
-        )
-        self._last_contact = self.clock()
-        for item in listing.get("items") or []:
-            self._seen.put(item)
-        return str(listing["metadata"]["resourceVersion"])
-
-    def _stream(self, stop: threading.Event, version: str) -> tuple[str | None, int]:
-        """One watch from `version` until the server ends it; the version to resume from, or None
-        when the server no longer has `version` (410 Gone: list again), and how many events came."""
-        response = cast(
-            urllib3.BaseHTTPResponse,
-            self.custom.list_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                MEMBERS,
-                field_selector=f"metadata.name={self.name}",
-                watch=True,
-                allow_watch_bookmarks=True,
-                resource_version=version,
-                timeout_seconds=self.settings.watch_seconds,
-                _preload_content=False,  # the raw response, read line by line as events arrive
-                _request_timeout=self.settings.watch_timeout,
-            ),
-        )
-        self._last_contact = self.clock()
-        delivered = 0
-        try:
-            for line in _lines(response):
-                self._last_contact = self.clock()
-                if stop.is_set():
-                    return version, delivered
-                if not line:
-                    continue
-                event = json.loads(line)
-                delivered += 1
-                kind, body = event.get("type"), event.get("object") or {}
-                if kind == "ERROR":
-                    if body.get("code") == 410:
-                        return None, delivered
-                    raise WatchError(f"{body.get('code')} {body.get('reason')}: {body.get('message')}")
-                version = str((body.get("metadata") or {}).get("resourceVersion") or version)
-                if kind in ("ADDED", "MODIFIED"):
-                    self._seen.put(body)
-        finally:
-            response.close()
-            response.release_conn()
-        self._last_contact = self.clock()
-        return version, delivered
 
 
 def report_setup_error(
@@ -379,17 +216,9 @@ def report_setup_error(
         pod_uid=pod_uid, started_at=now, reported_at=now, setup_error=message[:4096]
     )
     try:
-        client.CustomObjectsApi(api()).patch_namespaced_custom_object_status(
-            GROUP,
-            VERSION,
-            namespace,
-            MEMBERS,
-            member_name(app, member),
-            status.merge_patch(),
-            _request_timeout=ClientSettings().request_timeout,
-        )
+        MemberWatch(api(), namespace, member_name(app, member)).write_status(status.merge_patch())
     except Exception as error:  # the log and the exit code still say it
-        log.warning("could not report the setup error in the member's status: %s", _describe(error))
+        log.warning("could not report the setup error in the member's status: %s", describe(error))
 
 
 def _now() -> str:
@@ -398,21 +227,3 @@ def _now() -> str:
 
 def _stamp(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
-    """The lines of a streamed response as they arrive (a watch sends one JSON event per line)."""
-    pending = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        yield from lines
-
-
-def _describe(error: Exception) -> str:
-    """A one-line account of a failure (ApiExceptions print their whole response)."""
-    status = getattr(error, "status", None)
-    reason = getattr(error, "reason", None)
-    if status is not None:
-        return f"{status} {reason}"
-    return f"{type(error).__name__}: {error}"[:300]
