@@ -4,7 +4,7 @@ process.
 Why SeaweedFS: the S3 store's fencing rests on `PutObject` with `If-None-Match: *` answering 412 to every
 writer but one, and that is exactly where servers differ (SeaweedFS ignored the header under concurrent
 PUTs until its 2026 fix; an in-memory emulator such as moto checks it without a lock). So the tests run on
-a server users run, at a pinned version that has the fix, and `tests/executor/test_s3_race.py` races 16
+a server users run, at a pinned version that has the fix, and `tests/executor/state/test_s3_race.py` races 16
 writers per key on it. It is Apache-2.0 and on the Go module proxy (a pseudo-version only); its go.mod
 replaces one module with a fork, which the wrapper module repeats (`localcluster.gowrapper`). `weed mini`
 runs master, volume server, filer and S3 gateway in one process; data lives in the state directory.

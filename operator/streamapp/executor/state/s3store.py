@@ -5,7 +5,7 @@ Mapping of the protocol's needs onto what the S3 API promises, nothing more:
 * complete-or-absent: a single `PutObject` is atomic (readers see the old object, or none, or the new
   one whole), so there are no temporary names and nothing a crash can leave half-written.
 * create-if-absent: `PutObject` with `If-None-Match: *`. The server answers 412 when the key exists, so
-  of several writers racing for one manifest exactly one gets 200 (`tests/executor/test_s3_race.py`
+  of several writers racing for one manifest exactly one gets 200 (`tests/executor/state/test_s3_race.py`
   checks this against the test server). A 409 (a conflicting write in flight) is retried.
 * reads are `GetObject`/`HeadObject`, listings `ListObjectsV2`; S3 gives strong read-after-write and
   list-after-write consistency for them, which is what the manifest probing and the sweeps assume.
@@ -200,7 +200,7 @@ class S3Store:
         batch and nothing would notice, so the executor stops with this error instead of running unsafely.
 
         Only a sequential check: a server that honours the header but checks it without a lock passes
-        here and loses `tests/executor/test_s3_race.py`'s race.
+        here and loses `tests/executor/state/test_s3_race.py`'s race.
         """
         probe = join(PROBE_FOLDER, uuid.uuid4().hex)
         try:
