@@ -15,12 +15,16 @@ def app_body(
     replicas: int = 1,
     partitions: int = 4,
     state_store: str | Mapping[str, Any] = "file:///data/state",
+    source: str = "/data/input",
+    sink: str | None = None,
+    pipeline: Mapping[str, Any] | None = None,
     executor: Mapping[str, Any] | None = None,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A StreamApp body of the counting sample on a file log: `executor` is merged over an image,
-    `state_store` is a URI or the whole block, `spec` adds or replaces top-level spec keys. The one builder the tests share, so a field the model
-    starts to require is added here once."""
+    """A StreamApp body of the counting sample on a file log at `source` (outputs to files at `sink`,
+    when given): `pipeline` and `executor` are merged over the pipeline and an image, `state_store` is
+    a URI or the whole block, `spec` adds or replaces top-level spec keys. The one builder the tests,
+    benchmarks and e2e share, so a field the model starts to require is added here once."""
     metadata: dict[str, Any] = {"name": name}
     for key, value in (("namespace", namespace), ("uid", uid), ("generation", generation)):
         if value is not None:
@@ -34,8 +38,10 @@ def app_body(
             "partitions": partitions,
             "pipeline": {
                 "transform": "streamapp.executor.samples.counts:counts",
-                "source": {"type": "file", "path": "/data/input"},
+                "source": {"type": "file", "path": source},
+                **({"sink": {"type": "file", "path": sink}} if sink is not None else {}),
                 "stateStore": {"uri": state_store} if isinstance(state_store, str) else dict(state_store),
+                **(pipeline or {}),
             },
             "executor": {"image": "img", **(executor or {})},
             **spec,

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from appbody import app_body
 from localcluster.nodes import process_node_selector, process_node_tolerations
-from streamapp.api.names import GROUP, VERSION
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.history import accepted_manifests
@@ -23,44 +23,40 @@ def app_on_process_node(
     name: str, root: Path, partitions: int, replicas: int, **rebalance: Any
 ) -> dict[str, Any]:
     """A running count over `root/input`, state in `root/state`, outputs in `root/outputs`."""
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "partitions": partitions,
-            "pipeline": {
-                "transform": COUNTS,
-                "source": {"type": "file", "path": str(root / "input")},
-                "sink": {"type": "file", "path": str(root / "outputs")},
-                "stateStore": {"uri": f"file://{root / 'state'}"},
-            },
-            "executor": {
-                "image": "unused-on-the-process-node",
-                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-                "podTemplate": {
-                    "spec": {
-                        "nodeSelector": process_node_selector(),
-                        "tolerations": process_node_tolerations(),
-                        # The executor serves /readyz on its pod IP as in every pod the operator makes:
-                        # a member is alive only once its Spark has started and it follows its target.
-                        "containers": [
-                            {
-                                "name": "executor",
-                                "env": [
-                                    # Lags and positions every 2 s, not 10: the demo's live view
-                                    # and the tests' waits read them from the members' reports.
-                                    {"name": "STREAMAPP_PROGRESS_INTERVAL", "value": "2"},
-                                ],
-                            }
+    executor = {
+        "image": "unused-on-the-process-node",
+        "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+        "podTemplate": {
+            "spec": {
+                "nodeSelector": process_node_selector(),
+                "tolerations": process_node_tolerations(),
+                # The executor serves /readyz on its pod IP as in every pod the operator makes:
+                # a member is alive only once its Spark has started and it follows its target.
+                "containers": [
+                    {
+                        "name": "executor",
+                        "env": [
+                            # Lags and positions every 2 s, not 10: the demo's live view
+                            # and the tests' waits read them from the members' reports.
+                            {"name": "STREAMAPP_PROGRESS_INTERVAL", "value": "2"},
                         ],
                     }
-                },
-            },
-            **({"rebalance": rebalance} if rebalance else {}),
+                ],
+            }
         },
     }
+    return app_body(
+        name,
+        namespace=None,
+        uid=None,
+        replicas=replicas,
+        partitions=partitions,
+        source=str(root / "input"),
+        sink=str(root / "outputs"),
+        state_store=f"file://{root / 'state'}",
+        executor=executor,
+        **({"rebalance": rebalance} if rebalance else {}),
+    )
 
 
 def committed_everything(state: StateLayout, log: FileLog, partitions: int) -> bool:

@@ -16,6 +16,7 @@ from dataplane_checks import check_partition
 from kubernetes import client
 from node_support import Node, restricted_namespace
 
+from appbody import app_body
 from cluster_tools import claim_directory, kubectl
 from localcluster.waiting import wait_for
 from realapps import committed_everything
@@ -31,39 +32,32 @@ PARTITIONS = 4
 SPARK_EXECUTOR = "spark-role=executor"
 
 
-def app_body(image: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "StreamApp",
-        "metadata": {"name": APP},
-        "spec": {
-            "replicas": 1,
-            "partitions": PARTITIONS,
-            "pipeline": {
-                "transform": "streamapp.executor.samples.counts:counts",
-                "merge": "count",
-                "source": {"type": "file", "path": "/data/input"},
-                "sink": {"type": "file", "path": "/data/output"},
-                "stateStore": {"uri": "file:///data/state"},
+def spark_app(image: str) -> dict[str, Any]:
+    return app_body(
+        APP,
+        namespace=None,
+        uid=None,
+        replicas=1,
+        partitions=PARTITIONS,
+        sink="/data/output",
+        pipeline={"merge": "count"},
+        executor={
+            "image": image,
+            "resources": {"requests": {"cpu": "200m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
+            "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+            "sparkExecutors": {"instances": 1, "memory": "512m", "cpuRequest": "100m"},
+            "podTemplate": {
+                "spec": {
+                    "securityContext": {"fsGroup": 65532},
+                    "containers": [
+                        {"name": "executor", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}
+                    ],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"{APP}-data"}}],
+                }
             },
-            "executor": {
-                "image": image,
-                "resources": {"requests": {"cpu": "200m", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
-                "sparkConf": {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
-                "sparkExecutors": {"instances": 1, "memory": "512m", "cpuRequest": "100m"},
-                "podTemplate": {
-                    "spec": {
-                        "securityContext": {"fsGroup": 65532},
-                        "containers": [
-                            {"name": "executor", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}
-                        ],
-                        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"{APP}-data"}}],
-                    }
-                },
-            },
-            "rebalance": {"protocol": "streamapp"},
         },
-    }
+        rebalance={"protocol": "streamapp"},
+    )
 
 
 def claim(name: str) -> dict[str, Any]:
@@ -128,7 +122,7 @@ def test_members_run_their_batches_on_spark_executor_pods_through_a_handoff(
     )
     state, log = StateLayout(data / "state"), FileLog(data / "input")
     feed(data, seed=1)
-    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, app_body(image))
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, spark_app(image))
     wait_for(lambda: committed_everything(state, log, PARTITIONS), 600, "member 0 committed the input")
     first = member_name(APP, 0)
     executors = wait_for(
