@@ -16,8 +16,6 @@ from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
-COUNTS = "streamapp.executor.samples.counts:counts"
-
 
 def app_on_process_node(
     name: str, root: Path, partitions: int, replicas: int, **rebalance: Any
