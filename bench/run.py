@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from streamapp.rebalance import AppConfig, Assignment, MemberView, RebalanceConfig, member_targets, plan
-from streamapp.sim.metrics import SimResult
+from streamapp.sim.measured import SimResult
 from streamapp.sim.report import table
 from streamapp.sim.scenario import load_scenario
 from streamapp.sim.simulator import simulate

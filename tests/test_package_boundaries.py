@@ -11,8 +11,12 @@ import json
 import subprocess
 import sys
 import typing
+from collections import Counter
+from pathlib import Path
 
 import pytest
+
+import streamapp
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -115,3 +119,11 @@ def test_the_controllers_pure_core_talks_to_no_cluster(module: str) -> None:
     """Decisions apart from acts, the kopf way: these modules compute what to write; the shell
     (`reconcile`, `enact`, `kube`, `handlers`, `loops`, `leader`) writes it."""
     assert _under(loaded_with(f"streamapp.controller.{module}"), *CLUSTER, "streamapp.controller.kube") == []
+
+
+def test_a_module_name_means_one_thing_across_the_packages() -> None:
+    """No two modules share a name: `controller.metrics` and `sim.metrics` (or five `cli`s) read alike
+    in a traceback, an import and a search, and meant different things."""
+    root = Path(streamapp.__file__).parent
+    names = Counter(p.stem for p in root.rglob("*.py") if p.name != "__init__.py")
+    assert [name for name, count in names.items() if count > 1] == []

@@ -14,7 +14,7 @@ from streamapp.controller.costreports import Sample
 from streamapp.rebalance import PROTOCOLS, Assignment, Plan, TaskAssignment
 from streamapp.rebalance.rollout import RolloutConfig
 from streamapp.sim.executors import Executor
-from streamapp.sim.metrics import SimResult
+from streamapp.sim.measured import SimResult
 from streamapp.sim.scenario import Scenario, ScenarioError, SimEvent, load_scenario, parse_scenario
 from streamapp.sim.simulator import Simulation, simulate
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from streamapp.sim.metrics import SimResult, Timeline
+from streamapp.sim.measured import SimResult, Timeline
 
 _ROWS: tuple[tuple[str, str], ...] = (
     ("generations", "generations"),

@@ -28,7 +28,7 @@ from streamapp.rebalance.costs import (
 from streamapp.rebalance.rollout import MemberPod, RolloutStep, settled_step
 from streamapp.rebalance.stuck import replace_stuck
 from streamapp.sim.executors import Executor
-from streamapp.sim.metrics import SimResult, Timeline, min_window_ratio
+from streamapp.sim.measured import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
 
 _CONTROL_ROUNDS = 50
