@@ -324,6 +324,7 @@ def test_printer_columns(
         "NAME": "counts",
         "REPLICAS": "3",
         "READY": "",
+        "STATUS": "",
         "PARTITIONS": "12",
         "WARMING": "",
         "UNASSIGNED": "",

@@ -29,6 +29,7 @@ APP_COLUMNS = [
     "NAME",
     "REPLICAS",
     "READY",
+    "STATUS",
     "PARTITIONS",
     "WARMING",
     "UNASSIGNED",
@@ -112,6 +113,7 @@ def test_every_verb_takes_the_singular_name(kubectl: Kubectl, running_app: dict[
     table = kubectl.out("get", "streamapp")
     assert header(table) == APP_COLUMNS
     assert rows(table)[0]["PARTITIONS"] == "6"
+    assert re.fullmatch(r"[A-Z][A-Za-z]+", rows(table)[0]["STATUS"]), "STATUS shows the Ready reason"
     described = kubectl.out("describe", "streamapp", APP)
     assert re.search(rf"^Name:\s+{APP}$", described, re.MULTILINE) and "Conditions:" in described
     assert kubectl.out("get", "streamapp", APP, "-o", "jsonpath={.metadata.name}") == APP

@@ -35,6 +35,12 @@ _AGE = _column("Age", ".metadata.creationTimestamp", "date", "Time since creatio
 STREAMAPP_COLUMNS = [
     _column("Replicas", ".spec.replicas", "integer", "Desired executors."),
     _column("Ready", ".status.readyReplicas", "integer", "Members whose pod is Ready."),
+    _column(
+        "Status",
+        '.status.conditions[?(@.type=="Ready")].reason',
+        "string",
+        "Why the app is Ready or not: the Ready condition's reason (e.g. AllTasksProcessed, InvalidSpec).",
+    ),
     _column("Partitions", ".spec.partitions", "integer", "Tasks."),
     _column("Warming", ".status.tasks.warming", "integer", "Warmup copies catching up."),
     _column("Unassigned", ".status.tasks.unassigned", "integer", "Tasks nobody processes or holds."),
