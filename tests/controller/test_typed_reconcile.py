@@ -16,6 +16,7 @@ from streamapp.api.streamapp import StreamApp, StreamAppStatus
 from streamapp.controller.decision import decide
 from streamapp.controller.memo import Memo
 from streamapp.controller.observe import Observed
+from streamapp.controller.status import failing_status, invalid_spec_status
 
 TYPED_APP = {"StreamApp", "ObjectMeta", "str"}
 """What a controller function may take as `app`: the parsed app, its metadata, or its name."""
@@ -69,3 +70,30 @@ def test_the_observed_children_are_only_this_incarnations() -> None:
     assert Observed(recreated, observed.pods, observed.members, {}, observed.supporting).owned() == Observed(
         recreated, (), (), {}, ()
     )
+
+
+FOREIGN = {
+    "type": "example.com/Audited",
+    "status": "True",
+    "reason": "Checked",
+    "message": "set by another tool",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+    "observedGeneration": 1,
+}
+
+
+def test_a_condition_type_the_operator_does_not_set_is_read_and_kept_by_every_writer() -> None:
+    """Condition types are open: one another tool (or another version of the operator) wrote parses,
+    and the step's status, a refused spec's and a failing reconcile's all keep it as it was."""
+    _, observed, _, _ = settled_app()
+    body = copy.deepcopy(dict(observed.app))
+    body["status"]["conditions"] = [*body["status"]["conditions"], FOREIGN]
+    app = StreamApp.from_resource(body)
+    step = decide(app, replace(observed, app=body).owned(), 30.0, Memo())
+    assert FOREIGN in [c.to_dict() for c in step.status.conditions]
+    stored = app.status.conditions
+    for patch in (
+        invalid_spec_status(app.metadata, stored, "spec.replicas: must be >= 0", "2026-01-02T00:00:00Z"),
+        failing_status(app.metadata, stored, "the API server refused a pod", "2026-01-02T00:00:00Z"),
+    ):
+        assert FOREIGN in patch["conditions"]

@@ -7,6 +7,7 @@ shape; `lastTransitionTime` changes only when `status` does, so it tells how lon
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -14,6 +15,8 @@ from streamapp.api.fields import prop
 from streamapp.api.wiremodel import Model
 
 ConditionType = Literal["Ready", "Rebalancing", "Degraded", "Progressing"]
+"""The condition types the operator sets; a status may hold others (`Condition.type` is open)."""
+OWN_TYPES: frozenset[str] = frozenset(typing.get_args(ConditionType))
 ConditionStatus = Literal["True", "False", "Unknown"]
 
 REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
@@ -23,11 +26,13 @@ REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 class Condition(Model):
     """One aspect of the object's state (metav1.Condition)."""
 
-    type: ConditionType = field(
+    type: str = field(
         metadata=prop(
             "Ready: every task is processed by a caught-up owner; Rebalancing: a handoff is in flight; "
             "Degraded: tasks are reserved for lost members or unassigned; Progressing: a rolling update "
-            "is replacing member pods (reason RollingUpdate, RolloutPaused) or is complete."
+            "is replacing member pods (reason RollingUpdate, RolloutPaused) or is complete. Other types "
+            "(set by other tools, or by another version of the operator) are kept as they are.",
+            max_length=316,
         )
     )
     status: ConditionStatus = field(metadata=prop("True, False or Unknown."))

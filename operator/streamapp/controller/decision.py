@@ -25,7 +25,7 @@ from streamapp.controller.observe import (
     pod_start_seconds,
     pod_states,
 )
-from streamapp.controller.status import Condition, app_status, merge_conditions
+from streamapp.controller.status import Condition, app_status, foreign, merge_conditions
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan
 from streamapp.rebalance.rollout import RolloutStep
 
@@ -107,7 +107,7 @@ def decide(
         shown = tuple(c for c in shown if c.type != "Degraded") + merge_conditions(
             stored, [blocked], stamp, generation
         )
-    status = replace(status, pod_start_seconds=pod_start, conditions=shown)
+    status = replace(status, pod_start_seconds=pod_start, conditions=shown + foreign(stored))
     return Decision(
         app=app,
         config=config,

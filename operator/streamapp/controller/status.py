@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from streamapp.api.conditions import OWN_TYPES, ConditionStatus, ConditionType
 from streamapp.api.conditions import Condition as StatusCondition
-from streamapp.api.conditions import ConditionStatus, ConditionType
 from streamapp.api.fields import ValidationError
 from streamapp.api.member import report_rows
 from streamapp.api.meta import ObjectMeta
@@ -101,6 +101,12 @@ def stored_conditions(status: Body) -> tuple[StatusCondition, ...]:
         except (ValidationError, TypeError):
             continue
     return tuple(kept)
+
+
+def foreign(stored: Sequence[StatusCondition]) -> tuple[StatusCondition, ...]:
+    """The stored conditions of types the operator does not set (another tool's, another version's):
+    every status write keeps them as they are."""
+    return tuple(c for c in stored if c.type not in OWN_TYPES)
 
 
 def task_counts(assignment: Assignment, views: Sequence[MemberView]) -> TaskCounts:
@@ -235,7 +241,7 @@ def invalid_spec_status(
     ]
     status = StreamAppStatus(
         observed_generation=meta.generation,
-        conditions=merge_conditions(stored, refused, now, meta.generation or 0),
+        conditions=merge_conditions(stored, refused, now, meta.generation or 0) + foreign(stored),
     )
     return patch(status, ("observedGeneration", "conditions"))
 
@@ -245,9 +251,14 @@ def failing_status(meta: ObjectMeta, old: Sequence[StatusCondition], error: str,
     as a claim the API server refuses): Degraded=True with reason ReconcileFailed and the error, the
     other conditions (`old`, as stored) as they were. The next reconcile that succeeds writes every
     condition anew."""
-    kept = [Condition(c.type, c.status == "True", c.reason, c.message) for c in old if c.type != "Degraded"]
+    kept = [
+        Condition(cast(ConditionType, c.type), c.status == "True", c.reason, c.message)
+        for c in old
+        if c.type != "Degraded" and c.type in OWN_TYPES
+    ]
     failing = Condition("Degraded", True, RECONCILE_FAILED, f"reconcile keeps failing: {error}"[:1000])
-    status = StreamAppStatus(conditions=merge_conditions(old, [*kept, failing], now, meta.generation or 0))
+    merged = merge_conditions(old, [*kept, failing], now, meta.generation or 0)
+    status = StreamAppStatus(conditions=merged + foreign(old))
     return patch(status, ("conditions",))
 
 
