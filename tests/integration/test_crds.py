@@ -86,10 +86,16 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"partitions": 0}, "partitions must be >= 1"),
-        ({"replicas": -1}, "replicas must be >= 0"),
-        ({"rebalance": {"maxWarmupReplicas": 0}}, "maxWarmupReplicas must be >= 1"),
-        ({"rebalance": {"acceptableRecoveryLag": -5}}, "acceptableRecoveryLag must be >= 0"),
+        ({"partitions": 0}, "spec.partitions in body should be greater than or equal to 1"),
+        ({"replicas": -1}, "spec.replicas in body should be greater than or equal to 0"),
+        (
+            {"rebalance": {"maxWarmupReplicas": 0}},
+            "spec.rebalance.maxWarmupReplicas in body should be greater than or equal to 1",
+        ),
+        (
+            {"rebalance": {"acceptableRecoveryLag": -5}},
+            "spec.rebalance.acceptableRecoveryLag in body should be greater than or equal to 0",
+        ),
         (
             {"rebalance": {"scheduledRebalanceMaxDelay": "5 minutes"}},
             "scheduledRebalanceMaxDelay must be a duration such as 30s, 5m or 1h30m",

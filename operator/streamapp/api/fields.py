@@ -71,9 +71,11 @@ class Codec(Protocol):
 class Prop:
     """What a field means on the wire beyond its Python type.
 
-    `minimum`, `maximum` and `pattern` become CEL rules whose messages name the field (the API server's own
-    messages for `minimum`/`pattern` do not say what a valid value looks like); `max_length`/`max_items` bound the
-    cost of CEL rules. `rest` marks the field that keeps unknown keys of an open object (the schema then
+    `minimum` and `maximum` become the schema's own bounds (what `kubectl explain`, kubeconform and
+    editors read; the API server's message names the field and the bound) and the operator's checks;
+    `pattern` becomes a CEL rule whose message names the field (the API server's own message for a
+    pattern does not say what a valid value looks like); `max_length`/`max_items` bound the cost of CEL
+    rules. `rest` marks the field that keeps unknown keys of an open object (the schema then
     preserves unknown fields). `list_map_keys` names the fields that tell a list's entries apart: they
     are checked unique when decoded, and the list becomes a map keyed by them, so server-side apply
     merges its entries instead of replacing the list — unless `atomic`: a list one writer always
@@ -97,7 +99,8 @@ class Prop:
     codec: Codec | None = None
 
     def all_rules(self, wire: str) -> tuple[Rule, ...]:
-        """Declared rules plus those implied by `minimum`, `maximum` and `pattern`."""
+        """What the operator checks: declared rules plus those implied by `minimum`, `maximum` and
+        `pattern`."""
         implied: list[Rule] = []
         if self.minimum is not None:
             low = self.minimum
@@ -109,6 +112,12 @@ class Prop:
             implied.append(
                 Rule(f"self <= {high}", f"{wire} must be <= {high}", lambda value: bool(value <= high))
             )
+        return (*implied, *self.cel_rules(wire))
+
+    def cel_rules(self, wire: str) -> tuple[Rule, ...]:
+        """What the schema states in CEL: declared rules plus the one implied by `pattern` (`minimum`
+        and `maximum` are the schema's own keywords)."""
+        implied: list[Rule] = []
         if self.pattern is not None:
             compiled = re.compile(self.pattern)
             implied.append(

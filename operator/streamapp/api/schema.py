@@ -1,8 +1,9 @@
 """OpenAPI v3 schemas (the structural kind a CRD needs) derived from the model dataclasses.
 
 Descriptions come from field metadata and class docstrings, defaults from the dataclass defaults, enums
-from `Literal` types, and CEL rules from the same `Rule`s the Python validation runs — so the CRD says
-exactly what `codec.decode` accepts.
+from `Literal` types, bounds (`minimum`, `maximum`, `maxLength`, `maxItems`) from the field's `Prop`, and
+CEL rules from the same `Rule`s the Python validation runs — so the CRD says exactly what
+`codec.decode` accepts.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def field_schema(field: dataclasses.Field[Any], tp: Any, meta: Prop, key: str) -
         schema["default"] = default
     for keyword, value in (
         ("format", meta.format),
+        ("minimum", meta.minimum),
+        ("maximum", meta.maximum),
         ("maxLength", meta.max_length),
         ("maxProperties" if schema.get("type") == "object" else "maxItems", meta.max_items),
     ):
@@ -72,7 +75,7 @@ def field_schema(field: dataclasses.Field[Any], tp: Any, meta: Prop, key: str) -
     elif meta.list_map_keys:
         schema["x-kubernetes-list-type"] = "map"
         schema["x-kubernetes-list-map-keys"] = list(meta.list_map_keys)
-    rules = meta.all_rules(key)
+    rules = meta.cel_rules(key)
     if rules:
         schema["x-kubernetes-validations"] = [rule.to_schema() for rule in rules]
     return schema
