@@ -15,6 +15,7 @@ from streamapp.api import (
     Condition,
     StreamApp,
     StreamAppMember,
+    StreamAppMemberSpec,
     StreamAppSpec,
     StreamAppStatus,
     ValidationError,
@@ -83,7 +84,7 @@ def test_sample_manifest_is_a_valid_app(name: str) -> None:
         for doc in yaml.safe_load_all((ROOT / "manifests" / "samples" / name).read_text())
         if doc["kind"] == "StreamApp"
     )
-    parsed = StreamApp.from_resource(sample)
+    parsed = StreamApp.from_resource(sample, served=False)  # a file: a typo must be refused
     assert parsed.spec.pipeline.transform == "streamapp.executor.samples.counts:counts"
     assert parsed.spec.rebalance.standby_replicas == 1
 
@@ -141,8 +142,9 @@ def test_sample_manifest_is_a_valid_app(name: str) -> None:
     ],
 )
 def test_invalid_spec_names_the_field(body: dict[str, Any], path: str) -> None:
+    """Decoded as a file is (strictly: a typo is refused too)."""
     with pytest.raises(ValidationError) as raised:
-        StreamApp.from_resource(body)
+        StreamApp.from_resource(body, served=False)
     assert raised.value.path == path
     assert str(raised.value).startswith(f"{path}: ")
 
@@ -279,3 +281,21 @@ def test_builtin_merges_are_the_executors() -> None:
     from streamapp.executor.merge import BUILTINS
 
     assert BUILTIN_MERGES == BUILTINS
+
+
+def test_a_field_of_another_crd_version_is_left_out_of_a_served_body_and_refused_in_a_file() -> None:
+    """A body read from the API server passed its schema, so a key unknown here is a field of a newer
+    (or older) CRD: after an upgrade is rolled back, or while executors of the old image read a newer
+    operator's targets. It is left out, not refused (which would make every app InvalidSpec and every
+    member deaf). A file or a test decodes strictly: there a typo must not pass."""
+    body = app(replicas=2, rebalance={"fasterThanLight": True})
+    body["spec"]["someNewField"] = {"x": 1}
+    body["status"] = {"someNewAggregate": 3}
+    parsed = StreamApp.from_resource(body)
+    assert parsed.spec.replicas == 2 and "someNewField" not in parsed.spec.to_dict()
+    with pytest.raises(ValidationError, match="unknown field"):
+        StreamAppSpec.from_dict(body["spec"])
+    target = {"app": "counts", "memberId": 0, "generation": 3, "active": [], "futureHint": "x"}
+    assert StreamAppMemberSpec.from_dict(target, served=True).generation == 3
+    with pytest.raises(ValidationError, match="unknown field"):
+        StreamAppMemberSpec.from_dict(target)

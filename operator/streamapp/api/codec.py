@@ -1,22 +1,39 @@
 """Wire dicts ⇄ model dataclasses, checked against the same field metadata the CRD schema comes from.
 
 Decoding fills defaults, refuses unknown keys (a typo must not pass silently) except in open objects,
-and raises `ValidationError` with the path of the first offending field, e.g. `spec.partitions`.
+and raises `ValidationError` with the path of the first offending field, e.g. `spec.partitions`. A body
+read from the API server is decoded `tolerant` of unknown keys (`tolerating_unknown`): the server's
+schema has already refused typos, so a key unknown here is a field of another version of the CRD (an
+upgrade's new field under a rolled-back operator, a newer operator's target under an older
+executor), and refusing it would stop the app or the member.
 Encoding writes camelCase keys and leaves out unset optional fields.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, Literal, TypeVar, Union
 
 from streamapp.api.fields import Prop, Rule, ValidationError, is_required, model_rules, prop_of, wire_name
 
 T = TypeVar("T")
+_TOLERANT: ContextVar[bool] = ContextVar("tolerant", default=False)
+
+
+@contextlib.contextmanager
+def tolerating_unknown() -> Iterator[None]:
+    """Within it, `decode` leaves out keys the models do not know instead of refusing them."""
+    token = _TOLERANT.set(True)
+    try:
+        yield
+    finally:
+        _TOLERANT.reset(token)
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -96,7 +113,7 @@ def decode(cls: type[T], data: object, path: str) -> T:
         unknown = {k: v for k, v in data.items() if k not in known}
         if rest_field is not None:
             values[rest_field] = dict(unknown)
-        elif unknown:
+        elif unknown and not _TOLERANT.get():
             raise ValidationError(path, f"unknown field(s) {', '.join(sorted(unknown))}")
     instance = cls(**values)
     _check_rules(model_rules(cls), instance, path)

@@ -66,16 +66,18 @@ class Resource(Generic[SpecT, StatusT]):
     status: StatusT
 
     @classmethod
-    def from_resource(cls: type[R], body: Mapping[str, Any]) -> R:
-        """The resource from a body (a kopf Body or any mapping); raises ValidationError naming the field."""
+    def from_resource(cls: type[R], body: Mapping[str, Any], *, served: bool = True) -> R:
+        """The resource from a body (a kopf Body or any mapping); raises ValidationError naming the
+        field. `served`: read from the API server, so fields of another version of the CRD are left out
+        (`Model.from_dict`); a file is read with `served=False`, which refuses them as typos."""
         if body.get("apiVersion", API_VERSION) != API_VERSION:
             raise ValidationError("apiVersion", f"expected {API_VERSION}, got {body.get('apiVersion')!r}")
         if body.get("kind", cls.KIND) != cls.KIND:
             raise ValidationError("kind", f"expected {cls.KIND}, got {body.get('kind')!r}")
         return cls(
-            metadata=ObjectMeta.from_dict(body.get("metadata") or {}),
-            spec=cls.SPEC.from_dict(body.get("spec") or {}),
-            status=cls.STATUS.from_dict(body.get("status") or {}),
+            metadata=ObjectMeta.from_dict(body.get("metadata") or {}, served=served),
+            spec=cls.SPEC.from_dict(body.get("spec") or {}, served=served),
+            status=cls.STATUS.from_dict(body.get("status") or {}, served=served),
         )
 
     @classmethod

@@ -796,10 +796,10 @@ class StreamApp(Resource[StreamAppSpec, StreamAppStatus]):
     status: StreamAppStatus = field(default_factory=StreamAppStatus)
 
     @classmethod
-    def from_resource(cls, body: Mapping[str, Any]) -> Self:
+    def from_resource(cls, body: Mapping[str, Any], *, served: bool = True) -> Self:
         """The app from a body, refused (ValidationError naming the field) where the API server's root
         rules would refuse it — for apps stored before those rules existed."""
-        app = super().from_resource(body)
+        app = super().from_resource(body, served=served)
         for rule in model_rules(cls):
             if rule.check is not None and not rule.check(app):
                 raise ValidationError("metadata.name", rule.message)

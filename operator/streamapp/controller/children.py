@@ -99,7 +99,7 @@ def same_target(spec: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     if {**spec, "generation": 0} == {**wanted, "generation": 0}:
         return True
     try:
-        current = StreamAppMemberSpec.from_dict(spec)
+        current = StreamAppMemberSpec.from_dict(spec, served=True)
     except ValidationError:
         return False
     return current.same_target(StreamAppMemberSpec.from_dict(wanted))

@@ -53,7 +53,7 @@ def intent_from_members(members: Iterable[Body], partitions: int) -> Assignment:
     ValidationError for a spec that does not parse."""
     tasks = [TaskAssignment() for _ in range(partitions)]
     generation = 0
-    specs = [StreamAppMemberSpec.from_dict(body.get("spec") or {}) for body in members]
+    specs = [StreamAppMemberSpec.from_dict(body.get("spec") or {}, served=True) for body in members]
     for spec in sorted(specs, key=lambda s: s.member_id):
         member, since = spec.member_id, spec.generation
         generation = max(generation, since)

@@ -393,7 +393,7 @@ def member_status(body: Body) -> StreamAppMemberStatus:
     """A member's report, read with the model the executor wrote it with (`api.member`); one that
     does not parse counts as no report (and is logged): a report must never stop the app's reconcile."""
     try:
-        return StreamAppMemberStatus.from_dict(body.get("status") or {})
+        return StreamAppMemberStatus.from_dict(body.get("status") or {}, served=True)
     except ValidationError as error:
         name = (body.get("metadata") or {}).get("name")
         log.warning("ignoring the unreadable status of member %s: %s", name, error)

@@ -357,7 +357,7 @@ def _gives_up(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether a member's new spec drops an ownership (task at an epoch) its current one holds; a
     current spec that does not parse counts as holding anything."""
     try:
-        held = StreamAppMemberSpec.from_dict(current).held()
+        held = StreamAppMemberSpec.from_dict(current, served=True).held()
     except ValidationError:
         return True
     return bool(held - StreamAppMemberSpec.from_dict(wanted).held())

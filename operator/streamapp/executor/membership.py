@@ -147,7 +147,7 @@ class MembershipClient:
             self._uid = uid
             self._reassert_at = 0.0
         try:
-            target = StreamAppMemberSpec.from_dict(body.get("spec") or {})
+            target = StreamAppMemberSpec.from_dict(body.get("spec") or {}, served=True)
         except ValidationError as error:
             log.warning("%s: ignoring a target that does not parse: %s", self.name, error)
             return
