@@ -25,6 +25,7 @@ from streamapp.render.chart import (
     namespaced_rules,
 )
 from streamapp.render.crd import crd_manifests
+from streamapp.render.manifests import operator_probes
 from streamapp.render.rbac import covers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +110,19 @@ def test_lint(helm: list[str]) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     watched = run_helm(helm, "lint", "--strict", str(CHART), "--set", "watchNamespaces={a,b}")
     assert watched.returncode == 0, watched.stdout + watched.stderr
+
+
+def test_the_chart_and_the_kustomize_install_probe_the_operator_alike(
+    helm: list[str], tmp_path: Path
+) -> None:
+    """Both installs restart an operator whose acting part is stuck (`/healthz`), not one that merely
+    serves metrics."""
+    container = one(template(helm, None, tmp_path), "Deployment", FULLNAME)["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    charted = {key: container[key] for key in ("livenessProbe", "readinessProbe")}
+    assert charted == operator_probes()
+    assert charted["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
 
 def test_helm_version_is_the_pinned_release(helm: list[str]) -> None:
@@ -359,7 +373,7 @@ def test_hardening_defaults_probes_budget_and_the_users_roles(helm: list[str], t
     assert deployment["spec"]["revisionHistoryLimit"] == 3
     operator = container(objects)
     for probe in ("livenessProbe", "readinessProbe"):
-        assert operator[probe]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+        assert operator[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert operator["resources"]["limits"]["memory"] == "768Mi", "above the 544 MB measured at 100k tasks"
     budget = one(objects, "PodDisruptionBudget", FULLNAME)
     assert budget["spec"] == {

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from streamapp.controller import backoff
 from streamapp.controller.admission import STRICT, PodPolicy
 from streamapp.controller.conflicts import Streak, conflicting_object
+from streamapp.controller.health import Health
 from streamapp.controller.kube import Kube
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
@@ -76,6 +77,7 @@ class AppLoops:
     clock: Callable[[], float] = time.time
     min_interval: float = MIN_RECONCILE_INTERVAL_SECONDS
     step: Callable[[Kube, Observed, float, Metrics, PodPolicy, Memo], Outcome] = reconcile
+    health: Health = field(default_factory=Health)
     apps: dict[Key, Body] = field(default_factory=dict)
     memos: dict[Key, Memo] = field(default_factory=dict)
     wakeups: dict[Key, asyncio.Event] = field(default_factory=dict)
@@ -138,9 +140,13 @@ class AppLoops:
             started, cpu = time.monotonic(), 0.0
             try:
                 memo = self.memos.setdefault(key, Memo())
-                outcome, cpu = await asyncio.to_thread(
-                    _on_cpu, self.step, self.kube, observed, self.clock(), self.metrics, self.policy, memo
-                )
+                self.health.started(key)
+                try:
+                    outcome, cpu = await asyncio.to_thread(
+                        _on_cpu, self.step, self.kube, observed, self.clock(), self.metrics, self.policy, memo
+                    )
+                finally:
+                    self.health.ended(key)
                 failures = 0
                 conflicts.ended()
             except ApiException as error:

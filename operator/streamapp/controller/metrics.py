@@ -1,4 +1,4 @@
-"""Prometheus metrics of the operator (served on `--metrics-port`)."""
+"""Prometheus metrics of the operator (served on `--metrics-port`: `controller.endpoints`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
-    start_http_server,
 )
 
 from streamapp.controller.status import task_counts
@@ -173,7 +172,3 @@ class Metrics:
                 self.input_lag.remove(*(labels[name] for name in _LABELS))
             return
         self.input_lag.labels(**labels).set(lag)
-
-    def serve(self, port: int, address: str = "0.0.0.0") -> None:
-        """Expose the registry over HTTP on `address` (a Service or a scrape config picks it up)."""
-        start_http_server(port, addr=address, registry=self.registry)

@@ -16,10 +16,12 @@ from typing import Any
 import kopf
 from kubernetes import client, config
 
+from streamapp.controller import endpoints
 from streamapp.controller.admission import ALLOW_FLAG, SPARK_ALLOW_FLAG, PodPolicy
 from streamapp.controller.backoff import Backoffs
 from streamapp.controller.handlers import lighten, relists, watch_only_members
 from streamapp.controller.handlers import register as register_handlers
+from streamapp.controller.health import Health, beating
 from streamapp.controller.kube import Kube
 from streamapp.controller.leader import LeaseConfig, LeaseLock, Renewals, bounded_client, lead
 from streamapp.controller.loops import MIN_RECONCILE_INTERVAL_SECONDS, AppLoops
@@ -36,7 +38,12 @@ def register(subparsers: Any) -> None:
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument("--namespace", "-n", action="append", help="namespace to watch (repeatable)")
     scope.add_argument("--all-namespaces", "-A", action="store_true", help="watch every namespace (default)")
-    parser.add_argument("--metrics-port", type=int, default=8080, help="Prometheus port (0 disables)")
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=8080,
+        help="port of /metrics (Prometheus) and /healthz (the probes); 0 disables both",
+    )
     parser.add_argument(
         "--metrics-address",
         default="0.0.0.0",
@@ -113,14 +120,14 @@ def run(args: argparse.Namespace) -> int:
         os.environ["KUBECONFIG"] = args.kubeconfig  # what kopf's kubeconfig login reads
     load_client_config(args.kubeconfig)
     api = bounded_client()
-    metrics = Metrics()
+    metrics, health = Metrics(), Health()
     if args.metrics_port:
-        metrics.serve(args.metrics_port, args.metrics_address)
+        endpoints.serve(args.metrics_port, args.metrics_address, metrics.registry, health)
     with _stopped_by_signals() as shutdown:
         if args.no_leader_election:
-            asyncio.run(_act(api, metrics, args, shutdown))
+            asyncio.run(_act(api, metrics, health, args, shutdown))
         else:
-            _lead(api, metrics, args, shutdown)
+            _lead(api, metrics, health, args, shutdown)
     return 0
 
 
@@ -157,7 +164,11 @@ def _stopped_by_signals() -> Iterator[threading.Event]:
 
 
 def _lead(
-    api: client.ApiClient, metrics: Metrics, args: argparse.Namespace, shutdown: threading.Event
+    api: client.ApiClient,
+    metrics: Metrics,
+    health: Health,
+    args: argparse.Namespace,
+    shutdown: threading.Event,
 ) -> None:
     """Act while holding the Lease (`leader.lead`)."""
     lease = LeaseConfig(args.lease_namespace, args.lease_name, args.identity)
@@ -165,7 +176,7 @@ def _lead(
     def act(stop: threading.Event) -> None:
         metrics.leader.set(1)
         try:
-            asyncio.run(_act(api, metrics, args, stop))
+            asyncio.run(_act(api, metrics, health, args, stop))
         finally:
             metrics.leader.set(0)
 
@@ -173,9 +184,14 @@ def _lead(
 
 
 async def _act(
-    api: client.ApiClient, metrics: Metrics, args: argparse.Namespace, stop: threading.Event
+    api: client.ApiClient,
+    metrics: Metrics,
+    health: Health,
+    args: argparse.Namespace,
+    stop: threading.Event,
 ) -> None:
-    """Run kopf with our handlers until `stop` is set."""
+    """Run kopf with our handlers until `stop` is set; `health` hears the event loop beat and the
+    reconciles start and end (`controller.health`)."""
     registry = kopf.OperatorRegistry()
     policy = PodPolicy(
         allow_privileged=args.allow_privileged_pod_templates,
@@ -186,6 +202,7 @@ async def _act(
         metrics,
         policy,
         min_interval=args.min_reconcile_interval,
+        health=health,
     )
     relisted = relists(Lister(api, tuple(args.namespace or ())), loops)
     register_handlers(registry, loops, explicit_kubeconfig=bool(args.kubeconfig), relisted=relisted)
@@ -203,6 +220,8 @@ async def _act(
         stop_flag.set_result(None)
 
     watcher = asyncio.create_task(watch_stop())
+    health.act(True)
+    beats = asyncio.create_task(beating(health, stop.is_set))
     try:
         await kopf.operator(
             registry=registry,
@@ -212,6 +231,8 @@ async def _act(
             stop_flag=stop_flag,
         )
     finally:
+        health.act(False)
+        beats.cancel()
         watcher.cancel()
         await loops.stop_all()
 
