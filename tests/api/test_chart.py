@@ -141,7 +141,6 @@ def test_defaults_watch_every_namespace_behind_a_lease(helm: list[str], tmp_path
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
-        "FlowSchema",
         "PodDisruptionBudget",
         "Role",
         "RoleBinding",
@@ -280,7 +279,8 @@ def test_alerts_and_dashboard_render_with_their_values(helm: list[str], tmp_path
 
 
 def test_flow_schema_matches_the_operator_s_service_account(helm: list[str], tmp_path: Path) -> None:
-    flow = one(template(helm, None, tmp_path), "FlowSchema", GLOBAL_NAME)
+    assert "FlowSchema" not in kinds(template(helm, None, tmp_path)), "cluster-wide: opt-in"
+    flow = one(template(helm, {"flowControl": {"enabled": True}}, tmp_path), "FlowSchema", GLOBAL_NAME)
     spec = flow["spec"]
     assert spec["priorityLevelConfiguration"] == {"name": "workload-high"}
     assert spec["matchingPrecedence"] == 1000
@@ -289,11 +289,9 @@ def test_flow_schema_matches_the_operator_s_service_account(helm: list[str], tmp
         {"kind": "ServiceAccount", "serviceAccount": {"name": FULLNAME, "namespace": NAMESPACE}}
     ]
     assert rule["resourceRules"][0]["verbs"] == ["*"] and rule["resourceRules"][0]["clusterScope"] is True
-    values = {"flowControl": {"priorityLevel": "streamapp", "matchingPrecedence": 500}}
+    values = {"flowControl": {"enabled": True, "priorityLevel": "streamapp", "matchingPrecedence": 500}}
     custom = one(template(helm, values, tmp_path), "FlowSchema")["spec"]
     assert (custom["priorityLevelConfiguration"]["name"], custom["matchingPrecedence"]) == ("streamapp", 500)
-    disabled = template(helm, {"flowControl": {"enabled": False}}, tmp_path)
-    assert "FlowSchema" not in kinds(disabled)
 
 
 def test_crd_upgrade_job(helm: list[str], tmp_path: Path) -> None:

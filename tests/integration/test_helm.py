@@ -163,6 +163,7 @@ def test_install_upgrade_uninstall(
         "watchNamespaces": [namespace],
         "nodeSelector": process_node_selector(),
         "tolerations": process_node_tolerations(),
+        "flowControl": {"enabled": True},  # opt-in; the test checks the API server classifies by it
     }
     installed = False
     try:

@@ -261,10 +261,11 @@ VALUES: tuple[Value, ...] = (
     ),
     Value(
         "flowControl.enabled",
-        True,
+        False,
         {"type": "boolean"},
-        "A FlowSchema that queues the operator's API requests at a priority level of their own rather than "
-        "with every executor's ServiceAccount.",
+        "A FlowSchema (cluster-wide, hence opt-in) that queues the operator's API requests at a priority "
+        "level of their own rather than with every executor's ServiceAccount: for clusters whose API "
+        "server is busy with many members' reports.",
     ),
     Value(
         "flowControl.priorityLevel",
