@@ -505,3 +505,17 @@ def test_logging_values_reach_the_operators_flags(helm: list[str], tmp_path: Pat
     assert args[args.index("--log-format") + 1] == "json"
     refused = run_helm(helm, "template", RELEASE, str(CHART), "--set", "logging.format=xml")
     assert refused.returncode != 0 and "logging" in refused.stderr
+
+
+def test_a_render_that_leaves_the_references_policy_out_says_so(helm: list[str]) -> None:
+    """`helm template` knows no ValidatingAdmissionPolicy unless told (`--api-versions`), and the
+    policy is what keeps a StreamApp from naming Secrets its author may not read: the output says it
+    is left out, where `helm template | kubectl apply` users and GitOps diffs see it."""
+    served = "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"
+    bare = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE)
+    assert bare.returncode == 0, bare.stderr
+    assert "# WARNING: the references admission policy is LEFT OUT" in bare.stdout
+    told = run_helm(helm, "template", RELEASE, str(CHART), "--namespace", NAMESPACE, "--api-versions", served)
+    assert told.returncode == 0, told.stderr
+    assert "LEFT OUT" not in told.stdout
+    assert f"{NAMESPACE}-{FULLNAME}-references" in told.stdout

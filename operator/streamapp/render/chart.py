@@ -311,6 +311,14 @@ def _spark_policies_template() -> str:
     )
 
 
+REFERENCES_LEFT_OUT = (
+    "WARNING: the references admission policy is LEFT OUT: the API server (or `helm template` without "
+    "`--api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy`) serves no "
+    "ValidatingAdmissionPolicy, so nothing stops a StreamApp from naming Secrets, ConfigMaps or claims "
+    "its author may not read. Render against a 1.30+ API server, or pass that --api-versions."
+)
+
+
 def _reference_policy_template() -> str:
     """The references ValidatingAdmissionPolicy (`streamapp.render.referencepolicy`) and its binding:
     cluster-scoped, named per release, only where the API server serves it (1.30+); installed whether
@@ -321,7 +329,11 @@ def _reference_policy_template() -> str:
         f'(.Capabilities.APIVersions.Has "{admissionpolicy.API_VERSION}/ValidatingAdmissionPolicy") }}}}'
     )
     documents = (referencepolicy.policy(name), admissionpolicy.binding(name))
-    return guard + "\n" + _policy_documents(name, documents) + "\n{{- end }}\n"
+    left_out = (
+        f"{{{{- else if .Values.references.admissionPolicy }}}}\n"
+        f"# {REFERENCES_LEFT_OUT}\n"
+    )
+    return guard + "\n" + _policy_documents(name, documents) + "\n" + left_out + "{{- end }}\n"
 
 
 def _crd_job_template() -> str:
