@@ -8,22 +8,15 @@ import threading
 import urllib.error
 import urllib.request
 
+from handclock import HandClock
 from localcluster.waiting import wait_for
 from streamapp.controller import endpoints
 from streamapp.controller.health import Health, beating
 from streamapp.controller.metrics import Metrics
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_standby_is_healthy_and_an_acting_replica_needs_its_loop_and_no_hung_reconcile() -> None:
-    clock = Clock()
+    clock = HandClock(100.0)
     health = Health(clock=clock, stall_after=60.0, stuck_after=600.0)
     assert health.problem() is None, "waiting for the Lease acts on nothing: nothing to restart for"
     clock.now += 3_600

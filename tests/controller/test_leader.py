@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from handclock import HandClock
 from streamapp.controller.leader import (
     SHUTDOWN_JOIN_SECONDS,
     BoundedApiClient,
@@ -67,22 +68,14 @@ class LeaseStore:
         self.lease = stored
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def lock(store: LeaseStore, identity: str, clock: Clock) -> LeaseLock:
+def lock(store: LeaseStore, identity: str, clock: HandClock) -> LeaseLock:
     made = LeaseLock(client.ApiClient(), LeaseConfig("ns", "lease", identity), clock=clock)
     made.api = store  # type: ignore[assignment]
     return made
 
 
 def test_expiry_is_judged_on_the_local_clock_not_the_holders_renew_time() -> None:
-    store, clock = LeaseStore(), Clock()
+    store, clock = LeaseStore(), HandClock()
     assert lock(store, "a", clock).try_acquire(LONG_AGO)  # a's clock is decades behind ours
     b = lock(store, "b", clock)
     assert not b.try_acquire(dt.datetime.now(dt.UTC)), "a skewed renewTime must not look expired"
@@ -95,7 +88,7 @@ def test_expiry_is_judged_on_the_local_clock_not_the_holders_renew_time() -> Non
 
 
 def test_a_holder_that_keeps_renewing_is_never_displaced() -> None:
-    store, clock = LeaseStore(), Clock()
+    store, clock = LeaseStore(), HandClock()
     assert lock(store, "a", clock).try_acquire(LONG_AGO)
     b = lock(store, "b", clock)
     for _ in range(20):
@@ -105,7 +98,7 @@ def test_a_holder_that_keeps_renewing_is_never_displaced() -> None:
 
 
 def test_a_released_lease_is_taken_at_once() -> None:
-    store, clock = LeaseStore(), Clock()
+    store, clock = LeaseStore(), HandClock()
     a = lock(store, "a", clock)
     assert a.try_acquire(dt.datetime.now(dt.UTC))
     a.release()
@@ -116,7 +109,7 @@ def test_a_release_that_conflicts_with_our_own_renewal_reads_again_and_releases(
     """A renewal of ours lands between the release's read and its write: the write conflicts, and
     the release, the lease still ours, reads again and gives it up (it used to give up on the 409,
     leaving the lease held until it expired)."""
-    store, clock = LeaseStore(), Clock()
+    store, clock = LeaseStore(), HandClock()
     a = lock(store, "a", clock)
     assert a.try_acquire(dt.datetime.now(dt.UTC))
     before = store.read_namespaced_lease("", "")
@@ -127,7 +120,7 @@ def test_a_release_that_conflicts_with_our_own_renewal_reads_again_and_releases(
 
 
 def test_a_release_leaves_a_lease_another_replica_took() -> None:
-    store, clock = LeaseStore(), Clock()
+    store, clock = LeaseStore(), HandClock()
     a = lock(store, "a", clock)
     assert a.try_acquire(dt.datetime.now(dt.UTC))
     store.renew_as("b", dt.datetime.now(dt.UTC))
@@ -136,7 +129,7 @@ def test_a_release_leaves_a_lease_another_replica_took() -> None:
 
 
 def test_a_write_racing_another_candidate_loses_on_the_resource_version() -> None:
-    store, clock = LeaseStore(), Clock()
+    store, clock = LeaseStore(), HandClock()
     a = lock(store, "a", clock)
     assert a.try_acquire(dt.datetime.now(dt.UTC))
     a.release()

@@ -9,6 +9,7 @@ import pytest
 from kubernetes import client
 from recordingplane import RecordingPlane
 
+from handclock import HandClock
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.executor.drain import NOTICE_SECONDS, Termination, follow_until_drained, verdict
 from streamapp.executor.membership import MembershipClient
@@ -62,16 +63,8 @@ def test_an_executor_owning_nothing_stops_at_once_without_waiting_for_a_mark(
     assert verdict(TERM, applied, applied, 100.0) == "owns no task"
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_drain_thread_stops_the_executor_once_the_handoff_is_done() -> None:
-    terminated, stop, clock = threading.Event(), threading.Event(), Clock()
+    terminated, stop, clock = threading.Event(), threading.Event(), HandClock(0.0)
     targets = [(OWNING, OWNING)]
     thread = threading.Thread(
         target=follow_until_drained,

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 from recordingplane import RecordingPlane
 from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
+from handclock import HandClock
 from localcluster.waiting import wait_for
 from streamapp.api.member import StreamAppMemberSpec, TaskReport
 from streamapp.executor.membership import MembershipClient
@@ -110,18 +111,10 @@ class ScriptedApi:
             self.writes.append(args[-1]["status"])
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def client_with(api: ScriptedApi, clock: Clock | None = None) -> tuple[MembershipClient, RecordingPlane]:
+def client_with(api: ScriptedApi, clock: HandClock | None = None) -> tuple[MembershipClient, RecordingPlane]:
     plane = RecordingPlane(echo=True)
     membership = MembershipClient(
-        client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 0.05, FAST, clock or Clock()
+        client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 0.05, FAST, clock or HandClock()
     )
     membership.watch.custom = api  # type: ignore[assignment]
     return membership, plane
@@ -184,7 +177,7 @@ def test_an_expired_version_lists_again_and_a_clean_end_resumes_from_the_last_ve
 
 
 def test_a_failed_acknowledgement_is_written_again_after_a_backoff() -> None:
-    api, clock = ScriptedApi(), Clock()
+    api, clock = ScriptedApi(), HandClock()
     api.write_failures = [FAILURES[0], ApiException(status=500, reason="Internal Server Error")]
     membership, _ = client_with(api, clock)
     membership.notice(member(2))
@@ -200,7 +193,7 @@ def test_a_failed_acknowledgement_is_written_again_after_a_backoff() -> None:
 
 
 def test_the_report_is_asserted_again_periodically_and_at_once_for_a_new_or_empty_member() -> None:
-    api, clock = ScriptedApi(), Clock()
+    api, clock = ScriptedApi(), HandClock()
     membership, _ = client_with(api, clock)
     reported = {"observedGeneration": 2, "podUID": "pod-1"}
     membership.notice(member(2, status=reported))
@@ -219,7 +212,7 @@ def test_the_report_is_asserted_again_periodically_and_at_once_for_a_new_or_empt
 
 
 def test_healthy_only_while_the_watch_hears_from_the_api_server() -> None:
-    api, clock = ScriptedApi(), Clock()
+    api, clock = ScriptedApi(), HandClock()
     membership, _ = client_with(api, clock)
     assert not membership.healthy(), "ready before the target was ever read"
     membership.watch.list_member(lambda body: None)
@@ -277,7 +270,7 @@ class Progressing(RecordingPlane):
 def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the_operator_acts_on_at_once() -> (
     None
 ):
-    api, clock = ScriptedApi(), Clock()
+    api, clock = ScriptedApi(), HandClock()
     plane = Progressing()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]
@@ -314,7 +307,7 @@ class Hanging(RecordingPlane):
 def test_a_hanging_batch_round_is_reported_within_the_report_interval_and_cleared_after() -> None:
     """What the operator replaces a stuck member by: reported once (not with every report), within
     the report interval, and cleared when the round ends."""
-    api, clock = ScriptedApi(), Clock()
+    api, clock = ScriptedApi(), HandClock()
     plane = Hanging()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]
@@ -338,7 +331,7 @@ def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progr
     """With `handoffLag` 100 the operator hands a task over once its copy is 100 records behind: the
     member spec carries that threshold, and the executor reports the crossing within the report
     interval rather than the progress interval (up to 10 s later)."""
-    api, clock = ScriptedApi(), Clock()
+    api, clock = ScriptedApi(), HandClock()
     plane = Progressing()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]

@@ -150,19 +150,15 @@ class MemberWatch:
                 log.warning("%s: watch failed (%s); again in %.1fs", self.name, describe(error), delay)
                 stop.wait(delay)
 
+    def _list(self, **options: Any) -> Any:
+        """The member's object listed (one, by name), or watched: `options` say which."""
+        return self.custom.list_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, MEMBERS, field_selector=f"metadata.name={self.name}", **options
+        )
+
     def list_member(self, seen: Callable[[Mapping[str, Any]], None]) -> str:
         """The member as it is now (handed to `seen`); the version to watch from."""
-        listing = cast(
-            Mapping[str, Any],
-            self.custom.list_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                MEMBERS,
-                field_selector=f"metadata.name={self.name}",
-                _request_timeout=self.settings.request_timeout,
-            ),
-        )
+        listing = cast(Mapping[str, Any], self._list(_request_timeout=self.settings.request_timeout))
         self._last_contact = self.clock()
         for item in listing.get("items") or []:
             seen(item)
@@ -175,12 +171,7 @@ class MemberWatch:
         when the server no longer has `version` (410 Gone: list again), and how many events came."""
         response = cast(
             urllib3.BaseHTTPResponse,
-            self.custom.list_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                MEMBERS,
-                field_selector=f"metadata.name={self.name}",
+            self._list(
                 watch=True,
                 allow_watch_bookmarks=True,
                 resource_version=version,

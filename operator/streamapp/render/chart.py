@@ -329,10 +329,7 @@ def _reference_policy_template() -> str:
         f'(.Capabilities.APIVersions.Has "{admissionpolicy.API_VERSION}/ValidatingAdmissionPolicy") }}}}'
     )
     documents = (referencepolicy.policy(name), admissionpolicy.binding(name))
-    left_out = (
-        f"{{{{- else if .Values.references.admissionPolicy }}}}\n"
-        f"# {REFERENCES_LEFT_OUT}\n"
-    )
+    left_out = f"{{{{- else if .Values.references.admissionPolicy }}}}\n# {REFERENCES_LEFT_OUT}\n"
     return guard + "\n" + _policy_documents(name, documents) + "\n" + left_out + "{{- end }}\n"
 
 
