@@ -467,7 +467,7 @@ class Executor(Model):
     service_account_annotations: dict[str, str] | None = field(
         default=None,
         metadata=prop(
-            "Annotations on each member's ServiceAccount <app>-executor-<id>, for workload identity: "
+            "Annotations on each member's ServiceAccount <app>-<id> (named like the member), for workload identity: "
             "eks.amazonaws.com/role-arn (IRSA) or iam.gke.io/gcp-service-account (GKE), so the "
             "executors reach an S3 store without a credentials Secret. Kept in step with the spec: a "
             "key removed here is removed from the accounts.",
