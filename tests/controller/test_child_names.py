@@ -25,7 +25,7 @@ from streamapp.controller import children, supporting
 from streamapp.executor import sparkk8s
 
 # Name parts chosen to meet each other: digits (member ids), the operator's `state`, Spark's `exec`.
-PARTS = st.sampled_from(["b", "x", "state", "exec", "0", "1", "12"])
+PARTS = st.sampled_from(["b", "x", "state", "exec", "executors", "0", "1", "12"])
 # An app name starts with a letter (DNS-1035), so most drawn pairs are admitted and the property is
 # checked on them rather than filtered out.
 APP_NAMES = st.builds(
@@ -41,14 +41,17 @@ SPARK_EXECUTOR_IDS = range(
 Name = tuple[str, str]
 
 
-def body(name: str, volumes: list[str], spark: bool) -> dict[str, Any]:
-    """A StreamApp with claimed state, `volumes` as ephemeral volumes, Spark on the cluster or not."""
+def body(name: str, volumes: list[str], spark: bool, shared: bool = False) -> dict[str, Any]:
+    """A StreamApp with claimed state, `volumes` as ephemeral volumes, Spark on the cluster or not,
+    and (`shared`) one ServiceAccount for all its executors."""
     app = copy.deepcopy(MINIMAL_APP)
     app["metadata"].update(name=name, uid=f"uid-{name}")
     executor = app["spec"]["executor"]
     executor["storage"] = {"size": "1Gi"}
     if spark:
         executor["sparkExecutors"] = {"instances": 2}
+    if shared:
+        executor["serviceAccountScope"] = "app"
     template = {"spec": {"storageClassName": "x"}, "accessModes": ["ReadWriteOnce"]}
     executor["podTemplate"] = {
         "spec": {"volumes": [{"name": v, "ephemeral": {"volumeClaimTemplate": template}} for v in volumes]}
@@ -91,26 +94,39 @@ def spark_pod_prefix(app: StreamApp, pod_name: str) -> str:
     return settings.conf["spark.kubernetes.executor.podNamePrefix"]
 
 
-def admitted(name: str, volumes: list[str], spark: bool) -> StreamApp | None:
+def admitted(name: str, volumes: list[str], spark: bool, shared: bool = False) -> StreamApp | None:
     try:
-        return StreamApp.from_resource(body(name, volumes, spark))
+        return StreamApp.from_resource(body(name, volumes, spark, shared))
     except ValidationError:
         return None
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    first=st.tuples(APP_NAMES, st.lists(VOLUME_NAMES, max_size=2, unique=True), st.booleans(), MEMBERS),
-    second=st.tuples(APP_NAMES, st.lists(VOLUME_NAMES, max_size=2, unique=True), st.booleans(), MEMBERS),
+    first=st.tuples(
+        APP_NAMES, st.lists(VOLUME_NAMES, max_size=2, unique=True), st.booleans(), MEMBERS, st.booleans()
+    ),
+    second=st.tuples(
+        APP_NAMES, st.lists(VOLUME_NAMES, max_size=2, unique=True), st.booleans(), MEMBERS, st.booleans()
+    ),
 )
-@example(first=("b", ["state-1"], False, frozenset({0})), second=("b-0", [], False, frozenset({1})))
-@example(first=("x", [], True, frozenset({0})), second=("x-0-exec", [], False, frozenset({3})))
-@example(first=("b", ["1-x"], False, frozenset({0})), second=("b-0", ["x"], False, frozenset({1})))
+@example(
+    first=("b", ["state-1"], False, frozenset({0}), False), second=("b-0", [], False, frozenset({1}), False)
+)
+@example(first=("x", [], True, frozenset({0}), False), second=("x-0-exec", [], False, frozenset({3}), False))
+@example(
+    first=("b", ["1-x"], False, frozenset({0}), False), second=("b-0", ["x"], False, frozenset({1}), False)
+)
+@example(
+    first=("b", [], False, frozenset({0}), True), second=("b-executors", [], False, frozenset({0}), True)
+)
 def test_two_admitted_apps_of_a_namespace_never_derive_the_same_name(
-    first: tuple[str, list[str], bool, frozenset[int]], second: tuple[str, list[str], bool, frozenset[int]]
+    first: tuple[str, list[str], bool, frozenset[int], bool],
+    second: tuple[str, list[str], bool, frozenset[int], bool],
 ) -> None:
     assume(first[0] != second[0])
-    one, other = admitted(*first[:3]), admitted(*second[:3])
+    one = admitted(first[0], first[1], first[2], first[4])
+    other = admitted(second[0], second[1], second[2], second[4])
     assume(one is not None and other is not None)
     assert one is not None and other is not None
     shared = derived(one, first[3]) & derived(other, second[3])

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from api_samples import app_model
 
+from streamapp.api import ValidationError
 from streamapp.api.streamapp import StreamApp
-from streamapp.controller import supporting
+from streamapp.controller import children, supporting
 
 APP = app_model(replicas=2)
 
@@ -133,3 +135,63 @@ def test_every_patch_and_delete_names_the_uid_of_the_object_observed() -> None:
         ("delete", "RoleBinding", "counts-1"),
     }
     assert all(f.uid == by_object[(f.kind, f.name)] for f in fixes)
+
+
+SHARED = app_model(replicas=2, executor={"serviceAccountScope": "app"})
+
+
+def observed_as(bodies: list[dict[str, object]]) -> list[dict[str, object]]:
+    """`bodies` as the watch would show them once created (with a uid each)."""
+    shown = copy.deepcopy(bodies)
+    for body in shown:
+        body["metadata"]["uid"] = f"uid-{body['kind']}-{body['metadata']['name']}"  # type: ignore[index]
+    return shown
+
+
+def test_a_shared_executor_account_is_one_identity_for_every_member_and_follows_the_scale() -> None:
+    """`serviceAccountScope: app`: one ServiceAccount, Role and binding, `<app>-executors`, whose Role
+    names every member the app has, and which every member pod runs as; a workload identity binding is
+    then made once, for an account that exists before the app scales."""
+    fixes = supporting.repairs(supporting.wanted(SHARED, [0, 1]), [])
+    assert names(fixes)[2:] == [
+        ("create", "ServiceAccount", "counts-executors"),
+        ("create", "Role", "counts-executors"),
+        ("create", "RoleBinding", "counts-executors"),
+    ]
+    role = next(f.body for f in fixes if f.kind == "Role")
+    assert all(rule["resourceNames"] == ["counts-0", "counts-1"] for rule in role["rules"])
+    assert {children.pod(SHARED, m)["spec"]["serviceAccountName"] for m in (0, 1)} == {"counts-executors"}
+
+    scaled = supporting.repairs(
+        supporting.wanted(SHARED, [0, 1, 2]), observed_as(supporting.wanted(SHARED, [0, 1]))
+    )
+    assert names(scaled) == [("patch", "Role", "counts-executors")]
+    assert scaled[0].body["rules"][0]["resourceNames"] == ["counts-0", "counts-1", "counts-2"]
+
+
+def test_changing_the_account_scope_replaces_the_identities() -> None:
+    per_member = observed_as(supporting.wanted(APP, [0, 1]))
+    to_shared = names(supporting.repairs(supporting.wanted(SHARED, [0, 1]), per_member))
+    assert [f for f in to_shared if f[0] == "create"] == [
+        ("create", "ServiceAccount", "counts-executors"),
+        ("create", "Role", "counts-executors"),
+        ("create", "RoleBinding", "counts-executors"),
+    ]
+    assert sorted(f[1:] for f in to_shared if f[0] == "delete") == sorted(
+        (kind, f"counts-{m}") for m in (0, 1) for kind in ("ServiceAccount", "Role", "RoleBinding")
+    )
+    back = names(
+        supporting.repairs(supporting.wanted(APP, [0, 1]), observed_as(supporting.wanted(SHARED, [0, 1])))
+    )
+    assert sorted(f[1:] for f in back if f[0] == "delete") == [
+        ("Role", "counts-executors"),
+        ("RoleBinding", "counts-executors"),
+        ("ServiceAccount", "counts-executors"),
+    ]
+
+
+def test_a_shared_account_is_refused_with_spark_on_the_cluster() -> None:
+    """Each member's Spark driver creates pods as its member's own account (the admission policy on
+    them names it): the two cannot be combined, and the message says so."""
+    with pytest.raises(ValidationError, match="serviceAccountScope app is not allowed with sparkExecutors"):
+        app_model(executor={"serviceAccountScope": "app", "sparkExecutors": {}})

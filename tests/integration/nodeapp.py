@@ -115,11 +115,13 @@ def start(
     keys: int,
     claim: bool = True,
     spec: Mapping[str, Any] | None = None,
+    executor: Mapping[str, Any] | None = None,
     **rebalance: Any,
 ) -> NodeApp:
     """Generate `count` records over `keys` keys a partition, start the operator, create the app
-    (`claim`: its members keep their state on a claim; `spec`: top-level spec keys besides; `rebalance`:
-    its rebalance block) and wait until every partition is processed."""
+    (`claim`: its members keep their state on a claim; `spec`: top-level spec keys besides; `executor`:
+    keys of the executor block; `rebalance`: its rebalance block) and wait until every partition is
+    processed."""
     created = NodeApp(
         api, namespace, root, node, partitions, replicas, FileLog(root / "input"), StateLayout(root / "state")
     )
@@ -129,6 +131,7 @@ def start(
     if claim:
         body["spec"]["executor"]["storage"] = {"size": "1Gi"}
     body["spec"].update(spec or {})
+    body["spec"]["executor"].update(executor or {})
     client.CustomObjectsApi(api).create_namespaced_custom_object(GROUP, VERSION, namespace, APPS, body)
     wait_for(created.processed, 400, "every partition processed")
     return created

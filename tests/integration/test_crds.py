@@ -102,6 +102,10 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
         ),
         ({"rebalance": {"probingRebalanceInterval": "0s"}}, "probingRebalanceInterval must be > 0"),
         (
+            {"executor": {"image": "i", "serviceAccountScope": "app", "sparkExecutors": {}}},
+            "serviceAccountScope app is not allowed with sparkExecutors",
+        ),
+        (
             {"rebalance": {"scheduledRebalanceMaxDelay": "721h"}},
             "scheduledRebalanceMaxDelay must be at most 720h",
         ),

@@ -34,6 +34,7 @@ __all__ = [
     "RESERVED_KEY_DOMAIN",
     "RESTART_ANNOTATION",
     "REVISION_LABEL",
+    "SHARED_IDENTITY_LABEL",
     "STUCK_RESTART",
     "VERSION",
     "executor_account",
@@ -41,11 +42,15 @@ __all__ = [
     "member_name",
     "reserved_key",
     "selector",
+    "shared_executor_account",
     "state_claim_name",
 ]
 
 APP_LABEL = "streamapp.dev/app"
 MEMBER_LABEL = "streamapp.dev/member"
+# On the one ServiceAccount, Role and RoleBinding all of an app's executors share
+# (`executor.serviceAccountScope: app`), in place of the member label of per-member identities.
+SHARED_IDENTITY_LABEL = "streamapp.dev/shared-identity"
 # The revision (hash) of the spec a member pod was made from, as a Deployment's pod-template-hash.
 REVISION_LABEL = "streamapp.dev/pod-template-hash"
 # When a rolling update began handing the member's tasks off before replacing its pod (epoch seconds).
@@ -107,6 +112,13 @@ def consumer_group(namespace: str, app: str) -> str:
 def selector(app: str) -> str:
     """Label selector of the app's member pods (exposed in status for /scale, HPA and KEDA)."""
     return f"{APP_LABEL}={app}"
+
+
+def shared_executor_account(app: str) -> str:
+    """The ServiceAccount, Role and RoleBinding every executor of the app shares
+    (`executor.serviceAccountScope: app`): as long as `<app>-state-<id>`, so it fits wherever that does,
+    and never a member's name (those end in a digit)."""
+    return f"{app}-executors"
 
 
 def member_labels(app: str, member: int) -> dict[str, str]:

@@ -84,6 +84,7 @@ ENDPOINT_TYPES = ("file", "kafka")
 MemberPhase = Literal["Starting", "Ready", "Restarting", "Lost", "Draining"]
 # How each task keeps its state on the member's volume (the executor's `localstate`).
 LocalStoreKind = Literal["memory", "lmdb"]
+AccountScope = Literal["member", "app"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -396,6 +397,13 @@ class Executor(Model):
             message_expression=WIRED_MESSAGE_CEL,
             explain=lambda e: wired_message(e.spark_conf),
         ),
+        Rule(
+            "!has(self.sparkExecutors) || !has(self.serviceAccountScope) || self.serviceAccountScope == 'member'",
+            "serviceAccountScope app is not allowed with sparkExecutors (each member's Spark driver "
+            "creates pods under its own account)",
+            lambda e: e.spark_executors is None or e.service_account_scope == "member",
+            ".serviceAccountScope",
+        ),
     )
 
     image: str = field(
@@ -464,11 +472,21 @@ class Executor(Model):
             codec=POD_TEMPLATE,
         ),
     )
+    service_account_scope: AccountScope = field(
+        default="member",
+        metadata=prop(
+            "member: each member's executor has a ServiceAccount of its own, <app>-<id> (named like the "
+            "member), whose token reaches only that member's target, status and pod. app: one "
+            "ServiceAccount <app>-executors for every member, so a workload identity binding (IRSA, "
+            "GKE) is made once, for an account that exists before the app scales; its Role reaches "
+            "every member of the app, so the members must trust each other. Not with sparkExecutors."
+        ),
+    )
     service_account_annotations: dict[str, str] | None = field(
         default=None,
         metadata=prop(
-            "Annotations on each member's ServiceAccount <app>-<id> (named like the member), for workload identity: "
-            "eks.amazonaws.com/role-arn (IRSA) or iam.gke.io/gcp-service-account (GKE), so the "
+            "Annotations on the executors' ServiceAccounts (see serviceAccountScope), for workload "
+            "identity: eks.amazonaws.com/role-arn (IRSA) or iam.gke.io/gcp-service-account (GKE), so the "
             "executors reach an S3 store without a credentials Secret. Kept in step with the spec: a "
             "key removed here is removed from the accounts.",
             max_items=64,

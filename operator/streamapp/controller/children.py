@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamapp.api.fields import ValidationError
@@ -26,11 +26,13 @@ from streamapp.api.names import (
     MANAGED_ANNOTATIONS,
     MANAGED_BY,
     REVISION_LABEL,
+    SHARED_IDENTITY_LABEL,
     SPARK_EXECUTORS_ENV,
     VERSION,
     executor_account,
     member_labels,
     member_name,
+    shared_executor_account,
     state_claim_name,
 )
 from streamapp.api.security import (
@@ -189,7 +191,7 @@ def _pod(app: StreamApp, member: int) -> dict[str, Any]:
         pod_spec["initContainers"] = [_secured(c) for c in pod_spec["initContainers"]]
     # The executors' own identity, whatever the template says: a StreamApp must not borrow the rights
     # of another ServiceAccount through the operator.
-    pod_spec["serviceAccountName"] = executor_account(name, member)
+    pod_spec["serviceAccountName"] = account_of(app, member)
     pod_spec["securityContext"] = merged_pod_context(pod_spec.get("securityContext"))
     pod_spec.setdefault("restartPolicy", "Always")
     pod_spec["hostname"] = member_name(name, member)
@@ -296,30 +298,47 @@ def disruption_budget(app: StreamApp) -> dict[str, Any]:
     }
 
 
+def account_of(app: StreamApp, member: int) -> str:
+    """The ServiceAccount the member's executor runs as (`executor.serviceAccountScope`)."""
+    if app.spec.executor.service_account_scope == "app":
+        return shared_executor_account(app.metadata.name)
+    return executor_account(app.metadata.name, member)
+
+
 def executor_identity(app: StreamApp, member: int) -> list[dict[str, Any]]:
     """ServiceAccount, Role and RoleBinding of one member's executor: it may read its own target and
     pod and report its own status, nothing of any other member (`controller.permissions.executor_role_rules`)."""
-    account = executor_account(app.metadata.name, member)
     meta: dict[str, Any] = {
-        "name": account,
+        "name": executor_account(app.metadata.name, member),
         "labels": member_labels(app.metadata.name, member),
         "ownerReferences": [owner_reference(app)],
     }
+    rules = executor_role_rules(
+        member_name(app.metadata.name, member), spark_driver=app.spec.executor.spark_executors is not None
+    )
+    return _identity(app, meta, rules)
+
+
+def shared_executor_identity(app: StreamApp, members: Iterable[int]) -> list[dict[str, Any]]:
+    """The one ServiceAccount, Role and RoleBinding all of the app's executors share
+    (`serviceAccountScope: app`): the rights of each member's own identity, on every member in
+    `members` (those wanted, holding tasks or with a pod; the Role follows as the app scales)."""
+    meta = _app_meta(app, shared_executor_account(app.metadata.name))
+    meta["labels"] = {**meta["labels"], SHARED_IDENTITY_LABEL: "true"}
+    names = [member_name(app.metadata.name, m) for m in sorted(set(members))]
+    return _identity(app, meta, executor_role_rules(names))
+
+
+def _identity(app: StreamApp, meta: dict[str, Any], rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ServiceAccount (with the spec's workload-identity annotations), its Role and its binding."""
+    account = meta["name"]
     annotations = dict(app.spec.executor.service_account_annotations or {})
     if annotations:  # workload identity; the keys are listed so that one dropped from the spec goes
         annotations[MANAGED_ANNOTATIONS] = ",".join(sorted(annotations))
     account_meta = {**meta, "annotations": annotations} if annotations else meta
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": account_meta},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": meta,
-            "rules": executor_role_rules(
-                member_name(app.metadata.name, member),
-                spark_driver=app.spec.executor.spark_executors is not None,
-            ),
-        },
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": rules},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",

@@ -8,6 +8,8 @@ includes every executor rule rather than the broader `escalate`/`bind` verbs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from streamapp.api.member import StreamAppMember
 from streamapp.api.meta import GROUP
 from streamapp.api.streamapp import StreamApp
@@ -22,8 +24,8 @@ def rule(group: str, resources: list[str], verbs: list[str]) -> Rule:
     return {"apiGroups": [group], "resources": resources, "verbs": verbs}
 
 
-def _named(group: str, resources: list[str], verbs: list[str], name: str) -> Rule:
-    return {**rule(group, resources, verbs), "resourceNames": [name]}
+def _named(group: str, resources: list[str], verbs: list[str], *names: str) -> Rule:
+    return {**rule(group, resources, verbs), "resourceNames": list(names)}
 
 
 # What Spark's driver does in its namespace to run executors as pods (client mode): create, watch and
@@ -40,18 +42,20 @@ def spark_driver_rules() -> list[Rule]:
     return [rule("", SPARK_DRIVER_RESOURCES, SPARK_DRIVER_VERBS)]
 
 
-def executor_role_rules(member: str, spark_driver: bool = False) -> list[Rule]:
+def executor_role_rules(member: str | Sequence[str], spark_driver: bool = False) -> list[Rule]:
     """One executor's rights, on its own objects only (`member` names both its StreamAppMember and its
     pod): read its target (a watch with a `metadata.name` field selector), write only that member's
     status (its progress: it cannot change its own assignment, nor report for another member) and read
     its pod (to report the pod's UID). Executors run user code; a token that could forge another
     member's acknowledgement or lag would cause premature or cold handoffs. With `spark_driver`, also
-    what Spark's driver needs (`spark_driver_rules`)."""
+    what Spark's driver needs (`spark_driver_rules`). An account all of an app's executors share
+    (`serviceAccountScope: app`) gets the same rights on every member it names."""
     members = StreamAppMember.PLURAL
+    names = [member] if isinstance(member, str) else list(member)
     own = [
-        _named(GROUP, [members], READ, member),
-        _named(GROUP, [f"{members}/status"], ["get", "patch"], member),
-        _named("", ["pods"], ["get"], member),
+        _named(GROUP, [members], READ, *names),
+        _named(GROUP, [f"{members}/status"], ["get", "patch"], *names),
+        _named("", ["pods"], ["get"], *names),
     ]
     return own + (spark_driver_rules() if spark_driver else [])
 

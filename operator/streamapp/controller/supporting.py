@@ -1,5 +1,5 @@
 """The app's supporting children — headless Service, PodDisruptionBudget, each member's ServiceAccount,
-Role and RoleBinding — brought back to what they should be on every pass (level-triggered).
+Role and RoleBinding (or the one all members share: `serviceAccountScope: app`) — brought back to what they should be on every pass (level-triggered).
 
 They are watched like the pods, so one deleted or altered by hand wakes the app and is repaired:
 without its Role an executor cannot read its target, without the PDB a drain may take every member
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streamapp.api.names import MANAGED_ANNOTATIONS, MEMBER_LABEL
+from streamapp.api.names import MANAGED_ANNOTATIONS, MEMBER_LABEL, SHARED_IDENTITY_LABEL
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children
 
@@ -44,6 +44,8 @@ class Repair:
 def wanted(app: StreamApp, members: Iterable[int]) -> list[dict[str, Any]]:
     """Everything the app needs for `members` (those wanted, holding tasks, or with a pod)."""
     bodies = [children.headless_service(app), children.disruption_budget(app)]
+    if app.spec.executor.service_account_scope == "app":
+        return bodies + children.shared_executor_identity(app, members)
     for member in sorted(set(members)):
         bodies.extend(children.executor_identity(app, member))
     return bodies
@@ -67,7 +69,8 @@ def repairs(want: Sequence[Body], observed: Iterable[Body]) -> list[Repair]:
             action: Literal["patch", "delete"] = "delete" if key[0] == "RoleBinding" else "patch"
             fixes.append(Repair(action, *key, body, _uid(current)))
     for (kind, name), body in sorted(seen.items()):
-        if kind in IDENTITY_KINDS and MEMBER_LABEL in ((body.get("metadata") or {}).get("labels") or {}):
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        if kind in IDENTITY_KINDS and (MEMBER_LABEL in labels or SHARED_IDENTITY_LABEL in labels):
             fixes.append(Repair("delete", kind, name, body, _uid(body)))
     return fixes
 
