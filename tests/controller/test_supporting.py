@@ -11,6 +11,7 @@ from api_samples import app_model
 from streamapp.api import ValidationError
 from streamapp.api.streamapp import StreamApp
 from streamapp.controller import children, supporting
+from streamapp.controller.permissions import executor_role_rules
 
 APP = app_model(replicas=2)
 
@@ -167,6 +168,15 @@ def test_a_shared_executor_account_is_one_identity_for_every_member_and_follows_
     )
     assert names(scaled) == [("patch", "Role", "counts-executors")]
     assert scaled[0].body["rules"][0]["resourceNames"] == ["counts-0", "counts-1", "counts-2"]
+
+
+def test_an_app_without_members_has_no_shared_identity_and_no_role_reaches_every_member() -> None:
+    """RBAC reads a rule without resourceNames as every name: a shared Role for no member would let
+    the account read and report for every StreamAppMember of the namespace."""
+    kinds = {body["kind"] for body in supporting.wanted(SHARED, [])}
+    assert kinds == {"Service", "PodDisruptionBudget"}
+    with pytest.raises(ValueError, match="at least one member"):
+        executor_role_rules([])
 
 
 def test_changing_the_account_scope_replaces_the_identities() -> None:

@@ -52,6 +52,8 @@ def executor_role_rules(member: str | Sequence[str], spark_driver: bool = False)
     (`serviceAccountScope: app`) gets the same rights on every member it names."""
     members = StreamAppMember.PLURAL
     names = [member] if isinstance(member, str) else list(member)
+    if not names:  # RBAC reads no resourceNames as every name: never grant that
+        raise ValueError("an executor Role names at least one member")
     own = [
         _named(GROUP, [members], READ, *names),
         _named(GROUP, [f"{members}/status"], ["get", "patch"], *names),

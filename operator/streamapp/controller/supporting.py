@@ -1,5 +1,6 @@
 """The app's supporting children — headless Service, PodDisruptionBudget, each member's ServiceAccount,
-Role and RoleBinding (or the one all members share: `serviceAccountScope: app`) — brought back to what they should be on every pass (level-triggered).
+Role and RoleBinding (or the one all members share: `serviceAccountScope: app`) — brought back to
+what they should be on every pass (level-triggered).
 
 They are watched like the pods, so one deleted or altered by hand wakes the app and is repaired:
 without its Role an executor cannot read its target, without the PDB a drain may take every member
@@ -45,7 +46,8 @@ def wanted(app: StreamApp, members: Iterable[int]) -> list[dict[str, Any]]:
     """Everything the app needs for `members` (those wanted, holding tasks, or with a pod)."""
     bodies = [children.headless_service(app), children.disruption_budget(app)]
     if app.spec.executor.service_account_scope == "app":
-        return bodies + children.shared_executor_identity(app, members)
+        members = set(members)  # none: no identity (a Role naming no member would reach every one)
+        return bodies + (children.shared_executor_identity(app, members) if members else [])
     for member in sorted(set(members)):
         bodies.extend(children.executor_identity(app, member))
     return bodies
