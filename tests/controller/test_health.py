@@ -79,3 +79,12 @@ def test_healthz_fails_once_the_acting_event_loop_is_blocked_and_metrics_still_a
     finally:
         release.set()
         server.shutdown()
+
+
+def test_the_endpoints_serve_on_an_ipv6_address_too() -> None:
+    """A pod's IP (`--metrics-address`) may be IPv6."""
+    server = endpoints.serve(0, "::1", Metrics().registry, Health())
+    try:
+        assert status_of(f"http://[::1]:{server.server_address[1]}/healthz") == (200, "ok\n")
+    finally:
+        server.shutdown()

@@ -3,6 +3,7 @@ liveness and readiness probes (`controller.health`), served by threads of their 
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterable
 from socketserver import ThreadingMixIn
@@ -44,6 +45,9 @@ def serve(port: int, address: str, registry: CollectorRegistry, health: Health) 
         )
         return [body]
 
-    server = make_server(address, port, app, server_class=_Server, handler_class=_Quiet)
+    # IPv4 or IPv6, as the address is (in a pod: its IP, which may be either).
+    family = socket.getaddrinfo(address, port, type=socket.SOCK_STREAM)[0][0]
+    server_class: type[_Server] = type("_Server", (_Server,), {"address_family": family})
+    server: WSGIServer = make_server(address, port, app, server_class=server_class, handler_class=_Quiet)
     threading.Thread(target=server.serve_forever, name="endpoints", daemon=True).start()
     return server
