@@ -9,7 +9,7 @@ OUT := out
 # (bash's `time`: children included), so make test's log shows what each build and test phase cost.
 TIMED = TIMEFORMAT='make $@: %0R s wall, %0U s user + %0S s system CPU'; time
 
-.PHONY: demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean
+.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -203,6 +203,12 @@ prometheus: promtool
 ## the Prometheus and CPU/memory scalers (e2e/kedatool/build.py), for the autoscaling test
 keda: $(STAMP)
 	@$(TIMED) PYTHONPATH=e2e $(PY) -m kedatool build
+
+## dist: what a release publishes, into dist/: the chart archive (helm package), the wheel (a light base
+## install; `executor` and `plots` extras) and the image as an OCI archive (built first when not current),
+## with SHA256SUMS (e2e/dist.py; README "Install into a cluster")
+dist: $(STAMP) system-packages helm
+	@$(TIMED) $(PY) e2e/dist.py --out dist
 
 ## image: build the streamapp:<version> image with podman (base cached in ~/.cache/streamapp/image; no-op when current)
 image: $(STAMP) system-packages

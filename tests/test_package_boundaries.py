@@ -7,7 +7,10 @@ loaded cannot hide an import) and lists what came with it.
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
+import re
 import subprocess
 import sys
 import typing
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import streamapp
+from streamapp import cli
 
 PROBE = """
 import importlib, json, pkgutil, sys
@@ -127,3 +131,79 @@ def test_a_module_name_means_one_thing_across_the_packages() -> None:
     root = Path(streamapp.__file__).parent
     names = Counter(p.stem for p in root.rglob("*.py") if p.name != "__init__.py")
     assert [name for name, count in names.items() if count > 1] == []
+
+
+# Runs the CLI with the extras' packages made unimportable, as on a base install (`pip install
+# streamapp-operator`, what the `kubectl streamapp` plugin needs).
+WITHOUT_EXTRAS = """
+import importlib.abc, json, sys
+blocked = set(json.loads(sys.argv[1]))
+
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Absent())
+from streamapp.cli import main
+try:
+    status = main(sys.argv[2:])
+except SystemExit as leaving:
+    status = leaving.code
+print(json.dumps(sorted(m.split(".")[0] for m in sys.modules if m.split(".")[0] in blocked)))
+sys.exit(status)
+"""
+
+
+def _extras_packages() -> list[str]:
+    """The top-level import names of the `executor` and `plots` extras and what they pull in."""
+    from importlib import metadata
+
+    requirements = metadata.requires("streamapp-operator") or []
+    extra = [r.split(";")[0] for r in requirements if "extra ==" in r and "dev" not in r.split("extra ==")[1]]
+    names = {re.split(r"[<>=!\[ ]", r.strip(), maxsplit=1)[0].lower().replace("_", "-") for r in extra}
+    names.discard("streamapp-operator")
+    found = {"numpy"}  # what pandas and pyarrow import first
+    for module, distributions in metadata.packages_distributions().items():
+        if any(d.lower().replace("_", "-") in names for d in distributions):
+            found.add(module)
+    return sorted(found)
+
+
+def _without_extras(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTRAS, json.dumps(_extras_packages()), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_base_install_runs_the_plugin_and_lists_every_command() -> None:
+    blocked = _extras_packages()
+    assert {"pyspark", "pyarrow", "lmdb", "boto3", "confluent_kafka", "matplotlib"} <= set(blocked)
+    listed = _without_extras("--help")
+    assert listed.returncode == 0, listed.stderr
+    for entry in cli.SUBCOMMANDS:
+        for name in entry.names:
+            assert name in listed.stdout
+    status = _without_extras("status", "--help")
+    assert status.returncode == 0 and "usage: streamapp status" in status.stdout, status.stderr
+    rendered = _without_extras("crd", "--help")
+    assert rendered.returncode == 0, rendered.stderr
+
+
+def test_a_command_whose_extra_is_missing_says_what_to_install() -> None:
+    ran = _without_extras("executor", "--member", "0")
+    assert ran.returncode == 2
+    assert "pip install 'streamapp-operator[executor]'" in ran.stderr
+    assert "Traceback" not in ran.stderr
+
+
+def test_the_command_table_names_what_each_module_registers() -> None:
+    for entry in cli.SUBCOMMANDS:
+        parser = argparse.ArgumentParser()
+        registered = parser.add_subparsers()
+        importlib.import_module(entry.module).register(registered)
+        assert tuple(registered.choices) == entry.names

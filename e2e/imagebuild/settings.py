@@ -64,10 +64,12 @@ def version() -> str:
 
 
 def dependencies() -> list[str]:
-    """The runtime requirements (no extras): installed in their own layer, before the sources."""
+    """The runtime requirements, the base and the `executor` extra (the image runs the operator and the
+    executors; no plots, no dev tools): installed in their own layer, before the sources. The
+    Containerfile reads the same two lists from pyproject.toml."""
     with PYPROJECT.open("rb") as handle:
         project = tomllib.load(handle)["project"]
-    found: list[str] = project["dependencies"]
+    found: list[str] = [*project["dependencies"], *project["optional-dependencies"]["executor"]]
     return found
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,18 @@ def test_context_holds_the_package_sources_but_no_bytecode() -> None:
     assert "operator/streamapp/cli.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or ".egg-info" in n]
     assert "pytest" not in context.requirements_text(), "dev extras must stay out of the image"
+
+
+def test_the_image_installs_the_executor_extra_as_the_containerfile_reads_it() -> None:
+    """The Containerfile derives the requirements itself (the build sees only its context): its reading
+    of pyproject.toml must be the one the dependency layer's hash is computed from."""
+    containerfile = (settings.REPO / context.CONTAINERFILE).read_text()
+    line = next(x for x in containerfile.splitlines() if "python3 -c 'import tomllib" in x)
+    code = line.split("'")[1].replace("/run/build/pyproject.toml", str(settings.PYPROJECT))
+    derived = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert derived.stdout == context.requirements_text()
+    assert "pyspark" in derived.stdout and "lmdb" in derived.stdout
+    assert "matplotlib" not in derived.stdout, "plots are not run in the image"
 
 
 def test_pip_secrets_carry_index_settings_and_the_ca(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The Helm chart on the real control plane: install, reconcile, upgrade, uninstall.
+"""The Helm chart on the real control plane: install (from the archive `make dist` packages), reconcile,
+upgrade, uninstall.
 
 The operator runs as pods of the chart's Deployment on the process node, with nothing but its
 ServiceAccount (the process node hands each pod a kubeconfig holding only its token): this checks the
@@ -20,6 +21,7 @@ import yaml
 from kubernetes import client
 from operator_support import APP, app, create_app, scale
 
+import dist
 from localcluster.nodes import process_node_selector, process_node_tolerations
 from localcluster.waiting import wait_for
 from streamapp.api.names import GROUP, MEMBERS, VERSION
@@ -52,12 +54,18 @@ def run_helm(helm: list[str], kubeconfig: Path, *args: str) -> str:
 
 
 def deploy(
-    helm: list[str], kubeconfig: Path, action: str, namespace: str, values: dict[str, Any], tmp: Path
+    helm: list[str],
+    kubeconfig: Path,
+    action: str,
+    namespace: str,
+    values: dict[str, Any],
+    tmp: Path,
+    chart: Path = CHART,
 ) -> None:
     path = tmp / f"{action}-values.yaml"
     path.write_text(yaml.safe_dump(values))
     run_helm(
-        helm, kubeconfig, action, RELEASE, str(CHART), "-n", namespace, "-f", str(path),
+        helm, kubeconfig, action, RELEASE, str(chart), "-n", namespace, "-f", str(path),
         "--wait", "--timeout", HELM_TIMEOUT,
     )  # fmt: skip
 
@@ -166,8 +174,10 @@ def test_install_upgrade_uninstall(
         "flowControl": {"enabled": True},  # opt-in; the test checks the API server classifies by it
     }
     installed = False
+    # Installed as a release is: from the archive `make dist` packages; upgraded from the sources.
+    archive = dist.package_chart(tmp_path / "dist")
     try:
-        deploy(helm, kubeconfig_path, "install", release_namespace, values, tmp_path)
+        deploy(helm, kubeconfig_path, "install", release_namespace, values, tmp_path, archive)
         installed = True
         pods = operator_pods(api_client, release_namespace)
         assert len(pods) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from typing import Any
@@ -40,6 +41,12 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario)
     except ScenarioError as error:
         print(f"streamapp simulate: {error}", file=sys.stderr)
+        return 2
+    if args.plot and importlib.util.find_spec("matplotlib") is None:  # before minutes of simulation
+        print(
+            "streamapp simulate: --plot needs matplotlib; pip install 'streamapp-operator[plots]'",
+            file=sys.stderr,
+        )
         return 2
     protocols: list[Protocol] = args.protocol or [scenario.rebalance.protocol]
     runs = []
