@@ -125,6 +125,27 @@ def test_the_chart_and_the_kustomize_install_probe_the_operator_alike(
     assert charted["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
 
+def test_the_chart_and_the_kustomize_install_grant_and_budget_alike(helm: list[str], tmp_path: Path) -> None:
+    """A user choosing kustomize over Helm gets the same operator rights and the same drain budget."""
+    charted = template(helm, None, tmp_path)
+    kustomized = [d for text in manifests.manifest_files().values() for d in yaml.safe_load_all(text) if d]
+    pairs = [
+        ("ClusterRole", f"{NAMESPACE}-{FULLNAME}", manifests.NAME),
+        ("Role", f"{FULLNAME}-leader-election", manifests.LEASE_ROLE),
+    ]
+    for role in ("view", "edit", "admin"):  # aggregated into the built-in roles by both
+        pairs.append(("ClusterRole", f"{NAMESPACE}-{FULLNAME}-{role}", f"{manifests.NAME}-{role}"))
+        aggregated = f"rbac.authorization.k8s.io/aggregate-to-{role}"
+        assert one(kustomized, "ClusterRole", f"{manifests.NAME}-{role}")["metadata"]["labels"][aggregated]
+    for kind, chart_name, kustomize_name in pairs:
+        assert one(charted, kind, chart_name)["rules"] == one(kustomized, kind, kustomize_name)["rules"]
+    budget = one(charted, "PodDisruptionBudget", FULLNAME)["spec"]
+    kept = one(kustomized, "PodDisruptionBudget", manifests.NAME)["spec"]
+    assert budget["maxUnavailable"] == kept["maxUnavailable"] == 1
+    pods = one(kustomized, "Deployment", manifests.NAME)["spec"]["template"]["metadata"]["labels"]
+    assert kept["selector"]["matchLabels"].items() <= pods.items()
+
+
 def test_helm_version_is_the_pinned_release(helm: list[str]) -> None:
     result = run_helm(helm, "version", "--short")
     assert result.stdout.startswith(helmbuild.HELM_VERSION + "+") or result.stdout.strip() == (

@@ -86,7 +86,7 @@ def test_operator_uses_no_update_or_scale_rights_and_no_cluster_wide_leases() ->
 
 
 def test_bindings_name_the_operator_account() -> None:
-    account, role, binding, lease_role, lease_binding = rbac()
+    account, role, binding, lease_role, lease_binding, *_ = rbac()
     assert binding["roleRef"]["name"] == role["metadata"]["name"] == account["metadata"]["name"] == NAME
     assert lease_binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",

@@ -11,6 +11,7 @@ from typing import Any
 from streamapp.api.security import SCRATCH_MOUNT, container_security_context, pod_security_context
 from streamapp.controller.permissions import operator_cluster_role_rules, operator_lease_rules
 from streamapp.render import admissionpolicy, referencepolicy, sparkpolicy
+from streamapp.render.rbac import user_roles
 from streamapp.render.yamlfiles import KUSTOMIZATION, Files, render
 
 NAMESPACE = "streamapp-system"
@@ -44,7 +45,8 @@ def namespace() -> dict[str, Any]:
 
 
 def rbac() -> list[dict[str, Any]]:
-    """The operator's ServiceAccount; its ClusterRole and binding; a Role and binding for its Lease."""
+    """The operator's ServiceAccount; its ClusterRole and binding; a Role and binding for its Lease; what
+    the built-in `view`, `edit` and `admin` roles gain on StreamApps (aggregated, as with the chart)."""
     rbac_api = "rbac.authorization.k8s.io/v1"
     role_ref = {"apiGroup": "rbac.authorization.k8s.io", "name": NAME}
     subjects = [{"kind": "ServiceAccount", "name": NAME, "namespace": NAMESPACE}]
@@ -76,6 +78,18 @@ def rbac() -> list[dict[str, Any]]:
             "roleRef": {**role_ref, "kind": "Role", "name": LEASE_ROLE},
             "subjects": subjects,
         },
+        *(
+            {
+                "apiVersion": rbac_api,
+                "kind": "ClusterRole",
+                "metadata": {
+                    "name": f"{NAME}-{role}",
+                    "labels": {**LABELS, f"rbac.authorization.k8s.io/aggregate-to-{role}": "true"},
+                },
+                "rules": rules,
+            }
+            for role, rules in user_roles().items()
+        ),
     ]
 
 
@@ -143,6 +157,17 @@ def deployment() -> dict[str, Any]:
     }
 
 
+def disruption_budget() -> dict[str, Any]:
+    """At most one replica evicted at a time, so a node drain keeps one operator (the chart's
+    `podDisruptionBudget`, equal by a test)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _namespaced(NAME),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}}},
+    }
+
+
 def metrics_service() -> dict[str, Any]:
     """The Prometheus endpoint of the operator."""
     return {
@@ -165,7 +190,7 @@ def manifest_files() -> Files:
     files = {
         "namespace.yaml": render([namespace()], COMMAND),
         "rbac.yaml": render(rbac(), COMMAND),
-        "operator.yaml": render([deployment(), metrics_service()], COMMAND),
+        "operator.yaml": render([deployment(), disruption_budget(), metrics_service()], COMMAND),
         # Refuses, at apply time, a StreamApp whose pod template the operator would refuse (1.30+;
         # leave it out with --allow-privileged-pod-templates).
         "admissionpolicy.yaml": render([admissionpolicy.policy(), admissionpolicy.binding()], COMMAND),
