@@ -20,7 +20,9 @@ def sample(name: str) -> dict[str, Any]:
     return loaded
 
 
-@pytest.mark.parametrize("name", ["hpa.yaml", "keda-scaledobject.yaml", "keda-kafka-scaledobject.yaml"])
+@pytest.mark.parametrize(
+    "name", ["hpa.yaml", "keda-prometheus/scaledobject.yaml", "keda-kafka/scaledobject.yaml"]
+)
 def test_the_scale_target_is_a_streamapp_with_a_scale_subresource(name: str) -> None:
     target = sample(name)["spec"]["scaleTargetRef"]
     crd = next(d for d in crds() if d["spec"]["names"]["kind"] == target["kind"])
@@ -33,12 +35,12 @@ def test_both_scale_on_the_operators_input_lag_metric() -> None:
     hpa = sample("hpa.yaml")["spec"]["metrics"][0]["object"]
     assert hpa["metric"]["name"] == INPUT_LAG_METRIC
     assert hpa["describedObject"] == sample("hpa.yaml")["spec"]["scaleTargetRef"]
-    trigger = sample("keda-scaledobject.yaml")["spec"]["triggers"][0]
+    trigger = sample("keda-prometheus/scaledobject.yaml")["spec"]["triggers"][0]
     assert trigger["type"] == "prometheus" and INPUT_LAG_METRIC in trigger["metadata"]["query"]
 
 
 def test_the_kafka_trigger_reads_the_group_the_executors_commit_to() -> None:
-    scaled = sample("keda-kafka-scaledobject.yaml")
+    scaled = sample("keda-kafka/scaledobject.yaml")
     target = next(d for d in yaml.safe_load_all((SAMPLES / "streamapp-kafka.yaml").read_text()) if d)
     assert scaled["spec"]["scaleTargetRef"]["name"] == target["metadata"]["name"]
     trigger = scaled["spec"]["triggers"][0]["metadata"]

@@ -3,7 +3,7 @@
 Every link is the real one a user runs: the operator exports `streamapp_input_lag_records`; a real
 Prometheus scrapes it with the job the chart's own ServiceMonitor describes (honorLabels, so the
 series keeps the app's `namespace` label); KEDA's operator and metrics adapter serve the sample
-ScaledObject's query (`manifests/samples/keda-scaledobject.yaml`, pointed at this namespace and this
+ScaledObject's query (`manifests/samples/keda-prometheus/scaledobject.yaml`, pointed at this namespace and this
 Prometheus) as an external metric through the API server's aggregation layer; the
 controller-manager's HPA, which KEDA creates, writes the StreamApp's `/scale`; the operator moves
 tasks to the new members with warmups and drains them back on scale-in. Members are real PySpark
@@ -15,7 +15,7 @@ the HPA scales the app back to its minimum. The scale-down stabilization window 
 sample's 10 minutes, and the HPA may scale down all at once. Output is checked exactly once against
 the input afterwards, and the shipped alerts and dashboard queries are evaluated in that Prometheus.
 
-From zero: the Kafka sample (`keda-kafka-scaledobject.yaml`) drives a Kafka app through KEDA's Kafka
+From zero: the Kafka sample (`keda-kafka/scaledobject.yaml`) drives a Kafka app through KEDA's Kafka
 scaler on the consumer group its executors commit their positions to, which keeps its lag while no
 member runs; the Prometheus sample cannot, since with no member the operator has no lag to export.
 
@@ -60,7 +60,7 @@ pytestmark = pytest.mark.autoscaling
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "streamapp-operator"
-SAMPLE = REPO / "manifests" / "samples" / "keda-scaledobject.yaml"
+SAMPLE = REPO / "manifests" / "samples" / "keda-prometheus" / "scaledobject.yaml"
 PARTITIONS = 6
 MIN_REPLICAS, MAX_REPLICAS = 1, 3
 RATE = 600.0  # records per second over all partitions: lag of hundreds between batches
@@ -268,7 +268,7 @@ def test_input_lag_scales_real_executors_out_and_in_through_keda_and_the_hpa(
         check_partition(state, tmp_path / "outputs", log, partition)
 
 
-KAFKA_SAMPLE = REPO / "manifests" / "samples" / "keda-kafka-scaledobject.yaml"
+KAFKA_SAMPLE = REPO / "manifests" / "samples" / "keda-kafka" / "scaledobject.yaml"
 KAFKA_PARTITIONS = 2
 KAFKA_KEYS, KAFKA_SEED = 200, 3
 

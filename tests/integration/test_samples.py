@@ -9,6 +9,7 @@ generator's and the executors' pod specs get its selector and toleration).
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import yaml
@@ -24,6 +25,7 @@ from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 
 LOCAL_SAMPLE = Path(__file__).resolve().parents[2] / "e2e" / "local-install" / "sample"
+SAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "samples"
 
 
 def processing_every_partition(state: StateLayout, partitions: int) -> bool:
@@ -104,3 +106,21 @@ def test_an_overlay_sets_the_samples_image_everywhere_and_its_pods_pass_restrict
     core.patch_namespace(namespace, {"metadata": {"labels": labels}})
     pod = {"metadata": {"name": "counts-input-check"}, "spec": generator["spec"]["template"]["spec"]}
     core.create_namespaced_pod(namespace, pod, dry_run="All")  # refused with a 403 if it were not
+
+
+def test_the_keda_samples_follow_the_namespace_their_kustomization_sets(
+    kubeconfig_path: Path, tmp_path: Path
+) -> None:
+    """KEDA does not template its triggers: each sample's kustomization writes its namespace into the
+    Prometheus query and the Kafka consumer group, as `kustomize edit set namespace` leaves it."""
+    for sample, field, expected in (
+        ("keda-prometheus", "query", 'namespace="team-a",app="counts"'),
+        ("keda-kafka", "consumerGroup", "streamapp.team-a.clicks"),
+    ):
+        copy = tmp_path / sample
+        shutil.copytree(SAMPLES / sample, copy)
+        kustomization = yaml.safe_load((copy / "kustomization.yaml").read_text())
+        (copy / "kustomization.yaml").write_text(yaml.safe_dump({**kustomization, "namespace": "team-a"}))
+        (scaled,) = yaml.safe_load_all(kubectl(kubeconfig_path, "kustomize", str(copy)))
+        assert scaled["metadata"]["namespace"] == "team-a"
+        assert expected in scaled["spec"]["triggers"][0]["metadata"][field]
