@@ -24,11 +24,18 @@ class HeldSnapshots(FileStore):
         self.release = threading.Event()
         self.waiting = threading.Event()
 
-    def put(self, name: str, data: bytes) -> None:
+    def _held(self, name: str) -> None:
         if name.startswith("snapshots/"):
             self.waiting.set()
             assert self.release.wait(120), "the test never released the snapshot"
+
+    def put(self, name: str, data: bytes) -> None:
+        self._held(name)
         super().put(name, data)
+
+    def create(self, name: str, data: bytes) -> bool:
+        self._held(name)
+        return super().create(name, data)
 
 
 @pytest.mark.spark
@@ -54,3 +61,27 @@ def test_rounds_go_on_while_a_snapshot_is_held_at_its_upload(spark: SparkSession
     for partition in (0, 1):
         assert snapshots.newest_first(layout, partition), "published once released"
         check_partition(layout, tmp_path / "outputs", log, partition)
+
+
+@pytest.mark.spark
+def test_a_task_demoted_here_drops_its_queued_snapshot(spark: SparkSession, tmp_path: Path) -> None:
+    """The background thread is busy with one task's snapshot; the other task's waits in the queue.
+    Demoted to standby meanwhile, the other task cancels it: its new owner snapshots, not this copy."""
+    del spark
+    log = generated_log(tmp_path / "log", partitions=2, count=2_400, keys=300, seed=6)
+    state = HeldSnapshots(tmp_path / "state")
+    stores = Stores(state, FileStore(tmp_path / "outputs"))
+    executor = executor_for(stores, log, "a", max_batch_records=100, snapshot_every=2)
+    executor.apply(Target(active={0: 1, 1: 1}))
+    tasks = executor.tasks
+    while sum(task.snapshotting is not None for task in tasks.values()) < 2:
+        assert executor.step() > 0
+    running = next(p for p, task in tasks.items() if task.snapshotting and task.snapshotting.running())
+    queued = 1 - running
+    executor.apply(Target(active={running: 1}, standby=frozenset({queued})))
+    assert tasks[queued].snapshotting is None, "the queued snapshot is cancelled"
+    state.release.set()
+    executor.run_until_idle()
+    layout = StateLayout(state)
+    assert snapshots.newest_first(layout, running), "the running one finishes"
+    assert snapshots.newest_first(layout, queued) == []

@@ -173,11 +173,13 @@ def away(tmp_path: Path, batches: int, retention: Retention) -> tuple[FileLog, C
 
 
 @pytest.mark.spark
-def test_a_member_returning_after_200_batches_within_its_retention_replays_only_the_delta(
+def test_a_member_returning_after_200_batches_within_its_retention_finds_its_delta_and_takes_the_cheaper_way(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Fifty snapshots and compactions ran while it was away: they kept the changelog after its
-    checkpoint, which its mark in the shared store names, instead of compacting it into the snapshots."""
+    checkpoint, which its mark in the shared store names, instead of compacting it into the snapshots.
+    Its 10,000 changed rows are more than the state's keys, so restoring in full reads less than
+    replaying them: it does, and says why (`delta-larger`)."""
     del spark
     log, checkpoint = away(tmp_path, 200, DEFAULT_RETENTION)
     layout = StateLayout(tmp_path / "state")
@@ -185,9 +187,12 @@ def test_a_member_returning_after_200_batches_within_its_retention_replays_only_
         ("a", checkpoint.head.seq)
     ]
     assert len(snapshots.newest_first(layout, 0)) == 2, "snapshots were taken and pruned"
-    delta = rows_after(layout, checkpoint.head.seq)
+    delta = rows_after(layout, checkpoint.head.seq)  # raises if a segment after the mark was compacted
+    keys = len(set(log.read_arrow(0).column("key").to_pylist()))
+    assert delta > keys
     task = come_back(tmp_path, log, tmp_path / "local-a", "memory")
-    assert task.restored_blocking == delta > 0 and task.full_restores == 0
+    assert (task.full_restores, task.full_restore_reason) == (1, "delta-larger")
+    assert 0 < task.restored_blocking < delta
     check_partition(layout, tmp_path / "outputs", log, 0)
 
 

@@ -35,7 +35,7 @@ ResumedBy = Literal["restart", "handoff", "cold"]
 # Why a copy that had local state of its task restored it in full anyway (executor.state.replica):
 # its checkpoint could not be read, the shared history no longer holds what it names, or the changelog
 # after it was compacted away (older than stateStore.deltaRetention, or over deltaRetentionSize).
-FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-expired"]
+FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-expired", "delta-larger"]
 FULL_RESTORE_REASONS: tuple[FullRestoreReason, ...] = typing.get_args(FullRestoreReason)
 
 MAX_EPOCH = 2**53
@@ -456,9 +456,10 @@ class TaskReport(Model):
         metadata=prop(
             "Why the last full restore happened: checkpoint-unusable (the local checkpoint was torn, of "
             "another store kind, or its store would not open), history-changed (the shared store no "
-            "longer holds the commits it names: a wiped or different store) or delta-expired (the "
+            "longer holds the commits it names: a wiped or different store), delta-expired (the "
             "changelog after it was compacted: older than stateStore.deltaRetention or over "
-            "deltaRetentionSize)."
+            "deltaRetentionSize) or delta-larger (the changelog since it holds more bytes than the "
+            "newest snapshot and the changelog after that: a full restore reads less)."
         ),
     )
 

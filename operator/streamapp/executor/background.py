@@ -43,6 +43,8 @@ class Background:
     def _finished(self, what: str, done: Future[object]) -> None:
         with self._lock:
             self._pending.discard(done)
+        if done.cancelled():
+            return
         error = done.exception()
         if error is not None:
             log.error("%s failed: %r", what, error)

@@ -50,7 +50,7 @@ class RuntimeDataPlane:
         self.full_restores = Counter(
             "streamapp_executor_full_restores",
             "Restores in full by a copy that had local state of its task (never silent): "
-            "checkpoint-unusable, history-changed or delta-expired",
+            "checkpoint-unusable, history-changed, delta-expired or delta-larger",
             ["reason"],
             registry=registry,
         )

@@ -241,6 +241,8 @@ class Task:
     def assign(self, role: Role, epoch: int = 0) -> None:
         """Change role between batches; a new active epoch requires a fresh takeover."""
         self.replica.blocking = role is Role.ACTIVE
+        if role is not Role.ACTIVE or epoch != self.epoch:
+            self._cancel_snapshot()
         if role is not Role.ACTIVE:
             self.owning = False
             self.epoch = 0
@@ -277,7 +279,15 @@ class Task:
             return self.replica.catch_up()
         self.fenced_by = race.theirs
         self.owning = False
+        self._cancel_snapshot()
         return self.tail()
+
+    def _cancel_snapshot(self) -> None:
+        """A task no longer owned under this epoch publishes no snapshot still queued: its new owner
+        does. One already running finishes; what it writes cannot replace the new owner's
+        (`snapshots.publish`) nor move the floor back (`history.prune`)."""
+        if self.snapshotting is not None and self.snapshotting.cancel():
+            self.snapshotting = None
 
     def restore(self) -> int:
         """The first time the task runs: resume from the member's local state when its checkpoint is

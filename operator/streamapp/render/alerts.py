@@ -118,7 +118,8 @@ def alerts(
             f"{app}: a member restored a task in full despite its local state",
             "Pod {{ $labels.pod }} restored a task in full in the last hour although it had local state, for "
             "reason {{ $labels.reason }}: delta-expired means it was away longer than stateStore.deltaRetention, "
-            "checkpoint-unusable that its volume's copy was torn or of another store kind.",
+            "checkpoint-unusable that its volume's copy was torn or of another store kind, delta-larger that "
+            "replaying what it missed would have read more than a full restore.",
         ),
     ]
 

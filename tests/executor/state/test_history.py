@@ -4,14 +4,16 @@ a pruned name, and a copy left behind the floor restores from a snapshot."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from dataplane_checks import commit
 
 from manifestfeed import published_after
-from streamapp.executor.state import changelog, history, snapshots
+from streamapp.executor.state import changelog, history, snapshots, tiers
 from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Fenced, Head, Kind, Manifest
 from streamapp.executor.state.replica import Replica, rebuild
@@ -67,6 +69,64 @@ def test_a_read_that_a_prune_overtakes_goes_on_from_the_archive(tmp_path: Path) 
     first = [next(reading) for _ in range(5)]
     history.prune(layout, 0, below=25)
     assert first + list(reading) == whole
+
+
+def test_a_partition_pruned_all_day_keeps_a_bounded_number_of_archives(tmp_path: Path) -> None:
+    """A prune after every few batches adds an archive each time; merged by size tiers, the count
+    stays at most `tiers.MAX_RUNS` and the history read whole is every accepted manifest."""
+    layout = StateLayout(tmp_path)
+    head = a_history(layout)
+    counts = []
+    for batch in range(400):
+        head = commit(layout, head, {f"k{batch % 7}": batch}, epoch=3)
+        if batch % 3 == 2:
+            history.prune(layout, 0, below=head.seq - 1)
+            counts.append(len(list((tmp_path / "history/p=0").glob("archive-*.json"))))
+    assert len(counts) == 133 and max(counts) <= tiers.MAX_RUNS, counts
+    whole = list(history.accepted_manifests(layout, 0))
+    assert [m.seq for m in whole] == [s for s in range(head.seq + 1) if s != 11], "all but the refused one"
+    reading = history.accepted_manifests(layout, 0)
+    first = [next(reading) for _ in range(50)]
+    for batch in range(30):  # prunes and merges while the read is under way
+        head = commit(layout, head, {"k": batch}, epoch=3)
+        history.prune(layout, 0, below=head.seq - 1)
+    assert [m.seq for m in first + list(reading)] == [m.seq for m in history.accepted_manifests(layout, 0)]
+
+
+class Overtaken(FileStore):
+    """The store as a revoked owner's prune sees it: a newer prune runs to its end just before this
+    one writes its floor (it read the floor, archived and was about to move it)."""
+
+    def __init__(self, root: Path, newer: Callable[[], object]) -> None:
+        super().__init__(root)
+        self.newer: Callable[[], object] | None = newer
+
+    def _floor_written(self, name: str) -> None:
+        if "floor" in name and self.newer is not None:
+            newer, self.newer = self.newer, None
+            newer()
+
+    def put(self, name: str, data: bytes) -> None:
+        self._floor_written(name)
+        super().put(name, data)
+
+    def create(self, name: str, data: bytes) -> bool:
+        self._floor_written(name)
+        return super().create(name, data)
+
+
+def test_a_prune_a_revoked_owner_finishes_late_does_not_move_the_floor_back(tmp_path: Path) -> None:
+    layout = StateLayout(tmp_path)
+    a_history(layout)
+    whole = list(history.accepted_manifests(layout, 0))
+    stale = StateLayout(Overtaken(tmp_path, lambda: history.prune(layout, 0, below=21)))
+    history.prune(stale, 0, below=8)
+    assert manifests.floor(layout, 0).seq == 20
+    assert manifests.floor_copy(layout, 0).seq == 20, "the copy every commit reads"
+    assert history.prune(layout, 0, below=25) == 4, "the next prune starts where the newer one ended"
+    assert list(history.accepted_manifests(layout, 0)) == whole
+    with pytest.raises(Fenced):  # a writer long fenced is still told so in the range pruned last
+        manifests.create(layout, 0, Manifest(seq=22, epoch=1, kind=Kind.BATCH, start=5, end=6))
 
 
 def test_a_long_fenced_writer_cannot_commit_into_a_pruned_name(tmp_path: Path) -> None:

@@ -167,6 +167,51 @@ def test_a_snapshot_uploads_what_changed_and_shares_the_rest(tmp_path: Path) -> 
     assert {f"runs/p=0/{p.name}" for p in (tmp_path / "runs/p=0").iterdir()} == listed, "unlisted runs pruned"
 
 
+def test_a_snapshot_finished_late_does_not_replace_the_one_published_at_its_sequence(tmp_path: Path) -> None:
+    """A revoked owner's snapshot job that finishes after the new owner published the same sequence
+    leaves the published one (whose runs the new owner's pruning keeps) in place."""
+    layout = StateLayout(tmp_path)
+    first = commit(layout, Head(), {"a": 1, "b": 2})
+    snapshots.write(layout, 0, first, "long")
+    head = commit(layout, first, {"a": 3})
+    published: list[snapshots.Snapshot] = []
+
+    class Overtaken(FileStore):
+        """The revoked owner's view: its runs are uploaded when the new owner publishes the sequence."""
+
+        def _publishing(self, name: str) -> None:
+            if name.startswith("snapshots/") and not published:
+                published.append(snapshots.write(layout, 0, head, "long"))
+
+        def create(self, name: str, data: bytes) -> bool:
+            self._publishing(name)
+            return super().create(name, data)
+
+        def put(self, name: str, data: bytes) -> None:
+            self._publishing(name)
+            super().put(name, data)
+
+    late = snapshots.write(StateLayout(Overtaken(tmp_path)), 0, head, "long")
+    assert late == published[0]
+    assert snapshots.read(layout, layout.snapshot(0, head.seq)) == published[0]
+    restored = Replica(layout, 0)
+    restored.load_snapshot()
+    assert restored.head == head and dict(restored.state.items()) == {"a": 3, "b": 2}
+
+
+def test_a_descriptor_that_cannot_be_restored_from_is_replaced(tmp_path: Path) -> None:
+    layout = StateLayout(tmp_path)
+    head = commit(layout, Head(), {"a": 1})
+    broken = snapshots.write(layout, 0, head, "long")
+    for run in broken.runs:
+        layout.store.delete(run.name)
+    replaced = snapshots.write(layout, 0, head, "long")
+    assert replaced != broken
+    restored = Replica(layout, 0)
+    restored.load_snapshot()
+    assert dict(restored.state.items()) == {"a": 1}
+
+
 def test_a_format_1_snapshot_restores_and_is_converted_by_the_next_snapshot(tmp_path: Path) -> None:
     layout = StateLayout(tmp_path)
     state = {f"k{i:04d}": i for i in reversed(range(3_000))}  # unsorted, as a dict wrote it

@@ -42,13 +42,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from streamapp import faults
 from streamapp.executor.io.kafkaclient import METADATA_TIMEOUT_S, KafkaEndpoint, ensure_topic, watermarks
 from streamapp.executor.io.sink import FileSink
 from streamapp.executor.state import manifest as manifests
+from streamapp.executor.state.changelog import read_file
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Conflict, Head, Kind, Manifest
 
@@ -249,7 +249,7 @@ class KafkaSink:
             ("streamapp.seq", str(batch.seq).encode()),
         ]
         for name in batch.outputs:
-            for key, value in output_records(pq.read_table(pa.BufferReader(self.staging.store.get(name)))):
+            for key, value in output_records(read_file(self.staging.store, name)):
                 while True:
                     try:
                         producer.produce(self.endpoint.topic, key=key, value=value, headers=headers)

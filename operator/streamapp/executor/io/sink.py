@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from streamapp.executor.state import blobstore
 from streamapp.executor.state.blobstore import BlobStore, as_store
-from streamapp.executor.state.changelog import attempt_prefix, base, unique_name
+from streamapp.executor.state.changelog import attempt_prefix, base, read_file, unique_name
 from streamapp.executor.state.history import accepted_manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Manifest
@@ -52,10 +52,11 @@ class FileSink:
         object.__setattr__(self, "store", as_store(root))
 
     def write(self, partition: int, seq: int, epoch: int, rows: pa.Table) -> tuple[str, ...]:
-        name = f"{self.directory(partition)}/{unique_name(seq, epoch)}"
         buffer = pa.BufferOutputStream()
         pq.write_table(rows, buffer)
-        self.store.put(name, buffer.getvalue().to_pybytes())
+        data = buffer.getvalue().to_pybytes()
+        name = f"{self.directory(partition)}/{unique_name(seq, epoch, data)}"
+        self.store.put(name, data)
         return (name,)
 
     def settle(self, partition: int, decided: Mapping[int, tuple[str, ...]]) -> None:
@@ -75,4 +76,4 @@ def committed_outputs(
     sink = as_store(sink_root)
     for found in accepted_manifests(layout, partition):
         for name in found.outputs:
-            yield found, pq.read_table(pa.BufferReader(sink.get(name)))
+            yield found, read_file(sink, name)

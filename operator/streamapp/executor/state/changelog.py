@@ -2,7 +2,9 @@
 
 A segment holds the rows one batch changed, as their new values (not deltas), so applying a segment is
 an idempotent upsert and a copy can apply segments in order starting from any snapshot older than them.
-Segment files are written before their manifest and are only read through a manifest that names them.
+Segment files are written before their manifest and are only read through a manifest that names them;
+a segment's name carries the sha256 of its bytes, checked on every read (`read_file`), as a snapshot's
+runs carry theirs.
 
 Restore = newest snapshot (`snapshots`) + the segments committed after it, which keeps restore time
 bounded by the snapshot interval rather than by the age of the partition, and `compact` deletes the
@@ -13,6 +15,7 @@ delta when it gets the task back.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Mapping
@@ -23,14 +26,44 @@ import pyarrow.parquet as pq
 
 from streamapp.executor.state import blobstore
 from streamapp.executor.state import retention as retention_rules
+from streamapp.executor.state.blobstore import BlobStore
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.retention import Mark, Retention
 from streamapp.executor.state.stores import parquet_bytes
 
+DIGEST = "-sha256-"
+SUFFIX = ".parquet"
 
-def unique_name(seq: int, epoch: int) -> str:
-    """A file name no other attempt will use, so a retried batch never overwrites a committed file."""
-    return f"{attempt_prefix(seq)}e{epoch}-{uuid.uuid4().hex[:12]}.parquet"
+
+class CorruptFile(ValueError):
+    """A committed file whose bytes are not the ones it was written with: the store lost or changed
+    them. Raised rather than applying them, since a segment or an output is not written twice."""
+
+
+def unique_name(seq: int, epoch: int, data: bytes) -> str:
+    """A file name no other attempt will use, so a retried batch never overwrites a committed file; it
+    carries the sha256 of `data`, so whoever reads it through a manifest can check it (`read_file`)."""
+    digest = hashlib.sha256(data).hexdigest()
+    return f"{attempt_prefix(seq)}e{epoch}-{uuid.uuid4().hex[:12]}{DIGEST}{digest}{SUFFIX}"
+
+
+def verified(name: str, data: bytes) -> bytes:
+    """`data` when it hashes to the digest in `name`; a name written before names carried one is taken
+    as it is."""
+    stem = PurePosixPath(name).name.removesuffix(SUFFIX)
+    if DIGEST not in stem:
+        return data
+    recorded = stem.rsplit(DIGEST, 1)[1]
+    found = hashlib.sha256(data).hexdigest()
+    if found != recorded:
+        raise CorruptFile(f"{name}: {len(data)} bytes with sha256 {found}, not the ones it was written with")
+    return data
+
+
+def read_file(store: BlobStore, name: str) -> pa.Table:
+    """A segment or an output file, checked against its name's digest; FileNotFoundError when it is
+    gone (compacted), `CorruptFile` when its bytes changed."""
+    return parquet_table(verified(name, store.get(name)))
 
 
 def attempt_prefix(seq: int) -> str:
@@ -47,8 +80,9 @@ def settle(layout: StateLayout, partition: int, decided: Mapping[int, tuple[str,
 
 def write_segment(layout: StateLayout, partition: int, seq: int, epoch: int, table: pa.Table) -> str:
     """Write one batch's changed rows; returns the name a manifest records."""
-    name = f"{layout.changelog(partition)}/{unique_name(seq, epoch)}"
-    layout.store.put(name, parquet_bytes(table))
+    data = parquet_bytes(table)
+    name = f"{layout.changelog(partition)}/{unique_name(seq, epoch, data)}"
+    layout.store.put(name, data)
     return name
 
 
@@ -58,8 +92,8 @@ def base(name: str) -> str:
 
 
 def read_table(layout: StateLayout, name: str) -> pa.Table:
-    """A segment; FileNotFoundError when it is gone (compacted)."""
-    return parquet_table(layout.store.get(name))
+    """A segment; FileNotFoundError when it is gone (compacted), `CorruptFile` when its bytes changed."""
+    return read_file(layout.store, name)
 
 
 def parquet_table(data: bytes) -> pa.Table:

@@ -6,12 +6,17 @@ member back from a restart at its checkpoint, a new owner's publisher at the las
 after each snapshot the owner prunes (`prune`) the manifests no reader starts below:
 
 ```
-history/p=<P>/floor.json               the head at F: manifests at or below F may be gone
+history/p=<P>/floors/<F>.json          the head at F: manifests at or below F may be gone
 history/p=<P>/archive-<F>.json         the accepted manifests of (previous floor, F], and the head at F
+history/p=<P>/archive-<F>-from-<E>.json    several archives merged: those of [E, F]
+history/p=<P>/floor.json               a copy of the newest floor, which every commit reads
 ```
 
 In that order: the archive is written, then the floor, then the manifests are deleted, so whatever a
-crash interrupts, every accepted manifest is in an archive or still in place. Readers of the whole
+crash interrupts, every accepted manifest is in an archive or still in place. The floor is the newest
+of the marks, each created once: a prune that a revoked owner finishes late (it read the floor before
+a newer prune) creates an older mark, which does not move the floor back. The copy it puts may be
+older for a while; the next prune puts the newest again. Readers of the whole
 history (outputs, tools: `accepted_manifests`) read the archives, then the live manifests above the newest one,
 and look at the floor again whenever a manifest they expect is missing (pruned while they read).
 
@@ -25,10 +30,10 @@ it replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from streamapp.executor.state import changelog
+from streamapp.executor.state import changelog, tiers
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.manifest import Head, Manifest
@@ -57,17 +62,56 @@ class Archive:
         return Archive(through=int(body["through"]), head=head, accepted=found)
 
 
+def _archive_names(names: Iterable[str]) -> list[tuple[int, str]]:
+    """(through, name) of the archives among a history folder's names, oldest range end first (the
+    widest first of those ending together)."""
+    found = []
+    for name in names:
+        if name.startswith("archive-") and name.endswith(".json"):
+            found.append((int(name.removeprefix("archive-").removesuffix(".json").split("-", 1)[0]), name))
+    return sorted(found, key=lambda item: (item[0], -len(item[1])))
+
+
 def archives(layout: StateLayout, partition: int, after: int = -1) -> Iterator[Archive]:
-    """The archives of ranges ending after `after`, oldest first."""
+    """The archives of ranges ending after `after`, oldest first. Archives overlap while a merge is
+    under way (readers skip what they have), and one merged away since the listing is skipped: the
+    merge covering it is read then, or found by the caller's next listing."""
     folder = layout.history(partition)
-    ends = sorted(
-        int(name.removeprefix("archive-").removesuffix(".json"))
-        for name in layout.store.names(folder)
-        if name.startswith("archive-") and name.endswith(".json")
-    )
-    for through in ends:
+    for through, name in _archive_names(layout.store.names(folder)):
         if through > after:
-            yield Archive.from_json(layout.store.get(layout.archive(partition, through)))
+            try:
+                yield Archive.from_json(layout.store.get(f"{folder}/{name}"))
+            except FileNotFoundError:
+                continue
+
+
+def merge_archives(layout: StateLayout, partition: int) -> int:
+    """Merge the newest archives by size tiers (`tiers`, as a snapshot's runs), so a partition keeps
+    at most `tiers.MAX_RUNS` archives however long it runs, and each pruned manifest is rewritten about
+    log₂ times in all. The merge is created first and its parts deleted after, so a crash leaves
+    overlapping archives, never a gap. Returns how many archives were merged (0: none)."""
+    folder = layout.history(partition)
+    sizes = layout.store.sizes(folder)
+    listed = _archive_names(sizes)
+    count = tiers.merge_count([sizes[name] for _, name in listed])
+    if not count:
+        return 0
+    first = len(listed) - count
+    after = listed[first - 1][0] if first else -1
+    try:
+        parts = [Archive.from_json(layout.store.get(f"{folder}/{name}")) for _, name in listed[first:]]
+    except FileNotFoundError:
+        return 0  # merged meanwhile by another writer (a revoked owner's late job)
+    accepted: list[Manifest] = []
+    covered = after
+    for part in parts:
+        accepted.extend(kept for kept in part.accepted if kept.seq > covered)
+        covered = max(covered, part.through)
+    merged = Archive(parts[-1].through, parts[-1].head, tuple(accepted))
+    layout.store.create(layout.archive(partition, merged.through, after + 1), merged.to_json())
+    for _, name in listed[first:]:
+        layout.store.delete(f"{folder}/{name}")
+    return count
 
 
 def accepted_manifests(layout: StateLayout, partition: int) -> Iterator[Manifest]:
@@ -122,9 +166,17 @@ def prune(layout: StateLayout, partition: int, below: int) -> int:
         if step.accepted:
             kept.append(found)
         head = step.head
-    layout.store.put(layout.archive(partition, through), Archive(through, head, tuple(kept)).to_json())
-    body = {"seq": head.seq, "offset": head.offset, "epoch": head.epoch}
-    layout.store.put(layout.floor(partition), json.dumps(body).encode())
+    # Created, never replaced: an archive of the same range already there holds the same manifests.
+    layout.store.create(layout.archive(partition, through), Archive(through, head, tuple(kept)).to_json())
+    body = json.dumps({"seq": head.seq, "offset": head.offset, "epoch": head.epoch}).encode()
+    layout.store.create(layout.floor_mark(partition, through), body)
+    newest = manifests.floor(layout, partition)  # a newer prune's, when this one was overtaken
+    copy = {"seq": newest.seq, "offset": newest.offset, "epoch": newest.epoch}
+    layout.store.put(layout.floor(partition), json.dumps(copy).encode())
+    for name in layout.store.names(layout.floors(partition)):
+        if name.endswith(".json") and int(name.removesuffix(".json")) < newest.seq:
+            layout.store.delete(f"{layout.floors(partition)}/{name}")
     for seq in range(old.seq + 1, through + 1):
         layout.store.delete(layout.manifest(partition, seq))
+    merge_archives(layout, partition)
     return through - old.seq

@@ -2,13 +2,15 @@
 
 ```
 <state>/commits/p=<P>/<seq>.json            commit manifests (the only source of truth)
-<state>/changelog/p=<P>/<seq>-e<epoch>-<id>.parquet   changelog segments: the rows a batch changed
+<state>/changelog/p=<P>/<seq>-e<epoch>-<id>-sha256-<digest>.parquet   the rows a batch changed
 <state>/snapshots/p=<P>/<seq>.json          state of the partition after commit <seq>: a list of runs
 <state>/runs/p=<P>/<seq>-<id>.arrows        sorted runs the snapshots list (see `snapshots`)
-<state>/history/p=<P>/floor.json             how far manifests are pruned; archive-<seq>.json below it
+<state>/history/p=<P>/floors/<seq>.json      how far manifests are pruned (the newest); archives of the
+                                            manifests pruned beside them (archive-<seq>[-from-<seq>].json);
+                                            floor.json: the newest floor's copy, read per commit
 <state>/checkpoints/p=<P>/<member>.json     marks: which seq a member's local checkpoint holds, and when
 <state>/owner.json                          the app whose root this is (`owner`)
-<sink>/p=<P>/<seq>-e<epoch>-<id>.parquet    outputs (the default file sink)
+<sink>/p=<P>/<seq>-e<epoch>-<id>-sha256-<digest>.parquet    outputs (the default file sink)
 ```
 Names are relative to the store's root (`blobstore.BlobStore`): manifests name segments relative to the
 state root and outputs relative to the sink root, so a state directory can be mounted at a different
@@ -61,8 +63,16 @@ class StateLayout:
     def floor(self, partition: int) -> str:
         return f"{self.history(partition)}/floor.json"
 
-    def archive(self, partition: int, through: int) -> str:
-        return f"{self.history(partition)}/archive-{through:012d}.json"
+    def floors(self, partition: int) -> str:
+        return f"{self.history(partition)}/floors"
+
+    def floor_mark(self, partition: int, seq: int) -> str:
+        return f"{self.floors(partition)}/{seq:012d}.json"
+
+    def archive(self, partition: int, through: int, first: int | None = None) -> str:
+        """One prune's archive, or (`first`) the merge of several covering [first, through]."""
+        merged = "" if first is None else f"-from-{first:012d}"
+        return f"{self.history(partition)}/archive-{through:012d}{merged}.json"
 
     def marks(self, partition: int) -> str:
         return partition_dir("checkpoints", partition)

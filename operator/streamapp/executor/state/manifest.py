@@ -168,7 +168,7 @@ def create(layout: StateLayout, partition: int, manifest: Manifest) -> None:
     its manifest is deleted again and it is told it is fenced."""
     name = layout.manifest(partition, manifest.seq)
     if layout.store.create(name, manifest.to_json()):
-        pruned = floor(layout, partition)
+        pruned = floor_copy(layout, partition)
         if pruned.seq >= manifest.seq:
             layout.store.delete(name)
             raise Fenced(partition, manifest.epoch, pruned.epoch)
@@ -181,11 +181,35 @@ def create(layout: StateLayout, partition: int, manifest: Manifest) -> None:
 
 def floor(layout: StateLayout, partition: int) -> Head:
     """How far the history is pruned (`history.prune`): manifests at or below `seq` may be gone, and
-    the history there stood at `offset` under `epoch`. `Head()` when nothing was pruned."""
+    the history there stood at `offset` under `epoch`. `Head()` when nothing was pruned.
+
+    The newest of the floor marks, each created once and never replaced, so a prune that a stale owner
+    finishes late cannot move the floor back; `floor.json` counts too (versions before the marks wrote
+    only that)."""
+    marks = [name for name in layout.store.names(layout.floors(partition)) if name.endswith(".json")]
+    newest = Head()
+    for name in sorted(marks, reverse=True):
+        try:
+            newest = _head(layout.store.get(f"{layout.floors(partition)}/{name}"))
+            break
+        except FileNotFoundError:
+            continue  # removed by a newer prune since the listing: an older one than the newest
+    copy = floor_copy(layout, partition)
+    return copy if copy.seq > newest.seq else newest
+
+
+def floor_copy(layout: StateLayout, partition: int) -> Head:
+    """`floor.json`: the newest floor mark's copy at one read, what `create` checks after every commit
+    (a listing per commit would cost more than the commit on S3). A prune finished late by a stale
+    owner may put an older copy back until the next prune; it is never ahead of the marks."""
     try:
-        body = json.loads(layout.store.get(layout.floor(partition)))
+        return _head(layout.store.get(layout.floor(partition)))
     except FileNotFoundError:
         return Head()
+
+
+def _head(data: bytes) -> Head:
+    body = json.loads(data)
     return Head(seq=int(body["seq"]), offset=int(body["offset"]), epoch=int(body["epoch"]))
 
 

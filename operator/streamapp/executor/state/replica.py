@@ -40,7 +40,7 @@ from streamapp.executor.state.stores import KeyedStore, MemoryStore
 # Why a copy that had local state of its task restored it in full anyway: its checkpoint could not be
 # read, the shared history no longer holds what it names, or the changelog after it was compacted away.
 # A member's report carries it (`api.member.FullRestoreReason` spells the same values).
-FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-expired"]
+FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-expired", "delta-larger"]
 
 log = logging.getLogger(__name__)
 FLOOR_CHECK_SECONDS = 30.0
@@ -104,10 +104,12 @@ class Replica:
         self.state, found, discarded = self.local.open(self.partition)
         self.opened = True
         if found is not None and self._trusted(found):
-            self.head, self.windows = found.head, None
-            self.cold_rows = len(self.state)
-            return True
-        if discarded:
+            if not self._delta_larger(found.head):
+                self.head, self.windows = found.head, None
+                self.cold_rows = len(self.state)
+                return True
+            self._fell_back("delta-larger")
+        elif discarded:
             self._fell_back("checkpoint-unusable")
         elif found is not None:
             pruned = max(found.anchor_seq, 0) <= manifests.floor(self.layout, self.partition).seq
@@ -115,6 +117,22 @@ class Replica:
         self.local.forget(self.partition)
         self.state.clear()
         return False
+
+    def _delta_larger(self, checkpoint: Head) -> bool:
+        """Whether replaying the changelog after `checkpoint` reads more bytes than a full restore: the
+        newest snapshot's runs and the changelog after it. A member away for long while the task was
+        busy can have more to replay than the state holds (each batch's segment repeats hot keys).
+        One listing of the changelog's sizes and one snapshot descriptor decide it."""
+        sizes: dict[int, int] = {}
+        for name, size in self.layout.store.sizes(self.layout.changelog(self.partition)).items():
+            seq = changelog.file_seq(name)
+            sizes[seq] = sizes.get(seq, 0) + size
+        newest = snapshots.newest_trusted(self.layout, self.partition)
+        if newest is None or newest.head.seq <= checkpoint.seq:
+            return False  # a full restore would replay all the delta and more
+        delta = sum(size for seq, size in sizes.items() if seq > checkpoint.seq)
+        full = newest.size + sum(size for seq, size in sizes.items() if seq > newest.head.seq)
+        return delta > full
 
     def _fell_back(self, reason: FullRestoreReason) -> None:
         """Local state was here but cannot be used: the restore about to happen is a full one."""

@@ -64,6 +64,11 @@ class Snapshot:
         """Rows a restore from it applies."""
         return self.legacy.num_rows if self.legacy is not None else sum(run.rows for run in self.runs)
 
+    @property
+    def size(self) -> int:
+        """Bytes a restore from it reads (its runs; a format-1 snapshot's are not recorded: 0)."""
+        return sum(run.size for run in self.runs)
+
     def to_json(self) -> bytes:
         head = self.head
         body = {"format": FORMAT, "seq": head.seq, "offset": head.offset, "epoch": head.epoch}
@@ -107,6 +112,21 @@ def read(layout: StateLayout, name: str) -> Snapshot:
     return Snapshot(head, tuple(Run.from_json(run) for run in body["runs"]))
 
 
+def newest_trusted(layout: StateLayout, partition: int) -> Snapshot | None:
+    """The newest format-2 snapshot whose manifest still stands (format-1 ones are read whole to know
+    their head, so they are left out), or None."""
+    for name in newest_first(layout, partition):
+        if not name.endswith(SUFFIX):
+            continue
+        try:
+            found = read(layout, name)
+        except FileNotFoundError:
+            continue
+        if trusted(layout, partition, found):
+            return found
+    return None
+
+
 def trusted(layout: StateLayout, partition: int, snapshot: Snapshot) -> bool:
     """Manifest `seq` still exists with the snapshot's epoch and offset."""
     committed = manifests.read(layout, partition, snapshot.head.seq)
@@ -135,6 +155,7 @@ def write(layout: StateLayout, partition: int, head: Head, value_type: str) -> S
     base = _base(layout, partition, head, arrow)
     name = partial(runs.unique_name, layout.runs(partition), head.seq)
     kept = list(base.runs)
+    inherited = frozenset(run.name for run in kept)
     uploaded = 0
     for delta in _deltas(layout, partition, base.head, head):
         kept.append(runs.write(layout.store, name(), arrow, [delta]))
@@ -143,8 +164,7 @@ def write(layout: StateLayout, partition: int, head: Head, value_type: str) -> S
             merged = runs.merge(layout.store, kept[-count:], name(), arrow, bottom=count == len(kept))
             kept = kept[:-count] + ([merged] if merged.rows else [])
             uploaded += merged.size
-    snapshot = Snapshot(head, tuple(kept))
-    layout.store.put(layout.snapshot(partition, head.seq), snapshot.to_json())
+    snapshot = publish(layout, partition, Snapshot(head, tuple(kept)), inherited)
     log.info(
         "partition %d: snapshot at seq %d: %d runs, %d rows; uploaded %d bytes in %.1f s",
         partition,
@@ -165,9 +185,32 @@ def write_table(
     folder = layout.runs(partition)
     rows = runs.newest_per_key([table], drop_tombstones=True)
     run = runs.write(layout.store, runs.unique_name(folder, head.seq), arrow_type(value_type), [rows])
-    snapshot = Snapshot(head, (run,))
-    layout.store.put(layout.snapshot(partition, head.seq), snapshot.to_json())
+    return publish(layout, partition, Snapshot(head, (run,)), frozenset())
+
+
+def publish(layout: StateLayout, partition: int, snapshot: Snapshot, inherited: frozenset[str]) -> Snapshot:
+    """Create the snapshot's descriptor unless one at its sequence is there already and usable; then
+    that one stands and the runs written for this one (all but `inherited`) are removed. A revoked
+    owner whose snapshot finishes late thus cannot replace the new owner's, whose runs and pruning
+    rely on it; only a descriptor that cannot be restored from is replaced. Returns the one published."""
+    name = layout.snapshot(partition, snapshot.head.seq)
+    if layout.store.create(name, snapshot.to_json()):
+        return snapshot
+    try:
+        there = read(layout, name)
+    except (FileNotFoundError, ValueError):
+        there = None
+    if there is not None and trusted(layout, partition, there) and _runs_exist(layout, there):
+        for run in snapshot.runs:
+            if run.name not in inherited and all(run.name != kept.name for kept in there.runs):
+                layout.store.delete(run.name)
+        return there
+    layout.store.put(name, snapshot.to_json())
     return snapshot
+
+
+def _runs_exist(layout: StateLayout, snapshot: Snapshot) -> bool:
+    return snapshot.legacy is not None or all(layout.store.exists(run.name) for run in snapshot.runs)
 
 
 def _base(layout: StateLayout, partition: int, head: Head, arrow: pa.DataType) -> Snapshot:
@@ -189,7 +232,7 @@ def _base(layout: StateLayout, partition: int, head: Head, arrow: pa.DataType) -
             )
             log.info("partition %d: format-1 snapshot %s converted into run %s", partition, name, run.name)
             return Snapshot(found.head, (run,))
-        if all(layout.store.exists(run.name) for run in found.runs):
+        if _runs_exist(layout, found):
             return found
     return Snapshot(Head())
 
