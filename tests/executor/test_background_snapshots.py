@@ -9,7 +9,8 @@ import pytest
 from dataplane_checks import Stores, check_partition, executor_for, generated_log
 from pyspark.sql import SparkSession
 
-from streamapp.executor.runtime import Target
+from streamapp.executor.io.source import FileLog
+from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.state import snapshots
 from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
@@ -38,14 +39,20 @@ class HeldSnapshots(FileStore):
         return super().create(name, data)
 
 
-@pytest.mark.spark
-def test_rounds_go_on_while_a_snapshot_is_held_at_its_upload(spark: SparkSession, tmp_path: Path) -> None:
-    del spark
+def two_tasks_snapshotting_every_two_batches(tmp_path: Path) -> tuple[FileLog, HeldSnapshots, Executor]:
+    """An executor owning two tasks of a generated log, on a store that holds snapshot uploads."""
     log = generated_log(tmp_path / "log", partitions=2, count=2_400, keys=300, seed=5)
     state = HeldSnapshots(tmp_path / "state")
     stores = Stores(state, FileStore(tmp_path / "outputs"))
     executor = executor_for(stores, log, "a", max_batch_records=100, snapshot_every=2)
     executor.apply(Target(active={0: 1, 1: 1}))
+    return log, state, executor
+
+
+@pytest.mark.spark
+def test_rounds_go_on_while_a_snapshot_is_held_at_its_upload(spark: SparkSession, tmp_path: Path) -> None:
+    del spark
+    log, state, executor = two_tasks_snapshotting_every_two_batches(tmp_path)
     layout = StateLayout(state)
     while not state.waiting.is_set():  # rounds until the first snapshot (due after 2 batches) is held
         assert executor.step() > 0
@@ -68,11 +75,7 @@ def test_a_task_demoted_here_drops_its_queued_snapshot(spark: SparkSession, tmp_
     """The background thread is busy with one task's snapshot; the other task's waits in the queue.
     Demoted to standby meanwhile, the other task cancels it: its new owner snapshots, not this copy."""
     del spark
-    log = generated_log(tmp_path / "log", partitions=2, count=2_400, keys=300, seed=6)
-    state = HeldSnapshots(tmp_path / "state")
-    stores = Stores(state, FileStore(tmp_path / "outputs"))
-    executor = executor_for(stores, log, "a", max_batch_records=100, snapshot_every=2)
-    executor.apply(Target(active={0: 1, 1: 1}))
+    _, state, executor = two_tasks_snapshotting_every_two_batches(tmp_path)
     tasks = executor.tasks
     while sum(task.snapshotting is not None for task in tasks.values()) < 2:
         assert executor.step() > 0
