@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     steps: list[tuple[str, Callable[[Path], Path]]] = [("chart", package_chart), ("wheel", wheel)]
     if not args.no_image:
-        steps.append(("image (built first when not current; ~1 GB)", image_archive))
+        steps.append(("image (built first when not current; ~750 MB)", image_archive))
     made = []
     for label, step in steps:
         print(f"dist: {label} …", flush=True)
