@@ -93,6 +93,62 @@ def test_a_partition_pruned_all_day_keeps_a_bounded_number_of_archives(tmp_path:
     assert [m.seq for m in first + list(reading)] == [m.seq for m in history.accepted_manifests(layout, 0)]
 
 
+def test_a_history_an_earlier_version_pruned_reads_and_prunes_on(tmp_path: Path) -> None:
+    """Earlier versions named an archive by its end alone and kept the floor in floor.json only."""
+    layout = StateLayout(tmp_path)
+    head = a_history(layout)
+    whole = list(history.accepted_manifests(layout, 0))
+    history.prune(layout, 0, below=8)
+    history.prune(layout, 0, below=21)
+    folder = tmp_path / "history/p=0"
+    for archive in folder.glob("archive-*-from-*.json"):
+        archive.rename(folder / f"{archive.name.partition('-from-')[0]}.json")
+    for mark in (folder / "floors").iterdir():
+        mark.unlink()
+    assert manifests.floor(layout, 0).seq == 20, "floor.json still counts"
+    assert list(history.accepted_manifests(layout, 0)) == whole
+    for batch in range(12):
+        head = commit(layout, head, {"k": batch}, epoch=3)
+        history.prune(layout, 0, below=head.seq - 1)
+    assert [m.seq for m in history.accepted_manifests(layout, 0)] == [
+        s for s in range(head.seq + 1) if s != 11
+    ]
+
+
+class CrashingMerges(FileStore):
+    """A store whose owner dies after deleting `survive` archives: a merge is left half done."""
+
+    def __init__(self, root: Path, survive: int) -> None:
+        super().__init__(root)
+        self.survive = survive
+
+    def delete(self, name: str) -> None:
+        if "/archive-" in name:
+            if self.survive == 0:
+                raise OSError("the executor died here")
+            self.survive -= 1
+        super().delete(name)
+
+
+@pytest.mark.parametrize("survive", [0, 1, 2, 5])
+def test_merges_a_crash_interrupted_leave_the_history_whole(tmp_path: Path, survive: int) -> None:
+    layout = StateLayout(tmp_path)
+    head = a_history(layout)
+    crashing = StateLayout(CrashingMerges(tmp_path, survive))
+    crashed = False
+    for batch in range(200):
+        head = commit(layout, head, {"k": batch}, epoch=3)
+        if batch % 2:
+            try:
+                history.prune(crashing if not crashed else layout, 0, below=head.seq - 1)
+            except OSError:
+                crashed = True  # the next owner goes on from what is left
+            seqs = [m.seq for m in history.accepted_manifests(layout, 0)]
+            assert seqs == [s for s in range(head.seq + 1) if s != 11], (batch, survive)
+    assert crashed
+    assert len(list((tmp_path / "history/p=0").glob("archive-*.json"))) <= tiers.MAX_RUNS + 1
+
+
 class Overtaken(FileStore):
     """The store as a revoked owner's prune sees it: a newer prune runs to its end just before this
     one writes its floor (it read the floor, archived and was about to move it)."""

@@ -7,8 +7,8 @@ after each snapshot the owner prunes (`prune`) the manifests no reader starts be
 
 ```
 history/p=<P>/floors/<F>.json          the head at F: manifests at or below F may be gone
-history/p=<P>/archive-<F>.json         the accepted manifests of (previous floor, F], and the head at F
-history/p=<P>/archive-<F>-from-<E>.json    several archives merged: those of [E, F]
+history/p=<P>/archive-<F>-from-<E>.json   the accepted manifests of [E, F] (E: the previous floor + 1),
+                                         and the head at F; one prune's, or several merged
 history/p=<P>/floor.json               a copy of the newest floor, which every commit reads
 ```
 
@@ -62,27 +62,51 @@ class Archive:
         return Archive(through=int(body["through"]), head=head, accepted=found)
 
 
-def _archive_names(names: Iterable[str]) -> list[tuple[int, str]]:
-    """(through, name) of the archives among a history folder's names, oldest range end first (the
-    widest first of those ending together)."""
-    found = []
+@dataclass(frozen=True)
+class Span:
+    """An archive's name and the range of sequences it covers, [first, through], from its name
+    (`archive-<through>-from-<first>.json`); one named only by its end (written before ranges were
+    named) starts where the one before it ends."""
+
+    first: int
+    through: int
+    name: str
+
+
+def spans(names: Iterable[str]) -> list[Span]:
+    """The archives among a history folder's names, by range end."""
+    found: list[tuple[int, int | None, str]] = []
     for name in names:
         if name.startswith("archive-") and name.endswith(".json"):
-            found.append((int(name.removeprefix("archive-").removesuffix(".json").split("-", 1)[0]), name))
-    return sorted(found, key=lambda item: (item[0], -len(item[1])))
+            end, _, start = name.removeprefix("archive-").removesuffix(".json").partition("-from-")
+            found.append((int(end), int(start) if start else None, name))
+    found.sort(key=lambda item: (item[0], item[1] if item[1] is not None else item[0]))
+    out: list[Span] = []
+    previous = -1
+    for through, first, name in found:
+        out.append(Span(previous + 1 if first is None else first, through, name))
+        previous = through
+    return out
 
 
 def archives(layout: StateLayout, partition: int, after: int = -1) -> Iterator[Archive]:
-    """The archives of ranges ending after `after`, oldest first. Archives overlap while a merge is
-    under way (readers skip what they have), and one merged away since the listing is skipped: the
-    merge covering it is read then, or found by the caller's next listing."""
+    """The archives that continue the history after sequence `after`, in order: each time the one
+    reaching furthest among those starting at or before the next sequence. Archives overlap while a
+    merge is under way, or after one a crash interrupted; this walk reads each range once and never
+    skips one. An archive merged away since the listing is passed over (another covers it, or the
+    caller's next listing finds the merge)."""
     folder = layout.history(partition)
-    for through, name in _archive_names(layout.store.names(folder)):
-        if through > after:
-            try:
-                yield Archive.from_json(layout.store.get(f"{folder}/{name}"))
-            except FileNotFoundError:
-                continue
+    left = spans(layout.store.names(folder))
+    head = after
+    while usable := [span for span in left if span.first <= head + 1 < span.through + 1]:
+        span = max(usable, key=lambda found: found.through)
+        left.remove(span)
+        try:
+            archive = Archive.from_json(layout.store.get(f"{folder}/{span.name}"))
+        except FileNotFoundError:
+            continue
+        yield archive
+        head = archive.through
 
 
 def merge_archives(layout: StateLayout, partition: int) -> int:
@@ -92,25 +116,29 @@ def merge_archives(layout: StateLayout, partition: int) -> int:
     overlapping archives, never a gap. Returns how many archives were merged (0: none)."""
     folder = layout.history(partition)
     sizes = layout.store.sizes(folder)
-    listed = _archive_names(sizes)
-    count = tiers.merge_count([sizes[name] for _, name in listed])
+    listed = spans(sizes)
+    count = tiers.merge_count([sizes[span.name] for span in listed])
     if not count:
         return 0
-    first = len(listed) - count
-    after = listed[first - 1][0] if first else -1
+    merging = sorted(listed[-count:], key=lambda span: span.first)
+    reach = merging[0].first - 1
+    for span in merging:
+        if span.first > reach + 1:
+            return 0  # not one contiguous range: left as they are
+        reach = max(reach, span.through)
     try:
-        parts = [Archive.from_json(layout.store.get(f"{folder}/{name}")) for _, name in listed[first:]]
+        parts = [Archive.from_json(layout.store.get(f"{folder}/{span.name}")) for span in merging]
     except FileNotFoundError:
         return 0  # merged meanwhile by another writer (a revoked owner's late job)
-    accepted: list[Manifest] = []
-    covered = after
-    for part in parts:
-        accepted.extend(kept for kept in part.accepted if kept.seq > covered)
-        covered = max(covered, part.through)
-    merged = Archive(parts[-1].through, parts[-1].head, tuple(accepted))
-    layout.store.create(layout.archive(partition, merged.through, after + 1), merged.to_json())
-    for _, name in listed[first:]:
-        layout.store.delete(f"{folder}/{name}")
+    first = merging[0].first
+    by_seq = {kept.seq: kept for part in parts for kept in part.accepted if kept.seq >= first}
+    last = max(parts, key=lambda part: part.through)
+    merged = Archive(last.through, last.head, tuple(by_seq[seq] for seq in sorted(by_seq)))
+    target = layout.archive(partition, merged.through, first)
+    layout.store.create(target, merged.to_json())  # one already there covers the same range
+    for span in merging:
+        if f"{folder}/{span.name}" != target:
+            layout.store.delete(f"{folder}/{span.name}")
     return count
 
 
@@ -167,7 +195,8 @@ def prune(layout: StateLayout, partition: int, below: int) -> int:
             kept.append(found)
         head = step.head
     # Created, never replaced: an archive of the same range already there holds the same manifests.
-    layout.store.create(layout.archive(partition, through), Archive(through, head, tuple(kept)).to_json())
+    archived = Archive(through, head, tuple(kept))
+    layout.store.create(layout.archive(partition, through, old.seq + 1), archived.to_json())
     body = json.dumps({"seq": head.seq, "offset": head.offset, "epoch": head.epoch}).encode()
     layout.store.create(layout.floor_mark(partition, through), body)
     newest = manifests.floor(layout, partition)  # a newer prune's, when this one was overtaken
