@@ -125,8 +125,9 @@ class Replica:
         One listing of the changelog's sizes and one snapshot descriptor decide it."""
         sizes: dict[int, int] = {}
         for name, size in self.layout.store.sizes(self.layout.changelog(self.partition)).items():
-            seq = changelog.file_seq(name)
-            sizes[seq] = sizes.get(seq, 0) + size
+            if name.endswith(changelog.SUFFIX) and name[:1].isdigit():  # a segment, not a stray file
+                seq = changelog.file_seq(name)
+                sizes[seq] = sizes.get(seq, 0) + size
         newest = snapshots.newest_trusted(self.layout, self.partition)
         if newest is None or newest.head.seq <= checkpoint.seq:
             return False  # a full restore would replay all the delta and more

@@ -190,7 +190,7 @@ def write_table(
 
 def publish(layout: StateLayout, partition: int, snapshot: Snapshot, inherited: frozenset[str]) -> Snapshot:
     """Create the snapshot's descriptor unless one at its sequence is there already and usable; then
-    that one stands and the runs written for this one (all but `inherited`) are removed. A revoked
+    that one stands and this one's own runs (all but `inherited`) are removed. A revoked
     owner whose snapshot finishes late thus cannot replace the new owner's, whose runs and pruning
     rely on it; only a descriptor that cannot be restored from is replaced. Returns the one published."""
     name = layout.snapshot(partition, snapshot.head.seq)
