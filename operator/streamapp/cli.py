@@ -61,8 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(entry.module)
         except ModuleNotFoundError as error:
-            if entry.extra is None:
-                raise
+            if entry.extra is None or (error.name or "").partition(".")[0] == "streamapp":
+                raise  # not a missing extra: a fault of this package's own
             for name in entry.names:
                 _needs_extra(subparsers, name, entry.extra, error)
             continue
