@@ -77,12 +77,12 @@ def test_a_partition_pruned_all_day_keeps_a_bounded_number_of_archives(tmp_path:
     layout = StateLayout(tmp_path)
     head = a_history(layout)
     counts = []
-    for batch in range(400):
+    for batch in range(240):
         head = commit(layout, head, {f"k{batch % 7}": batch}, epoch=3)
         if batch % 3 == 2:
             history.prune(layout, 0, below=head.seq - 1)
             counts.append(len(list((tmp_path / "history/p=0").glob("archive-*.json"))))
-    assert len(counts) == 133 and max(counts) <= tiers.MAX_RUNS, counts
+    assert len(counts) == 80 and max(counts) <= tiers.MAX_RUNS, counts
     whole = list(history.accepted_manifests(layout, 0))
     assert [m.seq for m in whole] == [s for s in range(head.seq + 1) if s != 11], "all but the refused one"
     reading = history.accepted_manifests(layout, 0)
@@ -130,13 +130,13 @@ class CrashingMerges(FileStore):
         super().delete(name)
 
 
-@pytest.mark.parametrize("survive", [0, 1, 2, 5])
+@pytest.mark.parametrize("survive", [0, 5])
 def test_merges_a_crash_interrupted_leave_the_history_whole(tmp_path: Path, survive: int) -> None:
     layout = StateLayout(tmp_path)
     head = a_history(layout)
     crashing = StateLayout(CrashingMerges(tmp_path, survive))
     crashed = False
-    for batch in range(200):
+    for batch in range(120):
         head = commit(layout, head, {"k": batch}, epoch=3)
         if batch % 2:
             try:
