@@ -9,7 +9,7 @@ OUT := out
 # (bash's `time`: children included), so make test's log shows what each build and test phase cost.
 TIMED = TIMEFORMAT='make $@: %0R s wall, %0U s user + %0S s system CPU'; time
 
-.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean
+.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -153,6 +153,14 @@ BENCH_RUNS ?= 3
 bench-cluster: $(STAMP) k8s-binaries helm
 	@mkdir -p $(OUT)
 	$(PY) bench/cluster.py --quick --runs $(BENCH_RUNS) --out $(OUT) $(BENCH_ARGS)
+
+## bench-cluster-large: the same scenarios with large state (about 1.3M keys per task, LMDB), each app's store
+## an S3 server in a network namespace behind a link shaped by tc, so a cold restore takes minutes (over twice
+## a pod's start); three runs (BENCH_RUNS), about an hour each on 2 cores; root. Writes bench/results/cluster-large.md
+## and the large rows of cluster-summary.json. Never part of make test.
+bench-cluster-large: $(STAMP) k8s-binaries helm s3server
+	@mkdir -p $(OUT)
+	$(PY) bench/cluster.py --large --runs $(BENCH_RUNS) --out $(OUT) $(BENCH_ARGS)
 
 ## bench-cluster-report: bench/results/cluster.md, cluster-summary.json and the plots again from the
 ## recorded runs alone (no cluster)

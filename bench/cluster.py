@@ -50,10 +50,13 @@ def measure(settings: Settings, command: str, path: Path) -> dict[str, Any]:
         "load_start": load_start,
         "machine": report.machine(),
     }
-    run = run_on_cluster(settings)
-    extra.update(minutes=(time.monotonic() - began) / 60, load_end=os.getloadavg()[0])
-    print("measuring from the manifests and the input", flush=True)
-    extra["from_files"] = analysis.from_files(run)
+
+    def finish(run: Run) -> None:
+        extra.update(minutes=(time.monotonic() - began) / 60, load_end=os.getloadavg()[0])
+        print("measuring from the manifests and the input", flush=True)
+        extra["from_files"] = analysis.from_files(run)
+
+    run = run_on_cluster(settings, finish)
     raw.dump(run, path, extra)
     return raw.read(path)
 
@@ -66,6 +69,7 @@ def derive(doc: dict[str, Any], plotted: Path | None) -> dict[str, Any]:
     if plotted is not None:
         plots(run, plotted)
     return {
+        "choices": analysis.choices(run),
         **{k: v for k, v in extra.items() if k != "from_files"},
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(run.settings).items()},
         "failed": run.failed,
@@ -80,7 +84,8 @@ def plots(run: Run, directory: Path) -> None:
     for scenario in report.SCENARIOS:
         windows = [w for w in run.windows if w.phase == scenario]
         if windows:
-            plot_phase(run.apps, windows, directory / f"cluster-{scenario}.png")
+            name = report.plot_name({"settings": vars(run.settings)}, scenario)
+            plot_phase(run.apps, windows, directory / name)
 
 
 def compare(results: dict[str, Any], scenarios: Path) -> dict[tuple[str, str], dict[str, Any]]:
@@ -102,22 +107,34 @@ def compare(results: dict[str, Any], scenarios: Path) -> dict[tuple[str, str], d
 
 
 def write_report(record: Path, write: Path, plotted: Path, scenarios: Path, notes: Path | None) -> int:
-    """The report, summary and JSON from every run on record; 1 if a run's output was not exactly once."""
-    docs = [raw.read(path) for path in series.recorded(record)]
-    if not docs:
+    """Per regime with runs on record, its report and JSON (`write`, and `-large` beside it); the summary
+    and headline of every regime; 1 if a run's output was not exactly once."""
+    summaries: list[dict[str, Any]] = []
+    headlines: list[str] = []
+    failed: list[str] = []
+    for regime in series.REGIMES:
+        docs = [raw.read(path) for path in series.recorded(record, regime)]
+        if not docs:
+            continue
+        runs = [derive(doc, plotted if number == 0 else None) for number, doc in enumerate(docs)]
+        where = series.regime_path(scenarios, regime)
+        predicted = compare(runs[0], where)
+        summary = series.summary(runs)
+        checked = series.held_out(predicted, runs)
+        target = series.regime_path(write, regime)
+        raw.write_json(target.with_suffix(".json"), {"runs": runs, "summary": summary, "held_out": checked})
+        shown = f"bench/scenarios/{where.name}/" if scenarios == CALIBRATED else f"{where}/"
+        noted = None if notes is None else series.regime_path(notes, regime)
+        target.write_text(report.render(runs, summary, checked, noted, shown))
+        print(f"wrote {target} from {len(runs)} run(s)")
+        summaries += summary
+        headlines.append(report.headline(runs, summary))
+        failed += [p for r in runs for p, text in r["exactly_once"].items() if not text.startswith("ok")]
+    if not summaries:
         print(f"no run recorded in {record}", file=sys.stderr)
         return 1
-    runs = [derive(doc, plotted if number == 0 else None) for number, doc in enumerate(docs)]
-    predicted = compare(runs[0], scenarios)
-    summary = series.summary(runs)
-    checked = series.held_out(predicted, runs)
-    raw.write_json(write.with_name("cluster-summary.json"), summary)
-    raw.write_json(write.with_suffix(".json"), {"runs": runs, "summary": summary, "held_out": checked})
-    shown = "bench/scenarios/calibrated/" if scenarios == CALIBRATED else f"{scenarios}/"
-    write.write_text(report.render(runs, summary, checked, notes, shown))
-    write.with_name("cluster-headline.md").write_text(report.headline(runs, summary))
-    print(f"wrote {write} from {len(runs)} run(s)")
-    failed = [p for r in runs for p, text in r["exactly_once"].items() if not text.startswith("ok")]
+    raw.write_json(write.with_name("cluster-summary.json"), summaries)
+    write.with_name("cluster-headline.md").write_text("\n".join(headlines))
     return 1 if failed else 0
 
 
@@ -146,6 +163,12 @@ def interruptible() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench/cluster.py", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller state, lower rate, shorter holds")
+    parser.add_argument(
+        "--large",
+        action="store_true",
+        help="the large regime: the quick run over millions of keys per task, each app's store an S3 "
+        "server behind a slow link, so a cold restore takes minutes (needs root)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs in the series (default 3)")
     parser.add_argument("--only", action="append", default=[], help="run only this phase (repeatable)")
     parser.add_argument(
@@ -176,13 +199,19 @@ def main(argv: list[str] | None = None) -> int:
     notes = RESULTS / "cluster-notes.md" if is_record else None
     if args.report:
         return write_report(record, args.write, plotted, scenarios, notes)
-    settings = Settings.quick(args.out) if args.quick else Settings(args.out)
+    settings = (
+        Settings.large(args.out)
+        if args.large
+        else Settings.quick(args.out)
+        if args.quick
+        else Settings(args.out)
+    )
     settings = replace(settings, only=tuple(args.only), protocols=tuple(args.protocol) or PROTOCOLS)
     command = f"bench/cluster.py {shlex.join(sys.argv[1:] if argv is None else argv)}"
     print(f"invoked as: {shlex.join(sys.argv)}", flush=True)
     status = 0
     for number in range(1, args.runs + 1):
-        path = series.run_path(record, number)
+        path = series.run_path(record, settings.regime, number)
         if path.exists():
             print(f"run {number}/{args.runs} on record ({path}): skipped", flush=True)
             continue

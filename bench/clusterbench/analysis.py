@@ -69,6 +69,23 @@ def _key(window: Window) -> str:
     return f"{window.phase}/{window.protocol}"
 
 
+def choices(run: Run) -> dict[str, list[list[Any]]]:
+    """Each choice for a lost member's tasks an app's status showed within a window, by
+    `phase/protocol`, timed from the window's action."""
+    out: dict[str, list[list[Any]]] = {}
+    for app in run.apps:
+        for window in run.windows:
+            if window.protocol == app.protocol:
+                seen = [
+                    [round(at - window.started, 1), *rest]
+                    for at, *rest in app.choices
+                    if window.started <= at <= window.ended
+                ]
+                if seen:
+                    out[_key(window)] = seen
+    return out
+
+
 def rows(run: Run, latency: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per measured (phase, protocol); `latency` per window, as `from_files` measured it."""
     by_protocol = {app.protocol: app for app in run.apps}

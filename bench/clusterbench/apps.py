@@ -15,26 +15,33 @@ from typing import Any
 from kubernetes import client
 
 from clusterbench.measure import RestoreCounter, restore_counts
+from clusterbench.shapedlink import ShapedServer
 from demo.commits import CommitLog
 from demo.driver import kill_member, restarts
 from localcluster.controlplane import LocalCluster
 from realapps import app_on_process_node
+from s3server.server import ACCESS_KEY, REGION, SECRET_KEY
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
 from streamapp.executor.io.source import FileLog
+from streamapp.executor.state import s3store
 from streamapp.executor.state.layout import StateLayout
 
 APP = "counts"
 QUOTA = "no-room"
+SECRET = "bench-s3"
 
 
 @dataclass
 class BenchApp:
-    """A protocol's app: its files, its namespace, what it committed and restored so far."""
+    """A protocol's app: its files, its namespace, what it committed and restored so far. Its state
+    store is `root/state`, or with `s3` a bucket on that server (the executors reach it through the
+    shaped link, this reads it on the direct one)."""
 
     protocol: str
     root: Path
     partitions: int
     api: client.ApiClient | None  # None: a run read back from its raw JSON (nothing asked of the cluster)
+    s3: ShapedServer | None = None
     events: list[tuple[float, str]] = field(default_factory=list)
     restored: RestoreCounter = field(default_factory=RestoreCounter)
     restore_samples: list[tuple[float, int, int]] = field(default_factory=list)
@@ -42,13 +49,46 @@ class BenchApp:
     # (time, member) when the app's status first showed a member lost (Lost or Restarting) since it was
     # last Ready: when the operator noticed a loss
     noticed: list[tuple[float, int]] = field(default_factory=list)
+    # (time, member, choice, held, restoring, expected back s, restore s, reason): each new choice the
+    # status showed for a lost member's tasks (`members[].lostTasks`): wait for it, or restore elsewhere
+    choices: list[tuple[float, int, str, int, int, float | None, float | None, str]] = field(
+        default_factory=list
+    )
 
     def __post_init__(self) -> None:
         self._rates_seen: set[tuple[object, object]] = set()
         self._lost: set[int] = set()
+        self._choice: dict[int, tuple[str, int, int]] = {}
         self.log = FileLog(self.root / "input")
-        self.state = StateLayout(self.root / "state")
+        self.state = StateLayout(
+            self.root / "state" if self.s3 is None else self._bucket(self.s3.direct.endpoint)
+        )
         self.commits = CommitLog(self.state, self.partitions)
+
+    @property
+    def bucket(self) -> str:
+        return f"bench-{self.protocol}"
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{APP}"
+
+    def _bucket(self, endpoint: str) -> s3store.S3Store:
+        """The app's store read through `endpoint` (the bucket made if missing)."""
+        import boto3
+        from botocore.config import Config
+
+        reader = boto3.session.Session().client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name=REGION,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            config=Config(s3={"addressing_style": "path"}, retries={"mode": "standard", "max_attempts": 5}),
+        )
+        if self.api is not None and self.bucket not in {b["Name"] for b in reader.list_buckets()["Buckets"]}:
+            reader.create_bucket(Bucket=self.bucket)
+        return s3store.S3Store.from_uri(self.uri, client=reader)
 
     @property
     def namespace(self) -> str:
@@ -62,13 +102,30 @@ class BenchApp:
     def core(self) -> client.CoreV1Api:
         return client.CoreV1Api(self.api)
 
-    def create(self, replicas: int, rebalance: dict[str, Any]) -> None:
-        """The app (its namespace exists); every member keeps its local state on a claim."""
+    def create(self, replicas: int, rebalance: dict[str, Any], local_store: str = "memory") -> None:
+        """The app (its namespace exists); every member keeps its local state on a claim, in
+        `local_store`; with an S3 server, the shared store is the app's bucket there."""
         body = app_on_process_node(APP, self.root.resolve(), self.partitions, replicas, **rebalance)
         # the executor's own report cadence, not the tests' quicker progress figures: as deployed
         del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]
         body["spec"]["rebalance"]["protocol"] = self.protocol
         body["spec"]["executor"]["storage"] = {"size": "1Gi"}
+        pipeline = body["spec"]["pipeline"]
+        pipeline["localStore"] = local_store
+        if self.s3 is not None:
+            self.core().create_namespaced_secret(
+                self.namespace,
+                {
+                    "metadata": {"name": SECRET},
+                    "stringData": {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY},
+                },
+            )
+            pipeline["stateStore"] = {
+                "uri": self.uri,
+                "endpoint": self.s3.shaped.endpoint,
+                "region": REGION,
+                "credentialsSecret": SECRET,
+            }
         self.custom().create_namespaced_custom_object(GROUP, VERSION, self.namespace, APPS, body)
 
     def status(self) -> dict[str, Any]:
@@ -115,13 +172,29 @@ class BenchApp:
 
     def _notice_losses(self) -> None:
         for row in self.status().get("members") or []:
+            member = int(row["id"])
             lost = row.get("phase") in ("Lost", "Restarting")
-            if lost and row["id"] not in self._lost:
-                self.noticed.append((time.time(), int(row["id"])))
+            if lost and member not in self._lost:
+                self.noticed.append((time.time(), member))
             if lost:
-                self._lost.add(row["id"])
+                self._lost.add(member)
             else:
-                self._lost.discard(row["id"])
+                self._lost.discard(member)
+            self._notice_choice(member, row.get("lostTasks"))
+
+    def _notice_choice(self, member: int, lost: dict[str, Any] | None) -> None:
+        """Record the engine's choice for a lost member's tasks each time it (or its counts) changes."""
+        if not lost:
+            self._choice.pop(member, None)
+            return
+        seen = (str(lost.get("choice")), int(lost.get("held") or 0), int(lost.get("restoring") or 0))
+        if self._choice.get(member) == seen:
+            return
+        self._choice[member] = seen
+        self.choices.append(
+            (time.time(), member, *seen, lost.get("expectedBackSeconds"), lost.get("restoreSeconds"),
+             str(lost.get("reason") or ""))
+        )  # fmt: skip
 
     def event(self, label: str) -> None:
         self.events.append((time.time(), label))

@@ -40,6 +40,7 @@ def dump(run: Run, path: Path, extra: dict[str, Any]) -> None:
                 "restore_samples": app.restore_samples,
                 "restore_rates": app.restore_rates,
                 "noticed": app.noticed,
+                "choices": app.choices,
                 "commits": [[c.partition, c.seq, c.start, c.end, c.owner, c.at] for c in app.commits.commits],
             }
             for app in run.apps
@@ -66,6 +67,7 @@ def load(doc: dict[str, Any]) -> tuple[Run, dict[str, Any]]:
         app.restore_samples = [tuple(s) for s in item["restore_samples"]]
         app.restore_rates = list(item.get("restore_rates") or [])
         app.noticed = [tuple(n) for n in item.get("noticed") or []]
+        app.choices = [tuple(c) for c in item.get("choices") or []]
         app.commits.commits = [Commit(*c) for c in item["commits"]]
         run.apps.append(app)
     return run, {k: v for k, v in doc.items() if k not in RUN_KEYS}

@@ -3,16 +3,14 @@ prediction beside each, the exactly-once check and the plots."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
-import statistics
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clusterbench.series import median, spread, verdict
+from clusterbench.series import median, regime, spread, verdict
 from clusterbench.simcompare import error
 
 SCENARIOS = ("scale-out", "scale-in", "bounce", "permanent-loss", "permanent-loss-standby", "rolling-restart")
@@ -116,8 +114,10 @@ def render(
     and plot, the simulator calibrated on run 1 against the others, and the notes."""
     first = runs[0]
     m, s, cal = first["machine"], first["settings"], first["calibration"]
+    large = regime(first) == "large"
     out = [
-        "# Rebalance benchmark on the local cluster: real executors, measured from outside",
+        "# Rebalance benchmark on the local cluster: real executors, measured from outside"
+        + (", large state" if large else ""),
         "",
         f"{len(runs)} run(s) of `{first['command']}`, recorded in `bench/results/cluster-runs/` (raw "
         "observations, gzipped) and written into this report by `bench/cluster.py --report` "
@@ -140,8 +140,8 @@ def render(
         f"running the sample count (`streamapp.executor.samples.counts`) on real PySpark executors on the "
         f"process node, {s['partitions']} tasks, 2 members between scenarios, every member with a claim "
         f"(`executor.storage.size: 1Gi`), `scheduledRebalanceMaxDelay: {s['delay']}`, everything else "
-        f"default (`lostTaskRecovery: auto` under `streamapp`). State (the *small* regime: a cold restore "
-        f"takes about a batch): before anything is measured each app's input holds the same "
+        f"default (`lostTaskRecovery: auto` under `streamapp`). State ({_regime_words(first)}): before "
+        f"anything is measured each app's input holds the same "
         f"{s['preload']:,} records over {s['keys']:,} keys ({cal['state_rows_per_task']:,} keys per task at "
         f"the end), and each app commits it all; then input flows at {s['rate']:.0f} records/s per app (the "
         f"same records for all three), appended once a second, the record's timestamp being its append "
@@ -151,7 +151,7 @@ def render(
         "",
         *PHASES,
         "",
-        _large_regime(first),
+        _store(first),
         "",
         *MEASURED,
         "",
@@ -177,7 +177,8 @@ def render(
             "",
         ]
         out += ["Run 1 in full:", "", measured_table(first["rows"], scenario), ""]
-        out += [f"![{scenario}](cluster-{scenario}.png)", ""]
+        out += choices_section(runs, scenario)
+        out += [f"![{scenario}]({plot_name(first, scenario)})", ""]
     out += calibration_section(first, held_out, scenarios)
     if notes is not None and notes.exists():
         out += ["", notes.read_text()]
@@ -238,56 +239,74 @@ def _median_cells(entry: dict[str, Any]) -> str:
     return " | ".join(cells)
 
 
-BIG_STATE = Path(__file__).resolve().parents[1] / "results" / "bigstate.json"
-"""One member holding and restoring 50M keys (bench/bigstate.py): the large regime's sizes on this machine."""
+def plot_name(results: dict[str, Any], scenario: str) -> str:
+    """The file of a scenario's plot (run 1's), beside the report."""
+    return f"cluster-large-{scenario}.png" if regime(results) == "large" else f"cluster-{scenario}.png"
 
 
-def _big_state() -> dict[str, float]:
-    """Per key and per second, from the largest all-new-keys row of bench/results/bigstate.json (medians)."""
-    raw = json.loads(BIG_STATE.read_text())
-    keys = max(int(size) for size in raw["sizes"] if ":" not in size)
-    runs = raw["sizes"][str(keys)]
-
-    def mid(phase: str, figure: str) -> float:
-        return float(statistics.median(run[phase][figure] for run in runs))
-
-    limited = raw["limited_observation"]
-    return {
-        "keys": keys,
-        "restore_s": mid("restore", "seconds"),
-        "load_rate": keys / mid("hold", "seconds"),
-        "lmdb_bytes": mid("hold", "lmdb_mib") * 2**20 / keys,
-        "run_bytes": mid("hold", "shared_mib") * 2**20 / keys,
-        "slowdown": limited["keys_per_minute_before"] / limited["keys_per_minute_after"],
-    }
-
-
-def _large_regime(first: dict[str, Any]) -> str:
-    """Why the large regime is not run on real executors: what it takes on this machine, from this
-    run's settings and the big-state bench's figures."""
-    big = _big_state()
-    rate = big["keys"] / big["restore_s"]
-    per_task = rate * 60
-    apps = len(first["exactly_once"])
-    keys = per_task * first["settings"]["partitions"] * apps
-    reported = first["calibration"]["restore_rate_per_task"] or 0.0
+def _regime_words(results: dict[str, Any]) -> str:
+    s, cal = results["settings"], results["calibration"]
+    if regime(results) != "large":
+        return "the *small* regime: a cold restore takes about a batch"
+    restore = _cold_restore_s(results)
     return (
-        "*The large regime* (a cold restore well over a pod start, a minute or more) is not run on real "
-        f"executors: this machine is too small for it. A member restores a large partition at "
-        f"~{rate / 1e6:.1f}M rows/s (bench/results/bigstate.md: {big['keys'] / 1e6:.0f}M keys in "
-        f"{big['restore_s']:.0f} s, alone; the {reported:,.0f} rows/s the executors reported here are "
-        f"restores of ~{first['settings']['keys'] / first['settings']['partitions'] / 1e3:.0f}k keys, "
-        f"where fixed costs dominate), so a one-minute restore is ~{per_task / 1e6:.0f}M keys per task: "
-        f"{first['settings']['partitions']} tasks per app, {apps} apps side by side, ~{keys / 1e6:,.0f}M keys. "
-        f"That is ~{keys * big['lmdb_bytes'] / 2**30:.0f} GiB of LMDB files for one copy of each task, "
-        f"which random keys need in page cache to run at speed (bench/results/bigstate.md: below it a "
-        f"member slowed ~{big['slowdown']:.0f}×), against the machine's {first['machine']['memory_gib']} GiB of memory, "
-        f"plus ~{keys * big['run_bytes'] / 2**30:.0f} GiB of snapshot runs in the shared store; and "
-        f"loading it through the pipeline at the pace one member took 50M keys "
-        f"({big['load_rate']:,.0f} records/s) would take ~{keys / big['load_rate'] / 3600:.0f} h before "
-        "anything is measured. The simulator covers the regime "
-        "(`bench/scenarios/*-large-state.yaml`, bench/RESULTS.md)."
+        f"the *large* regime: a cold restore of a task takes about {_fmt(restore)} s against a pod start of "
+        f"{_fmt(cal['pod_start_s'])} s; each member keeps its tasks' state in `{s.get('local_store')}`"
     )
+
+
+def _cold_restore_s(results: dict[str, Any]) -> float | None:
+    """A task's full restore at the reported rate: its rows over the median rate the executors reported."""
+    cal = results["calibration"]
+    rate = cal.get("restore_rate_per_task")
+    return cal["state_rows_per_task"] / rate if rate else None
+
+
+def _store(results: dict[str, Any]) -> str:
+    """Where each app's shared state lives, and why there."""
+    s = results["settings"]
+    if regime(results) != "large":
+        return (
+            "The shared store is a directory on the host (`file://`), so a restore is bounded by the CPU "
+            "and takes about a batch here. *The large regime*, where a cold restore takes minutes, runs as "
+            "a series of its own: [cluster-large.md](cluster-large.md)."
+        )
+    return (
+        "**The shared store is the real S3 server behind a slow link.** In a cluster a cold restore is "
+        "bounded by the network to the object store; so each app's store is a bucket on its own SeaweedFS "
+        "S3 server (`weed mini`), run in a network namespace of its own joined to the host by a veth pair, "
+        f"and its replies to the executors are limited to {s['link_kbit']:,} kbit/s by `tc` "
+        "(`bench/clusterbench/shapedlink.py`: htb, the rate shared fairly by 64 queues chosen by the "
+        "client's port, so a commit's small reply does not wait behind a restore's download). The apps "
+        "do not share a link, only the cores. Uploads are not limited. The benchmark reads the store on "
+        "an unshaped address of the same server, so watching it costs the executors nothing; a commit's "
+        "time is the one its writer recorded in the manifest (`committed_at`, taken just before the "
+        "create), as the object store's modification times are whole seconds."
+    )
+
+
+def choices_section(runs: Sequence[dict[str, Any]], scenario: str) -> list[str]:
+    """What `streamapp`'s engine chose for a lost member's tasks in this scenario, run by run: each
+    choice the app's status showed (`members[].lostTasks`), with its figures and reason."""
+    lines = []
+    for number, results in enumerate(runs, 1):
+        for choice in results.get("choices", {}).get(f"{scenario}/streamapp", []):
+            at, member, kind, held, restoring, back, restore, reason = choice
+            lines.append(
+                f"| {number} | {at:+.1f} | {member} | {kind} | {held} | {restoring} | {_fmt(back)} | "
+                f"{_fmt(restore)} | {reason} |"
+            )
+    if not lines:
+        return []
+    return [
+        "The engine's choice for the lost member's tasks under `streamapp` (each change its status showed; "
+        "*at*: seconds after the action):",
+        "",
+        "| run | at s | member | choice | held | restoring | expected back s | restore s | reason |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---|",
+        *lines,
+        "",
+    ]
 
 
 def summary_table(summary: Sequence[dict[str, Any]], scenario: str) -> str:
@@ -414,16 +433,17 @@ def headline(runs: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) 
     bench/run.py): per scenario and protocol, the median and range of the stalls and restores."""
     first = runs[0]
     s = first["settings"]
+    name = "cluster-large.md" if regime(first) == "large" else "cluster.md"
     lines = [
-        "# On the local cluster: real executors (bench/results/cluster.md)",
+        f"# On the local cluster: real executors, {regime(first)} state (bench/results/{name})",
         "",
         f"{len(runs)} run(s) of `{first['command']}`, {first['machine']['nproc']} cores, shared. Three count "
         f"apps side by side, one per protocol, {s['partitions']} tasks, 2 members, {s['rate']:.0f} records/s "
-        f"each, state pre-loaded ({first['calibration']['state_rows_per_task']:,} keys per task: a restore "
-        f"takes about a batch), claims, `scheduledRebalanceMaxDelay: {s['delay']}`; stall: every commit "
+        f"each, state pre-loaded ({first['calibration']['state_rows_per_task']:,} keys per task; "
+        f"{_regime_words(first)}), claims, `scheduledRebalanceMaxDelay: {s['delay']}`; stall: every commit "
         "gap's excess over its task's cadence, summed; restores from the executors' member status. Median "
         "[min–max] over the runs. Full tables, plots and the simulator beside each row: "
-        "[results/cluster.md](results/cluster.md).",
+        f"[results/{name}](results/{name}).",
         "",
         "| scenario | protocol | " + " | ".join(label for _, label in SUMMARY_COLUMNS) + " |",
         "|---|---|" + "---:|" * len(SUMMARY_COLUMNS),

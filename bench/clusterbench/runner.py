@@ -10,15 +10,16 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kubernetes import client, config
 
 from clusterbench.apps import BenchApp
 from clusterbench.phases import Context, Phase, story
+from clusterbench.shapedlink import Link, shaped_server
 from demo.install import CHART, LOCAL_VALUES, RELEASE, Helm
 from localcluster.controlplane import LocalCluster
 from realapps import committed_everything
@@ -30,11 +31,18 @@ RELEASE_NAMESPACE = "streamapp-system"
 POLL_S = 1.0
 PROGRESS_S = 15.0
 PRELOAD_ESTIMATE_S = 300.0  # executors starting and the pre-load committed, on 2 shared cores
+LARGE_LINK_KBIT = 600  # ~73 KiB/s: a task's ~10 MiB of snapshot runs in about 2.5 minutes
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The size of a run. State: `preload` records over `keys` distinct keys, before anything is measured."""
+    """The size of a run. State: `preload` records over `keys` distinct keys, before anything is measured.
+
+    The *regime* says how a cold restore compares with a pod's start: `small`, the shared store a
+    directory and a restore about a batch; `large`, each app's store an S3 server behind a link of
+    `link_kbit` (`shapedlink`), so a restore of its millions of keys per task takes minutes, and the
+    members keep their state in `local_store` (LMDB: a partition's state need not fit in memory).
+    """
 
     out: Path
     partitions: int = 4
@@ -47,11 +55,28 @@ class Settings:
     phase_timeout_s: float = 900.0
     only: tuple[str, ...] = ()  # run only these phases (a scenario measured again); empty: all
     protocols: tuple[str, ...] = PROTOCOLS  # the apps run side by side, one per protocol
+    regime: str = "small"
+    link_kbit: int = 0
+    local_store: str = "memory"
 
     @staticmethod
     def quick(out: Path) -> Settings:
         return Settings(
             out, rate=40.0, preload=300_000, keys=150_000, steady_s=20.0, hold_s=20.0, delay="120s"
+        )
+
+    @staticmethod
+    def large(out: Path) -> Settings:
+        """The quick run's phases, rate and delay over ~1.26M keys per task (8M records over 8M keys)
+        behind links where a cold restore of a task takes over twice a pod's start."""
+        return replace(
+            Settings.quick(out),
+            preload=8_000_000,
+            keys=8_000_000,
+            phase_timeout_s=1800.0,
+            regime="large",
+            link_kbit=LARGE_LINK_KBIT,
+            local_store="lmdb",
         )
 
 
@@ -261,9 +286,10 @@ def estimate_s(settings: Settings) -> float:
     return PRELOAD_ESTIMATE_S + settings.steady_s + holds + sum(p.estimate_s for p in phases)
 
 
-def run_on_cluster(settings: Settings) -> Run:
-    """Cluster up (unless running), operator installed, apps created, the benchmark; everything this
-    started is stopped however it ends."""
+def run_on_cluster(settings: Settings, finish: Callable[[Run], None] = lambda run: None) -> Run:
+    """Cluster up (unless running), operator installed, apps created (in the large regime each with
+    its S3 server behind its link), the benchmark, then `finish` (what is read from the apps' stores
+    while they still run); everything this started is stopped however it ends."""
     run = Run(settings)
     progress = Progress(estimate_s(settings))
     cluster = LocalCluster()
@@ -280,7 +306,13 @@ def run_on_cluster(settings: Settings) -> Run:
         workdir = settings.out / "cluster-bench"
         shutil.rmtree(workdir, ignore_errors=True)
         rebalance = {"scheduledRebalanceMaxDelay": settings.delay}
-        run.apps = [BenchApp(p, workdir / p, settings.partitions, api) for p in settings.protocols]
+        for index, protocol in enumerate(settings.protocols, 1):
+            s3 = None
+            if settings.regime == "large":
+                progress.say(f"{protocol}: its S3 server behind a {settings.link_kbit} kbit/s link")
+                link = Link(index, settings.link_kbit)
+                s3 = stack.enter_context(shaped_server(link, workdir / protocol / "s3"))
+            run.apps.append(BenchApp(protocol, workdir / protocol, settings.partitions, api, s3))
         for app in run.apps:
             app.core().create_namespace({"metadata": {"name": app.namespace}})
         helm = Helm(cluster.kubeconfig)
@@ -289,9 +321,10 @@ def run_on_cluster(settings: Settings) -> Run:
         install_operator(helm, [app.namespace for app in run.apps])
         stack.callback(_remove, helm, api, [app.namespace for app in run.apps], started_here)
         for app in run.apps:
-            app.create(2, rebalance)
+            app.create(2, rebalance, settings.local_store)
             app.event("app created: 2 members")
         benchmark(run, cluster, progress)
+        finish(run)
     return run
 
 

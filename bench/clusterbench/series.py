@@ -19,20 +19,37 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-STATE = "small"
-"""The state regime real executors run here: a cold restore takes about a batch (a second or two). The
-large regime (a restore well over a pod start) is not run on them: the report says why
-(`report._large_regime`); the simulator covers it (bench/scenarios/*-large-state.yaml)."""
+REGIMES = ("small", "large")
+"""The state regimes real executors run here (`runner.Settings`): *small*, a cold restore takes about a
+batch (a second or two); *large*, it takes minutes, over twice a pod's start. Each has a series of its
+own."""
 
 
-def run_path(directory: Path, number: int) -> Path:
-    """Where run `number` (from 1) of the series is recorded."""
-    return directory / f"{STATE}-{number}.json.gz"
+def run_path(directory: Path, regime: str, number: int) -> Path:
+    """Where run `number` (from 1) of the regime's series is recorded."""
+    return directory / f"{regime}-{number}.json.gz"
 
 
-def recorded(directory: Path) -> list[Path]:
-    """The runs on record, in order."""
-    return sorted(directory.glob(f"{STATE}-*.json.gz"), key=lambda p: int(p.name.split("-")[1].split(".")[0]))
+def recorded(directory: Path, regime: str) -> list[Path]:
+    """The regime's runs on record, in order."""
+    return sorted(
+        directory.glob(f"{regime}-*.json.gz"), key=lambda p: int(p.name.split("-")[1].split(".")[0])
+    )
+
+
+def regime_path(path: Path, regime: str) -> Path:
+    """A small-regime output's counterpart for `regime` (cluster.md → cluster-large.md, calibrated →
+    calibrated-large)."""
+    if regime == "small":
+        return path
+    if path.name.startswith("cluster"):
+        return path.with_name(path.name.replace("cluster", f"cluster-{regime}", 1))
+    return path.with_name(f"{path.name}-{regime}")
+
+
+def regime(results: dict[str, Any]) -> str:
+    """The regime a derived run ran in (runs recorded before there were two were all small)."""
+    return str(results["settings"].get("regime", "small"))
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
@@ -62,15 +79,15 @@ def figures(row: dict[str, Any]) -> dict[str, float]:
 def summary(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`cluster-summary.json`: one entry per (scenario, protocol), its figures in every run, and whether
     the protocols ran side by side (every run on record ran all of them at once) or alone."""
-    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    entries: dict[tuple[str, str, str], dict[str, Any]] = {}
     for results in runs:
         together = len(results["exactly_once"]) > 1
         for row in results["rows"]:
             entry = entries.setdefault(
-                (row["phase"], row["protocol"]),
+                (regime(results), row["phase"], row["protocol"]),
                 {
                     "scenario": row["phase"],
-                    "state": STATE,
+                    "state": regime(results),
                     "protocol": row["protocol"],
                     "side_by_side": together,
                     "runs": [],

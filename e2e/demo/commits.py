@@ -1,8 +1,10 @@
 """Following the commit manifests from outside the executors: when each batch was committed, by whom.
 
-A manifest carries no timestamp, but it is published once, complete, by a link of a file written just
-before (`storage.create_exclusive`), so its file's mtime is the moment the batch was committed, as the
-shared filesystem saw it. That is what the demo measures downtime from, not the executors' own claims.
+A manifest is published once, complete, by a link of a file written just before
+(`storage.create_exclusive`), so on a directory store its file's mtime is the moment the batch was
+committed, as the shared filesystem saw it. That is what the demo measures downtime from, not the
+executors' own claims. On an object store (the cluster benchmark's large regime) it is the time the
+writer recorded in the manifest (`committed_at`).
 """
 
 from __future__ import annotations
@@ -57,9 +59,12 @@ class CommitLog:
 
     def _mtime(self, partition: int, found: Manifest) -> float:
         """The manifest file's mtime; the time its writer recorded when the file is already pruned
-        (the poll came after the owner archived it: see `streamapp.executor.state.history`)."""
+        (the poll came after the owner archived it: see `streamapp.executor.state.history`) or lives
+        in an object store (whose modification times are whole seconds, against batches about a
+        second apart: the writer's time, taken just before the create, is the finer figure)."""
         store = self.state.store
-        assert isinstance(store, FileStore), "the demo's state store is a directory"
+        if not isinstance(store, FileStore):
+            return found.committed_at or 0.0
         try:
             return os.stat(store.path(self.state.manifest(partition, found.seq))).st_mtime
         except FileNotFoundError:

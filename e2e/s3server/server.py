@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from localcluster import processes
@@ -26,10 +26,16 @@ class S3Server:
 
     record: ProcessRecord
     port: int
+    host: str = "127.0.0.1"
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
+
+    def at(self, host: str) -> S3Server:
+        """The same server reached on another of its addresses (one in a network namespace listens on
+        every address of its namespace)."""
+        return replace(self, host=host)
 
     def env(self) -> dict[str, str]:
         """The standard AWS variables a client (boto3, an executor pod) needs to use this server."""
@@ -45,10 +51,10 @@ def _record_file(state_dir: Path) -> Path:
     return state_dir / "s3server.json"
 
 
-def _answers(port: int) -> bool:
+def _answers(endpoint: str) -> bool:
     """The S3 gateway answers HTTP (403 to an unsigned request is an answer)."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2):
+        with urllib.request.urlopen(f"{endpoint}/", timeout=2):
             return True
     except urllib.error.HTTPError:
         return True
@@ -88,10 +94,11 @@ def _writes(server: S3Server) -> bool:
     return True
 
 
-def argv(state_dir: Path, ports: dict[str, int]) -> list[str]:
-    """`weed mini` on loopback with every listener on a port of ours (gRPC ports too: the default,
-    port + 10000, may be taken), the extras off (WebDAV, admin UI, Iceberg and Lance catalogs,
-    telemetry) and the identity file that makes it check signatures."""
+def argv(state_dir: Path, ports: dict[str, int], ip: str = "127.0.0.1", bind: str = "127.0.0.1") -> list[str]:
+    """`weed mini` with every listener on a port of ours (gRPC ports too: the default, port + 10000,
+    may be taken), the extras off (WebDAV, admin UI, Iceberg and Lance catalogs, telemetry) and the
+    identity file that makes it check signatures; its parts reach each other on `ip` and listen on
+    `bind` (loopback by default)."""
     config = state_dir / "s3-identities.json"
     identity = {
         "name": "streamapp-test",
@@ -101,7 +108,7 @@ def argv(state_dir: Path, ports: dict[str, int]) -> list[str]:
     config.write_text(json.dumps({"identities": [identity]}))
     data = state_dir / "data"
     data.mkdir(exist_ok=True)
-    command = [str(install.server_binary()), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
+    command = [str(install.server_binary()), "mini", f"-dir={data}", f"-ip={ip}", f"-ip.bind={bind}"]
     for name in _PORTS:
         command += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={ports[name + '.grpc']}"]
     command += ["-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false", "-admin.ui=false"]
@@ -109,19 +116,26 @@ def argv(state_dir: Path, ports: dict[str, int]) -> list[str]:
     return command
 
 
-def start(state_dir: Path) -> S3Server:
-    """Start a server on free loopback ports (building it first if needed) and wait until it takes writes."""
+def start(state_dir: Path, netns: str | None = None, ip: str = "127.0.0.1") -> S3Server:
+    """Start a server on free ports (building it first if needed) and wait until it takes writes: on
+    loopback, or in network namespace `netns` listening on all its addresses, `ip` among them (the
+    returned server's address)."""
     install.ensure_installed()
     stop(state_dir)  # one left by a session that died
     state_dir.mkdir(parents=True, exist_ok=True)
     names = [f"{name}{grpc}" for name in _PORTS for grpc in ("", ".grpc")]
     ports = dict(zip(names, processes.free_ports(len(names)), strict=True))
-    record = processes.spawn("s3server", argv(state_dir, ports), state_dir / "s3server.log")
+    command = argv(state_dir, ports, ip, "127.0.0.1" if netns is None else "0.0.0.0")
+    if netns is not None:
+        command = ["ip", "netns", "exec", netns, *command]  # exec: the server keeps the pid
+    record = processes.spawn("s3server", command, state_dir / "s3server.log")
     port = ports["s3"]
     _record_file(state_dir).write_text(json.dumps({"record": record.to_json(), "port": port}))
-    server = S3Server(record, port)
+    server = S3Server(record, port, ip)
     try:
-        processes.wait_until(lambda: _answers(port), READY_TIMEOUT_S, "the S3 server to answer", record)
+        processes.wait_until(
+            lambda: _answers(server.endpoint), READY_TIMEOUT_S, "the S3 server to answer", record
+        )
         processes.wait_until(lambda: _writes(server), READY_TIMEOUT_S, "the S3 server to take writes", record)
     except BaseException:
         stop(state_dir)

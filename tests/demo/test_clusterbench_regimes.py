@@ -1,0 +1,67 @@
+"""The cluster benchmark's two state regimes: each its own series and report, one summary of both, and
+the lost-task choices it records (bench/cluster.py, bench/clusterbench/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clusterbench import series
+from clusterbench.analysis import choices
+from clusterbench.apps import BenchApp
+from clusterbench.runner import Run, Settings, Window
+
+
+def test_each_regime_has_a_series_of_its_own(tmp_path: Path) -> None:
+    for regime, number in (("small", 1), ("small", 2), ("large", 1), ("small", 10)):
+        series.write(series.run_path(tmp_path, regime, number), {"n": number})
+    assert [p.name for p in series.recorded(tmp_path, "small")] == [
+        "small-1.json.gz",
+        "small-2.json.gz",
+        "small-10.json.gz",
+    ]
+    assert [p.name for p in series.recorded(tmp_path, "large")] == ["large-1.json.gz"]
+
+
+def test_the_large_regimes_outputs_sit_beside_the_small_ones() -> None:
+    results = Path("bench/results")
+    assert series.regime_path(results / "cluster.md", "small") == results / "cluster.md"
+    assert series.regime_path(results / "cluster.md", "large") == results / "cluster-large.md"
+    assert series.regime_path(results / "cluster-notes.md", "large") == results / "cluster-large-notes.md"
+    assert series.regime_path(Path("bench/scenarios/calibrated"), "large") == Path(
+        "bench/scenarios/calibrated-large"
+    )
+
+
+def test_the_summary_keeps_regimes_apart_and_a_run_recorded_before_them_is_small() -> None:
+    row = {
+        "phase": "bounce",
+        "protocol": "streamapp",
+        "gaps": {"stall_s": 1.0, "worst_task_stall_s": 1.0},
+        "restored_blocking": 0,
+        "restored_background": 0,
+    }
+    old = {"settings": {"partitions": 4}, "exactly_once": {"streamapp": "ok"}, "rows": [row]}
+    large = {"settings": {"regime": "large"}, "exactly_once": {"streamapp": "ok"}, "rows": [row]}
+    entries = series.summary([old, large])
+    assert [(e["state"], len(e["runs"])) for e in entries] == [("small", 1), ("large", 1)]
+
+
+def test_the_large_settings_restore_over_a_slow_link_from_lmdb() -> None:
+    settings = Settings.large(Path("out"))
+    assert (settings.regime, settings.local_store) == ("large", "lmdb")
+    assert settings.link_kbit > 0
+    assert settings.keys >= 4 * 1_000_000  # millions of keys per task
+    assert Settings(Path("out")).regime == "small"
+
+
+def test_a_lost_members_choice_is_recorded_when_it_changes_and_timed_in_its_window(tmp_path: Path) -> None:
+    app = BenchApp("streamapp", tmp_path, 4, None)
+    wait = {"choice": "Wait", "held": 2, "restoring": 0, "expectedBackSeconds": 47.0, "restoreSeconds": 150.0}
+    for lost in (wait, wait, {**wait, "restoring": 2}, None, wait):
+        app._notice_choice(1, lost)
+    assert [(c[2], c[3], c[4]) for c in app.choices] == [("Wait", 2, 0), ("Wait", 2, 2), ("Wait", 2, 0)]
+    app.choices = [(100.0 + i, *c[1:]) for i, c in enumerate(app.choices)]
+    run = Run(Settings(out=tmp_path))
+    run.apps = [app]
+    run.windows = [Window("bounce", "streamapp", 2, 99.0, 110.0, 101.5)]
+    assert choices(run) == {"bounce/streamapp": [[1.0, *app.choices[0][1:]], [2.0, *app.choices[1][1:]]]}
