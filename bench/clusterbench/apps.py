@@ -88,6 +88,7 @@ class BenchApp:
         )
         if self.api is not None and self.bucket not in {b["Name"] for b in reader.list_buckets()["Buckets"]}:
             reader.create_bucket(Bucket=self.bucket)
+            _first_write(reader, self.bucket)
         return s3store.S3Store.from_uri(self.uri, client=reader)
 
     @property
@@ -281,3 +282,20 @@ class BenchApp:
 
     def room_again(self) -> None:
         self.core().delete_namespaced_resource_quota(QUOTA, self.namespace)
+
+
+def _first_write(reader: Any, bucket: str, timeout_s: float = 120.0) -> None:
+    """Wait until a write to the new bucket goes through: the server grows volumes for a bucket's first
+    write and refuses writes meanwhile (an InternalError seen here), which an executor starting then
+    would take for a broken store."""
+    from botocore.exceptions import ClientError
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            reader.put_object(Bucket=bucket, Key="bench-ready", Body=b"ready")
+            return
+        except ClientError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
