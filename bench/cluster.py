@@ -138,8 +138,8 @@ def write_report(record: Path, write: Path, plotted: Path, scenarios: Path, note
     return 1 if failed else 0
 
 
-class Stopped(Exception):
-    """SIGTERM: leave as Ctrl-C does, through every clean-up."""
+class Stopped(BaseException):
+    """SIGTERM: leave as Ctrl-C does, through every clean-up (not an error a phase survives)."""
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:

@@ -23,7 +23,7 @@ from realapps import app_on_process_node
 from s3server.server import ACCESS_KEY, REGION, SECRET_KEY
 from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, selector
 from streamapp.executor.io.source import FileLog
-from streamapp.executor.state import s3store
+from streamapp.executor.state import s3store, snapshots
 from streamapp.executor.state.layout import StateLayout
 
 APP = "counts"
@@ -217,6 +217,10 @@ class BenchApp:
             and status.get("currentRevision") == status.get("updateRevision")
             and status.get("updatedReplicas") == replicas
         )
+
+    def snapshotted(self) -> bool:
+        """Every task has a snapshot in the store (a restore then reads it, not the whole changelog)."""
+        return all(snapshots.newest_first(self.state, p) for p in range(self.partitions))
 
     def committed_since(self, moment: float) -> bool:
         """Every task committed a batch after `moment` (epoch seconds)."""

@@ -58,6 +58,7 @@ class Settings:
     regime: str = "small"
     link_kbit: int = 0
     local_store: str = "memory"
+    eta_scale: float = 1.0  # the phases' and pre-load's estimates (for the progress lines) times this
 
     @staticmethod
     def quick(out: Path) -> Settings:
@@ -77,6 +78,7 @@ class Settings:
             regime="large",
             link_kbit=LARGE_LINK_KBIT,
             local_store="lmdb",
+            eta_scale=4.0,  # restores of minutes, pre-load of millions of records (measured: ~70 min a run)
         )
 
 
@@ -218,15 +220,16 @@ def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number:
         every_task_committing(run, progress, f"phase {number} {phase.name}")
     progress.say(f"phase {number} {phase.name}: acting on every app")
     windows = {}
-    for app in run.apps:
-        windows[app.protocol] = Window(phase.name, app.protocol, phase.members, time.time())
-        phase.start(app, ctx)
-        windows[app.protocol].victim = ctx.victim.get(app.protocol)
     checks = {app.protocol: (lambda app=app: phase.done(app, ctx)) for app in run.apps}
-    done = wait_all(run, progress, f"phase {number} {phase.name}", checks, settings.phase_timeout_s)
+    with _full_speed(run, not phase.measured):
+        for app in run.apps:
+            windows[app.protocol] = Window(phase.name, app.protocol, phase.members, time.time())
+            phase.start(app, ctx)
+            windows[app.protocol].victim = ctx.victim.get(app.protocol)
+        done = wait_all(run, progress, f"phase {number} {phase.name}", checks, settings.phase_timeout_s)
     for protocol, window in windows.items():
         window.recovered = done.get(protocol)
-    progress.step_done(phase.estimate_s)
+    progress.step_done(phase.estimate_s * settings.eta_scale)
     if phase.measured:
         progress.say(f"phase {number} {phase.name}: recovered; holding {settings.hold_s:.0f}s")
         hold(run, settings.hold_s)
@@ -235,6 +238,20 @@ def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number:
         for window in windows.values():
             window.ended = ended
             run.windows.append(window)
+
+
+@contextmanager
+def _full_speed(run: Run, setup: bool) -> Iterator[None]:
+    """The apps' links unlimited for a set-up phase (a member coming back, standbys warming): what it
+    costs is not measured, and at the limited rate it took most of a run's time."""
+    shaped = [app.s3 for app in run.apps if app.s3 is not None and setup]
+    for server in shaped:
+        server.unlimit()
+    try:
+        yield
+    finally:
+        for server in shaped:
+            server.limit()
 
 
 def preload(run: Run, progress: Progress) -> None:
@@ -251,7 +268,15 @@ def preload(run: Run, progress: Progress) -> None:
     }
     done = wait_all(run, progress, "processing the pre-load", checks, settings.phase_timeout_s * 2)
     run.preload_s = {protocol: at - created for protocol, at in done.items()}
-    progress.step_done(PRELOAD_ESTIMATE_S)
+    progress.step_done(PRELOAD_ESTIMATE_S * settings.eta_scale)
+    shaped = [app for app in run.apps if app.s3 is not None]
+    if shaped:
+        snapshotted = {app.protocol: app.snapshotted for app in shaped}
+        wait_all(run, progress, "every task's first snapshot", snapshotted, settings.phase_timeout_s)
+        for app in shaped:
+            assert app.s3 is not None
+            app.s3.limit()
+        progress.say(f"the apps' links limited to {settings.link_kbit:,} kbit/s")
 
 
 def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
@@ -283,7 +308,8 @@ def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
 def estimate_s(settings: Settings) -> float:
     phases = [p for p in story() if not settings.only or p.name in settings.only]
     holds = sum(settings.hold_s for p in phases if p.measured)
-    return PRELOAD_ESTIMATE_S + settings.steady_s + holds + sum(p.estimate_s for p in phases)
+    waits = PRELOAD_ESTIMATE_S + sum(p.estimate_s for p in phases)
+    return waits * settings.eta_scale + settings.steady_s + holds
 
 
 def run_on_cluster(settings: Settings, finish: Callable[[Run], None] = lambda run: None) -> Run:

@@ -68,8 +68,8 @@ def _run(*argv: str, netns: str | None = None) -> None:
 
 
 def up(link: Link) -> None:
-    """The namespace, the veth pair, both addresses and the shaping (anything left by an earlier run
-    of the same index is removed first)."""
+    """The namespace, the veth pair and both addresses, not yet limited (`limit`); anything left by an
+    earlier run of the same index is removed first."""
     if os.geteuid() != 0:
         raise PermissionError("the shaped link needs root (ip netns, tc)")
     down(link)
@@ -84,10 +84,9 @@ def up(link: Link) -> None:
     _run("ip", "link", "set", "lo", "up", netns=ns)
     # 1500-byte packets into the queues, not 64 KiB segments (a queue's length is in packets)
     _run("ip", "link", "set", inside, "gso_max_size", "1500", "up", netns=ns)
-    _shape(link)
 
 
-def _shape(link: Link) -> None:
+def limit(link: Link) -> None:
     """htb at the root: class 1:1 holds the shaped address's replies to `kbit`, spread over QUEUES
     child classes by the low bits of the destination port; everything else goes unshaped (1:2)."""
     ns, dev = link.netns, link.server_side
@@ -118,6 +117,11 @@ def _shape(link: Link) -> None:
          "hashkey", "mask", f"0x{QUEUES - 1:08x}", "at", "20", "link", "2:", netns=ns)  # fmt: skip
 
 
+def unlimit(link: Link) -> None:
+    """Back to full speed (the root qdisc and every class and filter under it go)."""
+    _run("tc", "qdisc", "del", "dev", link.server_side, "root", netns=link.netns)
+
+
 def down(link: Link) -> None:
     """Remove the namespace (its end of the pair, and with it the host's, go too)."""
     subprocess.run(["ip", "netns", "del", link.netns], capture_output=True, check=False)
@@ -126,16 +130,25 @@ def down(link: Link) -> None:
 
 @dataclass(frozen=True)
 class ShapedServer:
-    """An app's S3 server: `shaped` for the executors, `direct` for the benchmark's reads."""
+    """An app's S3 server: `shaped` for the executors, `direct` for the benchmark's reads. The link
+    runs at full speed until `limit`: the pre-load and its first snapshots are set-up, not a scenario
+    (each owner builds its snapshot from the segments in the store, so a limited link would take the
+    pre-load's whole changelog through it once more)."""
 
     link: Link
     shaped: S3Server
     direct: S3Server
 
+    def limit(self) -> None:
+        limit(self.link)
+
+    def unlimit(self) -> None:
+        unlimit(self.link)
+
 
 @contextmanager
 def shaped_server(link: Link, state_dir: Path) -> Iterator[ShapedServer]:
-    """A running S3 server behind `link`; server and link are gone when the block ends."""
+    """A running S3 server behind `link` (not limited yet); server and link are gone when the block ends."""
     up(link)
     try:
         started = server.start(state_dir, netns=link.netns, ip=link.shaped_ip)
