@@ -218,9 +218,17 @@ class BenchApp:
             and status.get("updatedReplicas") == replicas
         )
 
-    def snapshotted(self) -> bool:
-        """Every task has a snapshot in the store (a restore then reads it, not the whole changelog)."""
-        return all(snapshots.newest_first(self.state, p) for p in range(self.partitions))
+    def snapshotted(self, offsets: list[int]) -> bool:
+        """Every task has a snapshot in the store at or past its offset in `offsets` (a restore then
+        reads it, not the changelog before it)."""
+        for partition, offset in enumerate(offsets):
+            names = snapshots.newest_first(self.state, partition)
+            try:
+                if not names or snapshots.read(self.state, names[0]).head.offset < offset:
+                    return False
+            except FileNotFoundError:  # pruned by a newer one between the listing and the read
+                return False
+        return True
 
     def committed_since(self, moment: float) -> bool:
         """Every task committed a batch after `moment` (epoch seconds)."""

@@ -31,7 +31,7 @@ RELEASE_NAMESPACE = "streamapp-system"
 POLL_S = 1.0
 PROGRESS_S = 15.0
 PRELOAD_ESTIMATE_S = 300.0  # executors starting and the pre-load committed, on 2 shared cores
-LARGE_LINK_KBIT = 600  # ~73 KiB/s: a task's ~10 MiB of snapshot runs in about 2.5 minutes
+LARGE_LINK_KBIT = 1600  # 200 kB/s: a task's snapshot of ~1.26M keys (29 MB of runs) in about 2.5 minutes
 
 
 @dataclass(frozen=True)
@@ -269,14 +269,23 @@ def preload(run: Run, progress: Progress) -> None:
     done = wait_all(run, progress, "processing the pre-load", checks, settings.phase_timeout_s * 2)
     run.preload_s = {protocol: at - created for protocol, at in done.items()}
     progress.step_done(PRELOAD_ESTIMATE_S * settings.eta_scale)
+
+
+def limit_links(run: Run, progress: Progress) -> None:
+    """In the large regime, with input flowing: wait until every task has a snapshot of its pre-load
+    (a task taken over during the pre-load counts its batches from there, so it may end the pre-load
+    short of its next snapshot), then limit the apps' links."""
+    settings = run.settings
     shaped = [app for app in run.apps if app.s3 is not None]
-    if shaped:
-        snapshotted = {app.protocol: app.snapshotted for app in shaped}
-        wait_all(run, progress, "every task's first snapshot", snapshotted, settings.phase_timeout_s)
-        for app in shaped:
-            assert app.s3 is not None
-            app.s3.limit()
-        progress.say(f"the apps' links limited to {settings.link_kbit:,} kbit/s")
+    if not shaped:
+        return
+    ends = {app.protocol: [app.log.end_offset(p) for p in range(settings.partitions)] for app in shaped}
+    checks = {app.protocol: (lambda app=app: app.snapshotted(ends[app.protocol])) for app in shaped}
+    wait_all(run, progress, "a snapshot of every task's pre-load", checks, settings.phase_timeout_s)
+    for app in shaped:
+        assert app.s3 is not None
+        app.s3.limit()
+    progress.say(f"the apps' links limited to {settings.link_kbit:,} kbit/s")
 
 
 def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
@@ -284,6 +293,7 @@ def benchmark(run: Run, cluster: LocalCluster, progress: Progress) -> None:
     settings = run.settings
     preload(run, progress)
     with feeding([app.log for app in run.apps], settings):
+        limit_links(run, progress)
         run.fed_from = time.time()
         progress.say(f"input flowing: {settings.rate:.0f} records/s per app; steady {settings.steady_s:.0f}s")
         hold(run, settings.steady_s)
