@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from streamapp.sim.contention import Contention, FreshMember
-from streamapp.sim.scenario import ScenarioError, load_scenario, parse_scenario
+from streamapp.sim.scenario import Scenario, ScenarioError, load_scenario, parse_scenario
 from streamapp.sim.simulator import Simulation, simulate
 
 SCENARIOS = Path(__file__).parents[2] / "bench" / "scenarios"
@@ -246,3 +247,14 @@ def test_a_member_fresh_at_time_0_slows_its_own_tasks_most() -> None:
     assert mine and theirs
     assert min(started.stall.per_task[t] for t in mine) > max(started.stall.per_task[t] for t in theirs)
     assert started.stall.total() > warm.stall.total()
+
+
+def test_the_calibrated_cluster_scenarios_parse_and_carry_the_model() -> None:
+    """`bench/cluster.py --report` writes them from run 1: each parses, with the model of three apps
+    on the cores."""
+    paths = sorted((SCENARIOS / "calibrated").glob("*.yaml"))
+    assert paths
+    for path in paths:
+        scenario: Scenario = load_scenario(path)
+        assert scenario.workload.contention is not None, path
+        assert yaml.safe_load(path.read_text())["workload"]["contention"]["apps"] == 3
