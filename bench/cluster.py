@@ -61,23 +61,26 @@ def measure(settings: Settings, command: str, path: Path) -> dict[str, Any]:
     return raw.read(path)
 
 
-def derive(doc: dict[str, Any], plotted: Path | None) -> dict[str, Any]:
-    """Everything measured from one recorded run, as the JSON the report is written from; its plots
-    into `plotted` (None: no plots)."""
+def derive(doc: dict[str, Any], first: bool, plotted: Path) -> dict[str, Any]:
+    """Everything measured from one recorded run, as the JSON the report is written from. The `first`
+    run's plots go into `plotted`, and the simulator is calibrated on it alone: the others are the
+    held-out check, and nothing is fitted to them."""
     run, extra = raw.load(doc)
     rows = analysis.rows(run, extra["from_files"]["latency"])
-    if plotted is not None:
-        plots(run, plotted)
-    return {
+    derived = {
         "choices": analysis.choices(run),
         **{k: v for k, v in extra.items() if k != "from_files"},
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(run.settings).items()},
         "failed": run.failed,
         "rows": rows,
-        "calibration": analysis.calibration(run, rows, extra["from_files"]["state_rows"]),
         "exactly_once": extra["from_files"]["exactly_once"],
         "preload_s": run.preload_s,
     }
+    if first:
+        plots(run, plotted)
+        state_rows, cores = extra["from_files"]["state_rows"], extra["machine"]["nproc"]
+        derived["calibration"] = analysis.calibration(run, rows, state_rows, cores)
+    return derived
 
 
 def plots(run: Run, directory: Path) -> None:
@@ -116,7 +119,7 @@ def write_report(record: Path, write: Path, plotted: Path, scenarios: Path, note
         docs = [raw.read(path) for path in series.recorded(record, regime)]
         if not docs:
             continue
-        runs = [derive(doc, plotted if number == 0 else None) for number, doc in enumerate(docs)]
+        runs = [derive(doc, number == 0, plotted) for number, doc in enumerate(docs)]
         where = series.regime_path(scenarios, regime)
         predicted = compare(runs[0], where)
         summary = series.summary(runs)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from dataplane_checks import check_partition
 
+from clusterbench import occupancy, stretchfit
 from clusterbench.apps import BenchApp
 from clusterbench.measure import latencies, phase_gaps, usual_gap, window_latency, worst_window
 from clusterbench.runner import Run, Window
@@ -149,8 +150,11 @@ def _restored_between(app: BenchApp, since: float, until: float) -> tuple[int, i
     return after[1] - before[1], after[2] - before[2]
 
 
-def calibration(run: Run, measured: Sequence[dict[str, Any]], rows_per_task: Sequence[int]) -> dict[str, Any]:
-    """The simulator's workload rates, derived from this run (see the report for each one's source)."""
+def calibration(
+    run: Run, measured: Sequence[dict[str, Any]], rows_per_task: Sequence[int], cores: int
+) -> dict[str, Any]:
+    """The simulator's workload rates and contention model, derived from this run (see the report for
+    each one's source); `cores` is how many the executors shared."""
     settings = run.settings
     by_protocol = {(r["protocol"], r["phase"]): r for r in measured}
     # a bounce waited out: the cooperative protocol's tasks stand still for the pod's restart (Spark
@@ -165,18 +169,6 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]], rows_per_task: Seq
         if r["restored_blocking"] > 0 and r["gaps"]["stall_s"] > 0
     ]
     restore_rate = statistics.median(reported) if reported else max(candidates) if candidates else None
-    # how long after a SIGKILL the operator showed the member lost: the kubelet noticing, the pod's
-    # Ready condition, the operator's watch and reconcile
-    noticed = [
-        at - window.started
-        for window in run.windows
-        if window.phase == "bounce"
-        for app in run.apps
-        if app.protocol == window.protocol
-        for at, member in app.noticed
-        if member == window.victim and window.started <= at <= window.ended
-    ]
-    detect = min(noticed) if noticed else 0.0
     # one planned handoff's wait, as the simulator charges it to each move: the mean excess over the
     # cadence of the gaps across a change of owner in streamapp's planned moves (scale-out and
     # scale-in: warm handoffs that restore nothing while blocking). Not the phases' summed stall, which
@@ -185,16 +177,105 @@ def calibration(run: Run, measured: Sequence[dict[str, Any]], rows_per_task: Seq
     excess = sum(r["gaps"].get("moves_stall_s", 0.0) for r in planned if r)
     moves = sum(r["gaps"].get("moves", 0) for r in planned if r)
     handoff = excess / moves if moves else 0.0
+    found = [s for app in run.apps for s in occupancy.stretches(app)]
+    cadence = statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0
     return {
         "input_rate_per_task": settings.rate / settings.partitions,
-        "batch_interval_s": statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0,
+        "batch_interval_s": cadence,
         "process_rate_per_task": round(process_rate, 1),
         "pod_start_s": round(max(pod_start, 1.0), 1),
         "restore_rate_per_task": round(restore_rate, 1) if restore_rate else None,
         "restore_rate_reported": bool(reported),
         "state_rows_per_task": round(statistics.mean(rows_per_task)) if rows_per_task else 0,
         "handoff_s": round(handoff, 1),
-        "detect_s": round(detect, 1),
+        # how long after a SIGKILL the operator showed the member lost: the kubelet noticing, the pod's
+        # Ready condition, the operator's watch and reconcile
+        "detect_s": round(_noticed(run, ("bounce",)), 1),
+        # and after a pod deleted outright: its watch sees the deletion
+        "detect_deleted_s": round(_noticed(run, ("permanent-loss", "permanent-loss-standby")), 1),
+        **_pod_starts(run, found, handoff),
+        "contention": _contention(run, found, cores, cadence),
+    }
+
+
+def _noticed(run: Run, phases: Sequence[str]) -> float:
+    """How long after the action of `phases` the app's status first showed the victim lost: the
+    quickest of the apps (0 when none showed it)."""
+    noticed = [
+        at - window.started
+        for window in run.windows
+        if window.phase in phases
+        for app in run.apps
+        if app.protocol == window.protocol
+        for at, member in app.noticed
+        if member == window.victim and window.started <= at <= window.ended
+    ]
+    return min(noticed) if noticed else 0.0
+
+
+# The phase whose pods start each way, as the simulator's events start them (`scale`: new, `kill` with
+# `restartAfter`: restarted, a rollout: replaced)
+_STARTED_BY = {"new": "scale-out", "replaced": "rolling-restart"}
+
+
+def _pod_starts(run: Run, found: Sequence[occupancy.Stretch], handoff: float) -> dict[str, float | None]:
+    """How long a new member's pod and a replaced pod took to start: the median of the cooperative
+    app's starting stretches of that kind in the phase that starts them (its tasks wait for the pod;
+    the other protocols hand them off first). A new member's first commit also waited for the task
+    handed to it (`handoff`), which the simulator adds on its own."""
+    out: dict[str, float | None] = {}
+    for kind, phase in _STARTED_BY.items():
+        window = next((w for w in run.windows if w.phase == phase and w.protocol == "cooperative"), None)
+        took = [
+            s.until - s.since
+            for s in found
+            if window is not None
+            and s.protocol == "cooperative"
+            and s.state == "starting"
+            and s.kind == kind
+            and window.started - 1 <= s.since <= window.ended
+        ]
+        less = handoff if kind == "new" else 0.0
+        out[f"{kind}_pod_start_s"] = round(statistics.median(took) - less, 1) if took else None
+    return out
+
+
+def _contention(run: Run, found: Sequence[occupancy.Stretch], cores: int, cadence: float) -> dict[str, Any]:
+    """The contention model fitted to every member's batches of the run (`stretchfit`), the apps that
+    shared the cores, the tasks' `cadence`, and each measured row's members that had started recently
+    when its action came (the phase before had just restarted them): the simulated app starts from
+    the same."""
+    fitted = stretchfit.fit(stretchfit.observations(run, found, quiet(run)), cores)
+    horizon = 5 * fitted.fresh_decay_seconds  # by then a fresh executor's stretch is below 1% of it
+    fresh: dict[str, list[dict[str, Any]]] = {}
+    for window in run.windows:
+        recent = [
+            s
+            for s in found
+            if s.protocol == window.protocol
+            and s.state == "running"
+            and s.since <= window.started <= s.until
+            and window.started - s.since < horizon
+        ]
+        fresh[_key(window)] = [
+            {"member": s.member, "readyBefore": round(window.started - s.since, 1), "start": s.kind}
+            for s in sorted(recent, key=lambda s: s.member)
+        ]
+    return {
+        "cores": cores,
+        "apps": len(run.apps),
+        "cadence_s": cadence,
+        "stretch_per_load": round(fitted.stretch_per_load, 4),
+        "idle_load": round(fitted.idle_load, 2),
+        "starting_load": {kind: round(value, 2) for kind, value in fitted.starting_load.items()},
+        "fresh_load": round(fitted.fresh_load, 2),
+        "restore_load": 0.0,
+        "fresh_stretch": {kind: round(value, 3) for kind, value in fitted.fresh_stretch.items()},
+        "fresh_decay_s": fitted.fresh_decay_seconds,
+        "fitted_stretches": fitted.stretches,
+        "fitted_bin_s": stretchfit.BIN_S,
+        "fitted_task_seconds": round(fitted.task_seconds),
+        "fresh_at_start": fresh,
     }
 
 

@@ -78,6 +78,7 @@ def measured_table(rows: Sequence[dict[str, Any]], scenario: str) -> str:
 COMPARED = (
     ("worst_task_stall_s", "worst task stall s"),
     ("stall_s", "stall s, all tasks"),
+    ("standstill_s", "stand-still s"),
     ("restored_blocking", "restored blocking"),
     ("restored_background", "restored background"),
     ("worst_60s", "worst 60 s throughput"),
@@ -394,22 +395,25 @@ def calibration_section(
         f"- handoff {cal.get('handoff_s', 0.0):.1f} s (`reassignSeconds`, what a task waits each time it "
         "moves): the mean excess over the cadence of the gaps across a change of owner in streamapp's "
         "scale-out and scale-in (warm handoffs);",
-        f"- detection {cal.get('detect_s', 0.0):.1f} s (`detectSeconds`): how long after the bounce's "
+        f"- detection {cal.get('detect_s', 0.0):.1f} s (`detectSeconds`) in the bounce: how long after the "
         "SIGKILL the app's status first showed the member lost (the quickest of the apps; polled every "
-        "second);",
-        f"- batch interval {cal['batch_interval_s']:.1f} s (median cadence): not a simulator input; the "
-        "measured stall subtracts it, as the simulator's downtime counts no cadence.",
+        f"second); {cal.get('detect_deleted_s', 0.0):.1f} s in the permanent losses, the same after the "
+        "pod's deletion (the operator's watch sees a deletion at once; the kubelet must notice a SIGKILL);",
+        *_pod_start_lines(cal),
+        *_contention_lines(cal),
         "",
     ]
     if held_out:
         out += [
             "### Held out: the prediction against the other runs",
             "",
-            "Calibrated on run 1, checked against the median of the runs after it. The simulator's "
-            "downtime has no cadence and no slow batches, so a measured stall holds what it does not model "
-            "(batches slowed by a new executor's JVM, restores and twice the tasks on the same cores); the "
-            "*stand-still* (the longest single gap's excess over the cadence, against the simulator's longest "
-            "time any task went without processing) is what it does model.",
+            "Calibrated on run 1, checked against the median of the runs after it, in the measured terms: "
+            "the simulator counts every tick a task did not process and, with the contention model, the "
+            "share of its processing time its slowed batches lost; the *stand-still* is the longest single "
+            "gap's excess over the cadence (the simulator's: its longest time without processing plus the "
+            "slowed batch that ended it).",
+            "",
+            held_out_verdict(held_out),
             "",
             "| scenario | protocol | held-out runs | stall s: predicted / measured / error "
             "| worst task s: predicted / measured / error | stand-still s: predicted / measured / error |",
@@ -429,6 +433,67 @@ def calibration_section(
         if any(r["phase"] == scenario and "predicted" in r for r in results["rows"]):
             out += [f"### {scenario}, run 1", "", comparison_table(results["rows"], scenario), ""]
     return out
+
+
+def _pod_start_lines(cal: dict[str, Any]) -> list[str]:
+    """The pod starts by kind, where the run measured them."""
+    lines = []
+    if cal.get("new_pod_start_s"):
+        lines.append(
+            f"- a new member's pod {cal['new_pod_start_s']:.1f} s (`newPodStartSeconds`): the cooperative "
+            "app's new member in the scale-out, from the action to its first commit, less the handoff of "
+            "the task it was given (its pod, a claim never used, Spark starting beside the others' new "
+            "members);"
+        )
+    if cal.get("replaced_pod_start_s"):
+        lines.append(
+            f"- a replaced pod {cal['replaced_pod_start_s']:.1f} s (`replacedPodStartSeconds`): the median "
+            "of the cooperative app's members in the rolling restart, from their last commit to their first "
+            "again (its tasks wait for each pod: the old one's termination, the new one's start);"
+        )
+    return lines
+
+
+def _contention_lines(cal: dict[str, Any]) -> list[str]:
+    """The contention model's parameters and where each comes from (`clusterbench.stretchfit`)."""
+    model = cal.get("contention")
+    if not model:
+        return []
+    starting = ", ".join(f"{kind} {value:.2f}" for kind, value in model["starting_load"].items())
+    fresh = ", ".join(f"{kind} {value:.2f}" for kind, value in model["fresh_stretch"].items())
+    recent = sum(1 for members in model["fresh_at_start"].values() if members)
+    horizon = 5 * model["fresh_decay_s"]
+    return [
+        f"- CPU contention (`workload.contention`, docs/simulator.md): {model['apps']} apps side by side "
+        f"on {model['cores']} cores, each task's cadence {model['cadence_s']:.2f} s (the median usual gap). "
+        f"Fitted to every member's batches over the whole of run 1 — {model['fitted_stretches']:,} "
+        f"{model['fitted_bin_s']:.0f}-s stretches, {model['fitted_task_seconds']:,} task-seconds, each "
+        "member's gaps beyond its tasks' cadence against what ran on the cores then (members running, "
+        "pods starting, from its commits' owners and the phases' events) — by least squares on the "
+        "stall share: a batch gap stretches by "
+        f"{model['stretch_per_load']:.4f} per busy executor a core beyond {model['idle_load']:.2f}; a pod "
+        f"starting weighs ({starting}) executors by how it started, an executor that just started "
+        f"{1 + model['fresh_load']:.2f}, its own batches stretch by ({fresh}) more, both decaying with "
+        f"{model['fresh_decay_s']:.0f} s; restores 0 (in this regime a restore takes a tenth of a second: "
+        f"nothing to fit). The {recent} scenarios whose phase began less than {horizon:.0f} s after a "
+        "member's executor started (the phase before restarted it) start with it as fresh as it was in "
+        "run 1.",
+    ]
+
+
+def held_out_verdict(held_out: Sequence[dict[str, Any]], least: float = 5.0, within: float = 0.25) -> str:
+    """Whether the prediction is within `within` of the held-out median on the total stall of every
+    row whose measured stall is at least `least` task-seconds, and which rows are not."""
+    rows = [e for e in held_out if e["stall_total"]["measured"] >= least]
+    beyond = [e for e in rows if e["stall_total"]["error"] is None or abs(e["stall_total"]["error"]) > within]
+    text = (
+        f"Total stall within {within:.0%} of the held-out median on {len(rows) - len(beyond)} of the "
+        f"{len(rows)} rows of {least:.0f} task-seconds or more"
+    )
+    if not beyond:
+        return text + "."
+    listed = "; ".join(f"{e['scenario']} {e['protocol']} {e['stall_total']['error']:+.0%}" for e in beyond)
+    return f"{text}; beyond: {listed}."
 
 
 def headline(runs: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]]) -> str:

@@ -2,9 +2,10 @@
 
 Each measured (phase, protocol) becomes a scenario file: the app's shape when the phase's action
 started, the action at t=0, the phase's length as the duration, and the workload the run measured
-(`analysis.calibration`). The simulator's downtime is time a task had no owner able to process; the
-measured stall is what commit gaps added beyond the task's usual gap, which is the same thing seen from
-the store (the usual gap, the batch cadence, is not downtime in either).
+(`analysis.calibration`), its contention model included: the cores, the apps side by side on them, and
+the members the phase before had just restarted. The simulator then counts the stall as the run
+measures it — every commit gap's excess over the task's usual cadence, stand-stills and slowed batches
+alike (`streamapp.sim.stall`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def scenario_doc(
             "reportInterval": REPORT_INTERVAL_S,
             "podStartSeconds": calibration["pod_start_s"],
             "reassignSeconds": calibration.get("handoff_s", 0.0),
-            "detectSeconds": calibration.get("detect_s", 0.0),
+            "detectSeconds": calibration.get("detect_s" if phase == "bounce" else "detect_deleted_s", 0.0),
+            **_pod_starts(calibration),
+            **_contention(calibration, f"{phase}/{row['protocol']}"),
         },
         "rebalance": {
             "protocol": row["protocol"],
@@ -60,6 +63,35 @@ def scenario_doc(
         },
         "events": [events[phase]],
     }
+
+
+def _pod_starts(calibration: dict[str, Any]) -> dict[str, float]:
+    """The start of a new member's pod and of a replaced one, where the run measured them."""
+    keys = {"newPodStartSeconds": "new_pod_start_s", "replacedPodStartSeconds": "replaced_pod_start_s"}
+    return {key: calibration[name] for key, name in keys.items() if calibration.get(name)}
+
+
+def _contention(calibration: dict[str, Any], row: str) -> dict[str, Any]:
+    """`workload.contention` from the calibration, with the row's members fresh at its start."""
+    model = calibration.get("contention")
+    if not model:
+        return {}
+    block: dict[str, Any] = {
+        "cores": model["cores"],
+        "apps": model["apps"],
+        "cadence": model["cadence_s"],
+        "stretchPerLoad": model["stretch_per_load"],
+        "idleLoad": model["idle_load"],
+        "startingLoad": model["starting_load"],
+        "freshLoad": model["fresh_load"],
+        "restoreLoad": model["restore_load"],
+        "freshStretch": model["fresh_stretch"],
+        "freshDecaySeconds": model["fresh_decay_s"],
+    }
+    fresh = model["fresh_at_start"].get(row)
+    if fresh:
+        block["fresh"] = fresh
+    return {"contention": block}
 
 
 def write_scenarios(
@@ -82,9 +114,9 @@ def predict(path: Path) -> dict[str, Any]:
     """The simulator's figures for one calibrated scenario, in the measured rows' terms."""
     result, _ = simulate(load_scenario(path))
     return {
-        "worst_task_stall_s": result.max_task_downtime_seconds,
-        "standstill_s": result.longest_standstill_seconds,
-        "stall_s": result.task_downtime_seconds,
+        "worst_task_stall_s": result.max_task_stall_seconds,
+        "standstill_s": result.longest_stall_seconds,
+        "stall_s": result.stall_seconds,
         "restored_blocking": result.blocking_restore_records,
         "restored_background": result.background_restore_records,
         "worst_60s": result.min_window_throughput_ratio,
@@ -97,6 +129,7 @@ def measured_terms(row: dict[str, Any]) -> dict[str, Any]:
     return {
         "worst_task_stall_s": row["gaps"]["worst_task_stall_s"],
         "stall_s": row["gaps"]["stall_s"],
+        "standstill_s": row["gaps"].get("standstill_s", 0.0),
         "restored_blocking": row["restored_blocking"],
         "restored_background": row["restored_background"],
         "worst_60s": row["worst_60s"],

@@ -27,15 +27,18 @@ from dataclasses import dataclass, field
 
 from streamapp.rebalance import MemberTarget, MemberView
 from streamapp.rebalance.costs import Sample
+from streamapp.sim.contention import StartKind
 
 
 @dataclass
 class Executor:
     """One member: its pod, its local state and its last applied target.
 
-    `started_at` is when its pod last became ready; `resuming` the active tasks that have not
-    processed here yet, `blocked` the records each active task restored here while blocking, and
-    `resumed` how each task's ownership here began (`reported_resumed`: as last reported).
+    `started_at` is when its pod last became ready, and `start_kind` how that pod started (None: it
+    has run since before time 0; `contention` slows a recently started executor's batches by it);
+    `resuming` the active tasks that have not processed here yet, `blocked` the records each active
+    task restored here while blocking, and `resumed` how each task's ownership here began
+    (`reported_resumed`: as last reported).
     """
 
     id: int
@@ -55,6 +58,7 @@ class Executor:
     stalled_since: float | None = None
     keeps_state: bool = True
     started_at: float = 0.0
+    start_kind: StartKind | None = None
     resuming: set[int] = field(default_factory=set)
     blocked: dict[int, float] = field(default_factory=dict)
     resumed: dict[int, Sample] = field(default_factory=dict)
@@ -145,9 +149,11 @@ class Executor:
             self.starting.pop(task, None)
         return spent
 
-    def start_pod(self, ready_at: float) -> None:
-        """A pod is scheduled; it becomes ready at `ready_at` and then applies targets."""
+    def start_pod(self, ready_at: float, kind: StartKind) -> None:
+        """A pod is scheduled, started the way `kind` says; it becomes ready at `ready_at` and then
+        applies targets."""
         self.ready_at = ready_at
+        self.start_kind = kind
 
     def become_ready(self, now: float) -> bool:
         """Turn ready when the pod's start time has come; True when it just did.

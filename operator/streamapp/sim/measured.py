@@ -30,6 +30,9 @@ class SimResult:
     task_downtime_seconds: float
     max_task_downtime_seconds: float
     longest_standstill_seconds: float
+    stall_seconds: float
+    max_task_stall_seconds: float
+    longest_stall_seconds: float
     double_ownership_violations: int
     converged: bool
     final_spread: int

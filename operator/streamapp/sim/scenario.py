@@ -20,6 +20,7 @@ from streamapp.api.rebalance import REBALANCE
 from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
 from streamapp.rebalance.rollout import RolloutConfig
+from streamapp.sim.contention import START_KINDS, Contention, FreshMember, StartKind
 from streamapp.units import UnitError, parse_duration
 
 
@@ -47,6 +48,13 @@ class Workload:
     replays only what was committed while it was away), `emptyDir` (the default without a claim: it
     survives a container restart but not the pod, and every event here replaces pods, so a returning
     member restores in full) or `none` (nothing local: every start restores in full).
+
+    `new_pod_start_seconds` and `replaced_pod_start_seconds` are how long a new member's first pod (a
+    scale-out: a claim never used, a full restore) and a pod the operator replaced (a rollout, a
+    timeout: the old pod's termination first) take to become ready, when they differ from
+    `pod_start_seconds` (None: they do not). On the cluster benchmark a new member took ~2.5 times
+    as long as a restarted container. `contention` is the CPU contention model (None: batches never
+    slow down, and the stall is the downtime).
     """
 
     input_rate: float = 100.0
@@ -59,6 +67,15 @@ class Workload:
     reassign_seconds: float = 0.0
     detect_seconds: float = 0.0
     local_state: LocalState = "claim"
+    new_pod_start_seconds: float | None = None
+    replaced_pod_start_seconds: float | None = None
+    contention: Contention | None = None
+
+    def pod_start(self, kind: StartKind) -> float:
+        """How long a pod that starts this way takes to become ready (a `restarted` one is given by
+        its event's `restartAfter`)."""
+        chosen = {"new": self.new_pod_start_seconds, "replaced": self.replaced_pod_start_seconds}.get(kind)
+        return self.pod_start_seconds if chosen is None else chosen
 
 
 @dataclass(frozen=True)
@@ -123,7 +140,23 @@ _WORKLOAD_KEYS = {
     "taskStartSeconds": "task_start_seconds",
     "reassignSeconds": "reassign_seconds",
     "detectSeconds": "detect_seconds",
+    "newPodStartSeconds": "new_pod_start_seconds",
+    "replacedPodStartSeconds": "replaced_pod_start_seconds",
 }
+_CONTENTION_KEYS = {
+    "cores": "cores",
+    "apps": "apps",
+    "cadence": "cadence",
+    "stretchPerLoad": "stretch_per_load",
+    "idleLoad": "idle_load",
+    "startingLoad": "starting_load",
+    "freshLoad": "fresh_load",
+    "restoreLoad": "restore_load",
+    "freshStretch": "fresh_stretch",
+    "freshDecaySeconds": "fresh_decay_seconds",
+    "fresh": "fresh",
+}
+_FRESH_KEYS = {"member", "readyBefore", "start"}
 LocalState = Literal["claim", "emptyDir", "none"]
 _EVENT_KEYS = {"at", "scale", "kill", "restartAfter", "rollingRestart", "deafen", "stall"}
 
@@ -155,12 +188,18 @@ def parse_scenario(data: object) -> Scenario:
     duration = parse_duration(doc["duration"], "duration")
     zones = tuple(str(z) for z in doc.get("zones") or ())
     events = tuple(sorted((_event(e, i) for i, e in enumerate(doc.get("events") or [])), key=lambda e: e.at))
+    workload = _workload(doc.get("workload") or {})
+    fresh = [f.member for f in workload.contention.fresh] if workload.contention else []
+    if any(m >= members for m in fresh) or len(set(fresh)) != len(fresh):
+        raise ScenarioError(
+            f"workload.contention.fresh: each member once, below members ({members}); got {fresh}"
+        )
     return Scenario(
         name=str(doc["name"]),
         partitions=partitions,
         members=members,
         duration=duration,
-        workload=_workload(doc.get("workload") or {}),
+        workload=workload,
         rebalance=_rebalance(doc.get("rebalance") or {}),
         events=events,
         zones=zones,
@@ -188,12 +227,14 @@ def _rolling_update(raw: object) -> RolloutConfig:
 
 def _workload(raw: object) -> Workload:
     spec = _mapping(raw, "workload")
-    _no_unknown(spec, {*_WORKLOAD_KEYS, "localState"}, "workload")
+    _no_unknown(spec, {*_WORKLOAD_KEYS, "localState", "contention"}, "workload")
     values: dict[str, Any] = {}
     if "localState" in spec:
         if spec["localState"] not in get_args(LocalState):
             raise ScenarioError(f"workload.localState must be one of {', '.join(get_args(LocalState))}")
         values["local_state"] = spec["localState"]
+    if "contention" in spec:
+        values["contention"] = _contention(spec["contention"])
     for key, name in _WORKLOAD_KEYS.items():
         if key in spec:
             zero = key in ("taskStartSeconds", "reassignSeconds", "detectSeconds")
@@ -201,6 +242,53 @@ def _workload(raw: object) -> Workload:
     if "state_records" in values:
         values["state_records"] = int(values["state_records"])
     return Workload(**values)
+
+
+def _contention(raw: object) -> Contention:
+    """`workload.contention`: `cores` is required, everything else has a default that slows nothing."""
+    where = "workload.contention"
+    spec = _mapping(raw, where)
+    _no_unknown(spec, set(_CONTENTION_KEYS), where)
+    if "cores" not in spec:
+        raise ScenarioError(f"{where}: missing 'cores'")
+    values: dict[str, Any] = {}
+    for key, name in _CONTENTION_KEYS.items():
+        if key not in spec:
+            continue
+        value, at = spec[key], f"{where}.{key}"
+        if key == "apps":
+            values[name] = _int(value, at, minimum=1)
+        elif key in ("freshStretch", "startingLoad"):
+            kinds = _mapping(value, at)
+            _no_unknown(kinds, set(START_KINDS), at)
+            values[name] = {kind: _positive(v, f"{at}.{kind}", allow_zero=True) for kind, v in kinds.items()}
+        elif key == "fresh":
+            values[name] = tuple(_fresh(item, f"{at}[{i}]") for i, item in enumerate(_list(value, at)))
+        else:
+            zero = key in ("stretchPerLoad", "idleLoad", "freshLoad", "restoreLoad")
+            values[name] = _positive(value, at, allow_zero=zero)
+    return Contention(**values)
+
+
+def _fresh(raw: object, where: str) -> FreshMember:
+    spec = _mapping(raw, where)
+    _no_unknown(spec, _FRESH_KEYS, where)
+    missing = sorted(_FRESH_KEYS - set(spec))
+    if missing:
+        raise ScenarioError(f"{where}: missing {', '.join(missing)}")
+    if spec["start"] not in START_KINDS:
+        raise ScenarioError(f"{where}.start must be one of {', '.join(START_KINDS)}")
+    return FreshMember(
+        member=_int(spec["member"], f"{where}.member", minimum=0),
+        ready_before=_positive(spec["readyBefore"], f"{where}.readyBefore", allow_zero=True),
+        start=spec["start"],
+    )
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ScenarioError(f"{where}: expected a list, got {type(value).__name__}")
+    return value
 
 
 def _event(raw: object, index: int) -> SimEvent:

@@ -9,11 +9,14 @@ over before the old owner let go would be caught. A member the engine says timed
 has its pod deleted and replaced, as the operator does. Then data flows for one tick: input arrives,
 owners restore (blocking) and process, copies tail the changelog in the background. Reports go out
 every `reportInterval`; the costs a rolling update's `auto` weighs come from them by the operator's
-own rules (`rebalance.costs`), and are kept between reports as the operator keeps them.
+own rules (`rebalance.costs`), and are kept between reports as the operator keeps them. With a
+`contention` model, batches that still run are slowed by what else runs on the cores, and the stall is
+counted as the cluster benchmark measures it (`stall`); nothing else depends on it.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from streamapp.rebalance import AppConfig, Assignment, EventKind, MemberView, Plan, member_targets, plan
@@ -30,6 +33,7 @@ from streamapp.rebalance.stuck import replace_stuck
 from streamapp.sim.executors import Executor
 from streamapp.sim.measured import SimResult, Timeline, min_window_ratio
 from streamapp.sim.scenario import Scenario, SimEvent
+from streamapp.sim.stall import StallMeter
 
 _CONTROL_ROUNDS = 50
 _EPSILON = 1e-6
@@ -67,6 +71,8 @@ class Simulation:
         # Per task: how long it has not processed so far (its current stand-still), and the longest.
         self.standing = [0.0] * scenario.partitions
         self.longest_standstill = 0.0
+        contention = self.work.contention
+        self.stall = StallMeter(scenario.partitions, contention.cadence if contention else 1.0)
         self.processed: list[float] = []
         self.balanced_since: float | None = None
         self.base_generation = 0
@@ -91,6 +97,9 @@ class Simulation:
         for member in range(self.scenario.members):
             executor = self._new_executor(member)
             executor.alive = True
+        for fresh in self.work.contention.fresh if self.work.contention else ():
+            self.executors[fresh.member].started_at = -fresh.ready_before
+            self.executors[fresh.member].start_kind = fresh.start
         for _ in range(_CONTROL_ROUNDS):
             changed = self._control(0.0).changed
             for executor in self.executors.values():
@@ -125,14 +134,14 @@ class Simulation:
             self.app = AppConfig(self.app.partitions, event.scale, self.app.rebalance)
             for member in range(event.scale):
                 if member not in self.executors:
-                    self._new_executor(member).start_pod(now + self.work.pod_start_seconds)
+                    self._new_executor(member).start_pod(now + self.work.pod_start("new"), "new")
         elif event.kill is not None:
             victim = self.executors.get(event.kill)
             if victim is not None:
                 victim.die()
                 self.unnoticed[event.kill] = now + self.work.detect_seconds
                 if event.restart_after is not None:
-                    victim.start_pod(now + event.restart_after)
+                    victim.start_pod(now + event.restart_after, "restarted")
         elif event.deafen is not None:
             deaf = self.executors.get(event.deafen)
             if deaf is not None:
@@ -181,7 +190,7 @@ class Simulation:
         for member in step.delete:
             victim = self.executors[member]
             victim.die()
-            victim.start_pod(now + self.work.pod_start_seconds)
+            victim.start_pod(now + self.work.pod_start("replaced"), "replaced")
             self.pod_revision[member] = self.revision
         return step
 
@@ -225,7 +234,7 @@ class Simulation:
         for member in timed_out:
             executor = self.executors[member]
             executor.die()
-            executor.start_pod(now + self.work.pod_start_seconds)
+            executor.start_pod(now + self.work.pod_start("replaced"), "replaced")
             self.revocation_timeouts += 1
 
     def _apply_all(self) -> bool:
@@ -270,12 +279,14 @@ class Simulation:
                     owners.setdefault(task, executor)
         processed_total = 0.0
         down = 0
+        stretches = self._stretches(now, tick)
         for task in range(self.app.partitions):
             self.backlog[task] += work.input_rate * tick
             owner = owners.get(task)
             if owner is None:
                 self.downtime[task] += tick
                 self.standing[task] += tick
+                self.stall.stood(task, tick)
                 down += 1
                 continue
             starting = owner.spend_start(task, tick)
@@ -287,11 +298,13 @@ class Simulation:
             self.blocking += max(0.0, restored)
             self.downtime[task] += busy
             self.standing[task] += busy
+            self.stall.stood(task, busy)
             if self.log_end[task] - owner.applied[task] > _EPSILON or busy >= tick:
                 down += 1
                 continue
             self.longest_standstill = max(self.longest_standstill, self.standing[task])
             self.standing[task] = 0.0
+            self.stall.processed(task, tick - busy, stretches.get(owner.id, 0.0))
             if task in owner.resuming:
                 owner.resume(task, now + busy, self.processed_at[task], self.processed_by[task])
             self.processed_at[task], self.processed_by[task] = now + tick, owner.id
@@ -308,6 +321,26 @@ class Simulation:
                     executor.applied[task] = position + restored
                     self.background += restored
         return processed_total, down
+
+    def _stretches(self, now: float, tick: float) -> dict[int, float]:
+        """How much each live executor's batches stretch this tick (`contention`: empty without it),
+        from the executors running, the pods starting and the copies restoring as the tick begins."""
+        model = self.work.contention
+        if model is None:
+            return {}
+        live = [e for e in self.executors.values() if e.alive]
+        starting = Counter(
+            e.start_kind
+            for e in self.executors.values()
+            if not e.alive and e.ready_at is not None and e.start_kind is not None
+        )
+        behind = [
+            self.log_end[task] - e.applied.get(task, 0.0) for e in live for task in (*e.processing, *e.copies)
+        ]
+        restoring = sum(min(1.0, lag / (self.work.restore_rate * tick)) for lag in behind if lag > 0)
+        started = [(e.start_kind, now - e.started_at) for e in live]
+        load = model.load(started, starting, restoring)
+        return {e.id: model.stretch(load, kind, age) for e, (kind, age) in zip(live, started, strict=True)}
 
     def _observe(self, now: float, processed: float, down: int) -> None:
         expected = self.work.input_rate * self.app.partitions * self.scenario.tick
@@ -395,6 +428,9 @@ class Simulation:
             task_downtime_seconds=round(sum(self.downtime), 3),
             max_task_downtime_seconds=round(max(self.downtime, default=0.0), 3),
             longest_standstill_seconds=round(max(self.longest_standstill, *self.standing), 3),
+            stall_seconds=round(self.stall.total(), 3),
+            max_task_stall_seconds=round(self.stall.worst_task(), 3),
+            longest_stall_seconds=round(self.stall.longest_gap(), 3),
             double_ownership_violations=self.violations,
             converged=balanced,
             final_spread=self._spread(),
