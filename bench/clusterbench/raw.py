@@ -57,7 +57,8 @@ def read(path: Path) -> dict[str, Any]:
 def load(doc: dict[str, Any]) -> tuple[Run, dict[str, Any]]:
     """The run as `dump` wrote it (apps without an API client: nothing is asked of the cluster), and
     the extra keys."""
-    settings = Settings(**{**doc["settings"], "out": Path(doc["settings"]["out"])})
+    # a run recorded before the bench set flapWindow ran with the operator's default
+    settings = Settings(**{"flap_window": None, **doc["settings"], "out": Path(doc["settings"]["out"])})
     run = Run(settings, preload_s=doc["preload_s"], fed_from=doc["fed_from"], fed_until=doc["fed_until"])
     run.failed = doc["failed"]
     run.windows = [Window(**w) for w in doc["windows"]]

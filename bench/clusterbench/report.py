@@ -141,7 +141,7 @@ def render(
         f"running the sample count (`streamapp.executor.samples.counts`) on real PySpark executors on the "
         f"process node, {s['partitions']} tasks, 2 members between scenarios, every member with a claim "
         f"(`executor.storage.size: 1Gi`), `scheduledRebalanceMaxDelay: {s['delay']}`, everything else "
-        f"default (`lostTaskRecovery: auto` under `streamapp`). State ({_regime_words(first)}): before "
+        f"default (`lostTaskRecovery: auto` under `streamapp`){_flaps(s)}. State ({_regime_words(first)}): before "
         f"anything is measured each app's input holds the same "
         f"{s['preload']:,} records over {s['keys']:,} keys ({cal['state_rows_per_task']:,} keys per task at "
         f"the end), and each app commits it all; then input flows at {s['rate']:.0f} records/s per app (the "
@@ -238,6 +238,17 @@ def _median_cells(entry: dict[str, Any]) -> str:
         low, high = spread(entry, key)
         cells.append(f"{_fmt(median(entry, key))} [{_fmt(low)}–{_fmt(high)}]")
     return " | ".join(cells)
+
+
+def _flaps(settings: dict[str, Any]) -> str:
+    """The damping of flapping members, when the run set it (`runner.Settings.flap_window`)."""
+    if settings.get("flap_window") is None:
+        return ""
+    return (
+        f" but `flapWindow: {settings['flap_window']}`: the phases follow one another within minutes, so a member lost in the "
+        "bounce and again in the permanent loss would count as flapping and the later scenarios would "
+        "measure the damping (the simulator's `flapping` scenarios measure it)"
+    )
 
 
 def plot_name(results: dict[str, Any], scenario: str) -> str:

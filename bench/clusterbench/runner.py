@@ -31,7 +31,7 @@ RELEASE_NAMESPACE = "streamapp-system"
 POLL_S = 1.0
 PROGRESS_S = 15.0
 PRELOAD_ESTIMATE_S = 300.0  # executors starting and the pre-load committed, on 2 shared cores
-LARGE_LINK_KBIT = 1600  # 200 kB/s: a task's snapshot of ~1.26M keys (29 MB of runs) in about 2.5 minutes
+LARGE_LINK_KBIT = 1200  # 150 kB/s: a task's snapshot of ~1.26M keys (29 MB of runs) in about 3.3 minutes
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,11 @@ class Settings:
     link_kbit: int = 0
     local_store: str = "memory"
     eta_scale: float = 1.0  # the phases' and pre-load's estimates (for the progress lines) times this
+    # The apps' spec.rebalance.flapWindow (None: the operator's default, as in runs recorded before it was
+    # set). Off: the phases follow one another within minutes, so a member lost in the bounce and again
+    # in the permanent loss would count as flapping, and every later scenario would measure the damping
+    # instead of itself (the simulator's `flapping` scenarios measure it).
+    flap_window: str | None = "0s"
 
     @staticmethod
     def quick(out: Path) -> Settings:
@@ -224,6 +229,7 @@ def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number:
     with _full_speed(run, not phase.measured):
         for app in run.apps:
             windows[app.protocol] = Window(phase.name, app.protocol, phase.members, time.time())
+            ctx.settled_at.pop(app.protocol, None)
             phase.start(app, ctx)
             windows[app.protocol].victim = ctx.victim.get(app.protocol)
         done = wait_all(run, progress, f"phase {number} {phase.name}", checks, settings.phase_timeout_s)
@@ -342,6 +348,8 @@ def run_on_cluster(settings: Settings, finish: Callable[[Run], None] = lambda ru
         workdir = settings.out / "cluster-bench"
         shutil.rmtree(workdir, ignore_errors=True)
         rebalance = {"scheduledRebalanceMaxDelay": settings.delay}
+        if settings.flap_window is not None:
+            rebalance["flapWindow"] = settings.flap_window
         for index, protocol in enumerate(settings.protocols, 1):
             s3 = None
             if settings.regime == "large":
