@@ -29,6 +29,7 @@ from streamapp.executor.state.layout import StateLayout
 APP = "counts"
 QUOTA = "no-room"
 SECRET = "bench-s3"
+CHOICE_EVENTS = ("WaitingForMember", "RestoringElsewhere", "RestoredElsewhere")
 
 
 @dataclass
@@ -49,16 +50,16 @@ class BenchApp:
     # (time, member) when the app's status first showed a member lost (Lost or Restarting) since it was
     # last Ready: when the operator noticed a loss
     noticed: list[tuple[float, int]] = field(default_factory=list)
-    # (time, member, choice, held, restoring, expected back s, restore s, reason): each new choice the
-    # status showed for a lost member's tasks (`members[].lostTasks`): wait for it, or restore elsewhere
-    choices: list[tuple[float, int, str, int, int, float | None, float | None, str]] = field(
-        default_factory=list
-    )
+    # (time, reason, message) of every Event the operator posted on the app about a lost member's tasks:
+    # its choice (WaitingForMember, RestoringElsewhere: with the figures) and each takeover
+    # (RestoredElsewhere). Events, not the status: a choice to restore at once is shown in the status
+    # for one reconcile at most (the takeover leaves nothing held), and a poll a second misses it.
+    choices: list[tuple[float, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._rates_seen: set[tuple[object, object]] = set()
         self._lost: set[int] = set()
-        self._choice: dict[int, tuple[str, int, int]] = {}
+        self._events_seen: set[str] = set()
         self.log = FileLog(self.root / "input")
         self.state = StateLayout(
             self.root / "state" if self.s3 is None else self._bucket(self.s3.direct.endpoint)
@@ -181,21 +182,16 @@ class BenchApp:
                 self._lost.add(member)
             else:
                 self._lost.discard(member)
-            self._notice_choice(member, row.get("lostTasks"))
+        self._notice_choices()
 
-    def _notice_choice(self, member: int, lost: dict[str, Any] | None) -> None:
-        """Record the engine's choice for a lost member's tasks each time it (or its counts) changes."""
-        if not lost:
-            self._choice.pop(member, None)
-            return
-        seen = (str(lost.get("choice")), int(lost.get("held") or 0), int(lost.get("restoring") or 0))
-        if self._choice.get(member) == seen:
-            return
-        self._choice[member] = seen
-        self.choices.append(
-            (time.time(), member, *seen, lost.get("expectedBackSeconds"), lost.get("restoreSeconds"),
-             str(lost.get("reason") or ""))
-        )  # fmt: skip
+    def _notice_choices(self) -> None:
+        """Record each new Event about a lost member's tasks (`CHOICE_EVENTS`), timed when posted."""
+        for event in self.core().list_namespaced_event(self.namespace).items:
+            if event.reason not in CHOICE_EVENTS or event.metadata.uid in self._events_seen:
+                continue
+            self._events_seen.add(event.metadata.uid)
+            posted = event.first_timestamp or event.event_time or event.metadata.creation_timestamp
+            self.choices.append((posted.timestamp(), event.reason, event.message or ""))
 
     def event(self, label: str) -> None:
         self.events.append((time.time(), label))

@@ -301,24 +301,21 @@ def _store(results: dict[str, Any]) -> str:
 
 
 def choices_section(runs: Sequence[dict[str, Any]], scenario: str) -> list[str]:
-    """What `streamapp`'s engine chose for a lost member's tasks in this scenario, run by run: each
-    choice the app's status showed (`members[].lostTasks`), with its figures and reason."""
-    lines = []
-    for number, results in enumerate(runs, 1):
-        for choice in results.get("choices", {}).get(f"{scenario}/streamapp", []):
-            at, member, kind, held, restoring, back, restore, reason = choice
-            lines.append(
-                f"| {number} | {at:+.1f} | {member} | {kind} | {held} | {restoring} | {_fmt(back)} | "
-                f"{_fmt(restore)} | {reason} |"
-            )
+    """What `streamapp`'s engine chose for a lost member's tasks in this scenario, run by run: the
+    Events the operator posted (its choice with the figures behind it, and each takeover)."""
+    lines = [
+        f"| {number} | {at:+.1f} | {reason} | {message} |"
+        for number, results in enumerate(runs, 1)
+        for at, reason, message in results.get("choices", {}).get(f"{scenario}/streamapp", [])
+    ]
     if not lines:
         return []
     return [
-        "The engine's choice for the lost member's tasks under `streamapp` (each change its status showed; "
-        "*at*: seconds after the action):",
+        "The engine's choices for the lost member's tasks under `streamapp`, as its Events said them "
+        "(*at*: seconds after the action):",
         "",
-        "| run | at s | member | choice | held | restoring | expected back s | restore s | reason |",
-        "|---:|---:|---:|---|---:|---:|---:|---:|---|",
+        "| run | at s | Event | message |",
+        "|---:|---:|---|---|",
         *lines,
         "",
     ]

@@ -54,14 +54,21 @@ def test_the_large_settings_restore_over_a_slow_link_from_lmdb() -> None:
     assert Settings(Path("out")).regime == "small"
 
 
-def test_a_lost_members_choice_is_recorded_when_it_changes_and_timed_in_its_window(tmp_path: Path) -> None:
+def test_the_choices_in_a_window_are_timed_from_its_action(tmp_path: Path) -> None:
     app = BenchApp("streamapp", tmp_path, 4, None)
-    wait = {"choice": "Wait", "held": 2, "restoring": 0, "expectedBackSeconds": 47.0, "restoreSeconds": 150.0}
-    for lost in (wait, wait, {**wait, "restoring": 2}, None, wait):
-        app._notice_choice(1, lost)
-    assert [(c[2], c[3], c[4]) for c in app.choices] == [("Wait", 2, 0), ("Wait", 2, 2), ("Wait", 2, 0)]
-    app.choices = [(100.0 + i, *c[1:]) for i, c in enumerate(app.choices)]
+    app.choices = [
+        (99.5, "WaitingForMember", "member 0: before"),
+        (100.0, "RestoringElsewhere", "member 0: restoring elsewhere"),
+        (101.5, "RestoredElsewhere", "task 1 restored on 1"),
+        (130.0, "WaitingForMember", "member 1: after"),
+    ]
     run = Run(Settings(out=tmp_path))
     run.apps = [app]
-    run.windows = [Window("bounce", "streamapp", 2, 99.0, 110.0, 101.5)]
-    assert choices(run) == {"bounce/streamapp": [[1.0, *app.choices[0][1:]], [2.0, *app.choices[1][1:]]]}
+    run.windows = [Window("bounce", "streamapp", 2, 99.0, 110.0, 120.0)]
+    assert choices(run) == {
+        "bounce/streamapp": [
+            [0.5, "WaitingForMember", "member 0: before"],
+            [1.0, "RestoringElsewhere", "member 0: restoring elsewhere"],
+            [2.5, "RestoredElsewhere", "task 1 restored on 1"],
+        ]
+    }
