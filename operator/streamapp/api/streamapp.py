@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self
 
+from streamapp.api.autoscaling import Autoscaling
 from streamapp.api.conditions import Condition, ConditionType
 from streamapp.api.fields import Rule, ValidationError, model_rules, prop
 from streamapp.api.kafka import KafkaTopic
@@ -540,12 +541,40 @@ class StreamAppSpec(Model):
             ),
             ".rebalance.standbyReplicas",
         ),
+        Rule(
+            "!has(self.autoscaling) || !has(self.autoscaling.minReplicas)"
+            f" || (self.autoscaling.minReplicas <= self.partitions && self.autoscaling.minReplicas <= {MAX_REPLICAS})",
+            f"autoscaling.minReplicas must be at most partitions and at most {MAX_REPLICAS}",
+            lambda s: s.autoscaling.min_replicas <= min(s.partitions, MAX_REPLICAS),
+            ".autoscaling.minReplicas",
+        ),
+        Rule(
+            "!has(self.autoscaling) || !has(self.autoscaling.maxReplicas)"
+            f" || (self.autoscaling.maxReplicas <= self.partitions && self.autoscaling.maxReplicas <= {MAX_REPLICAS})",
+            f"autoscaling.maxReplicas must be at most partitions (a member beyond that gets no task) and at "
+            f"most {MAX_REPLICAS}",
+            lambda s: (
+                s.autoscaling.max_replicas is None
+                or s.autoscaling.max_replicas <= min(s.partitions, MAX_REPLICAS)
+            ),
+            ".autoscaling.maxReplicas",
+        ),
+        Rule(
+            "!has(self.autoscaling) || !has(self.autoscaling.enabled) || !self.autoscaling.enabled"
+            " || !has(self.autoscaling.minReplicas) || !has(self.rebalance) || !has(self.rebalance.standbyReplicas)"
+            " || self.rebalance.standbyReplicas < self.autoscaling.minReplicas",
+            "rebalance.standbyReplicas must be less than autoscaling.minReplicas: the autoscaler may scale in "
+            "that far, and a task's standbys need members other than its owner",
+            lambda s: not s.autoscaling.enabled or s.rebalance.standby_replicas < s.autoscaling.min_replicas,
+            ".autoscaling.minReplicas",
+        ),
     )
 
     replicas: int = field(
         default=3,
         metadata=prop(
-            f"Executors (members 0..replicas-1, at most {MAX_REPLICAS}); the /scale subresource sets it.",
+            f"Executors (members 0..replicas-1, at most {MAX_REPLICAS}); the /scale subresource sets it, and "
+            "so does the operator itself while autoscaling.enabled.",
             minimum=0,
             maximum=MAX_REPLICAS,
         ),
@@ -571,6 +600,13 @@ class StreamAppSpec(Model):
     rolling_update: RollingUpdate = field(
         default_factory=RollingUpdate,
         metadata=prop("How member pods are replaced when the executor or pipeline spec changes."),
+    )
+    autoscaling: Autoscaling = field(
+        default_factory=Autoscaling,
+        metadata=prop(
+            "The operator's own autoscaler (off by default): it sets replicas from the input rate and the "
+            "members' measured processing rates, and waits for each decision's warmups before the next."
+        ),
     )
 
     def app_config(self) -> AppConfig:
