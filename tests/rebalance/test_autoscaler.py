@@ -158,7 +158,10 @@ def test_a_size_without_headroom_is_kept() -> None:
     """Two members would run the busiest at 78 % of an 80 % target: less than 10 % headroom, so three stay."""
     decision = run(facts(3, 3_900), AutoscalerState(scale_in_since=0), now=10_000)
     assert (decision.action, decision.replicas) == ("Hold", 3)
-    assert "no smaller size keeps 10% headroom" in decision.reason
+    assert (
+        "none fewer than 3 keeps 10% headroom below the 80% target at its mean of 3,900 rec/s"
+        in decision.reason
+    )
 
 
 def test_a_dip_shorter_than_the_handoff_it_would_cost_is_not_followed() -> None:
@@ -170,6 +173,29 @@ def test_a_dip_shorter_than_the_handoff_it_would_cost_is_not_followed() -> None:
     back_up = run(facts(6, 10_800), early.state, now=first.wake_at - 0.5)
     assert back_up.state.scale_in_since is None
     assert run(facts(6, 3_600), first.state, now=first.wake_at).action == "ScaleIn"
+
+
+def test_a_scale_in_weighs_the_input_over_the_whole_time_it_watched() -> None:
+    """Moments above the headroom do not restart the watch while fewer members still suffice: the mean
+    over the watch decides, so noise around a boundary delays a scale-in instead of preventing it."""
+    state, now = FRESH, 0.0
+    for inflow in [3_500, 3_700] * 5:  # 2 members: 70 and 74 % busy, around the 72.7 % bound
+        decision = run(facts(3, float(inflow)), state, now=now)
+        state, now = decision.state, now + 10
+    assert decision.action == "Hold" and state.scale_in_since == 0
+    assert decision.waiting_for == "the input to stay low for 10 s more"  # a handoff of 100 s restores
+    assert run(facts(3, 3_700), state, now=now).action == "ScaleIn"
+
+
+def test_a_bump_shorter_than_the_move_is_not_followed_while_the_members_keep_up() -> None:
+    """Two members at 86 % keep up: the scale-out to three waits until the need has lasted as long as
+    its move (a pod start and two rounds of restores); members falling behind are helped at once."""
+    first = run(facts(2, 4_300), now=0)
+    assert (first.action, first.replicas) == ("Hold", 2)
+    assert first.waiting_for == "the input to stay this high for 220 s more" and first.wake_at == 220
+    assert run(facts(2, 3_600), first.state, now=100).state.scale_out_since is None
+    assert run(facts(2, 4_300), first.state, now=220).action == "ScaleOut"
+    assert run(facts(2, 5_400), now=0).action == "ScaleOut"  # 108 %: behind
 
 
 def test_no_scale_in_while_the_lag_is_over_target() -> None:

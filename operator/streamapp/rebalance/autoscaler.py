@@ -17,13 +17,17 @@ is working off, and its only damping is a time window. This core reads causes in
   tasks each new member takes (the owners' reported restore rows over the measured restore rate, in
   rounds of `maxWarmupReplicas`); the lag that builds meanwhile is sized for in the same decision.
 - **The gate.** No new decision while the last one is taking effect: a member it added has no ready
-  pod, a warmup on a member it added is above `acceptableRecoveryLag`, a member it removed still holds
-  tasks. Their lag is the decision working, not new demand. `settleTimeout` bounds the wait (every wait
-  has a deadline).
-- **Scale-in only with headroom.** Only to a size whose busiest member stays `scaleInHeadroom` below the
-  utilization target (the gap is the hysteresis that keeps a rate near a boundary from flapping), only
-  with the lag within its target, and only once the smaller size has sufficed for as long as its own
-  handoff will take: a dip shorter than the move that would follow it is not followed.
+  pod, a warmup on a member it added is above `acceptableRecoveryLag` (or caught up and not promoted
+  yet: its capacity is not processing yet either), a member it removed still holds tasks. Their lag is
+  the decision working, not new demand. `settleTimeout` bounds the wait (every wait has a deadline).
+- **A change must outlast the move it costs.** A scale-in waits until fewer members have sufficed for
+  as long as its own handoff will take, and goes only to a size whose busiest member stays
+  `scaleInHeadroom` below the utilization target at the input's mean over that time (the gap is the
+  hysteresis that keeps a rate near a boundary from flapping), and only with the lag within its target.
+  A scale-out while the members still keep up (busiest at most at its true rate, lag within target)
+  waits likewise until the need has lasted as long as the scale-out's own move: a dip or a bump
+  shorter than the move that would follow it is not followed. A scale-out for members that fall
+  behind is made at once.
 - **Effectiveness.** When a scale-out has settled, the members' summed true rate is compared with the
   gain expected; a scale-out that delivered less than `EFFECTIVE_FRACTION` of it is not repeated: no
   scale-out beyond that size until what the members are made from (the pod revision) changes. Its cause
@@ -132,8 +136,10 @@ class AutoscalerState:
 
     The last decision: the size it set (`replicas`), the size it changed from (`previous`), when
     (`decided_at`), whether its effects are in (`settled`), and for a scale-out the members' summed true
-    rate before it and what it expected after. `scale_in_since` is when a smaller size first sufficed
-    (None: none does now). `blocked_above` is the size beyond which no scale-out is made, because one from
+    rate before it and what it expected after. `scale_in_since` is since when fewer members have
+    sufficed without a break (None: they do not now), with the input's mean over that time
+    (`scale_in_rate`, as of `seen_at`, the last decision's time); `scale_out_since` since when more
+    members have been needed while the current ones keep up. `blocked_above` is the size beyond which no scale-out is made, because one from
     there did not raise throughput, found while members were made from `blocked_revision`.
     """
 
@@ -144,6 +150,9 @@ class AutoscalerState:
     capacity_before: float | None = None
     expected_capacity: float | None = None
     scale_in_since: float | None = None
+    scale_in_rate: float | None = None
+    scale_out_since: float | None = None
+    seen_at: float | None = None
     blocked_above: int | None = None
     blocked_revision: str | None = None
 
@@ -157,6 +166,9 @@ class AutoscalerState:
             ("capacityBefore", self.capacity_before),
             ("expectedCapacity", self.expected_capacity),
             ("scaleInSince", self.scale_in_since),
+            ("scaleInRate", self.scale_in_rate),
+            ("scaleOutSince", self.scale_out_since),
+            ("seenAt", self.seen_at),
             ("blockedAbove", self.blocked_above),
             ("blockedRevision", self.blocked_revision),
         ):
@@ -187,6 +199,9 @@ class AutoscalerState:
             capacity_before=number("capacityBefore"),
             expected_capacity=number("expectedCapacity"),
             scale_in_since=number("scaleInSince"),
+            scale_in_rate=number("scaleInRate"),
+            scale_out_since=number("scaleOutSince"),
+            seen_at=number("seenAt"),
             blocked_above=count("blockedAbove"),
             blocked_revision=None if revision is None else str(revision),
         )
@@ -234,9 +249,7 @@ def decide(
     if state.replicas is not None and state.replicas != current:
         # Someone else wrote spec.replicas: their size is the starting point; nothing of ours is in flight.
         note = f"spec.replicas was set to {current} outside the autoscaler; "
-        state = replace(
-            state, replicas=None, previous=None, decided_at=None, settled=True, scale_in_since=None
-        )
+        state = _calm(replace(state, replicas=None, previous=None, decided_at=None, settled=True))
     if state.blocked_above is not None and state.blocked_revision != facts.revision:
         state = replace(state, blocked_above=None, blocked_revision=None)
     if current < low or current > high:
@@ -273,10 +286,39 @@ def decide(
     measured = _measure(facts)
     if isinstance(measured, str):
         return ScaleDecision(
-            current, "Hold", f"{note}no decision: {measured}", state, ineffective=ineffective
+            current,
+            "Hold",
+            f"{note}no decision: {measured}",
+            _calm(state),
+            ineffective=ineffective,
         )
     needed, why = _needed(config, rebalance, facts, measured, current)
     target = max(low, min(high, needed))
+    # What is watched for without a break: a larger size while the members keep up, or a smaller one.
+    if target > current:
+        watched = state.scale_out_since if state.scale_out_since is not None else now
+        state = replace(_calm(state), scale_out_since=watched)
+    else:
+        state = replace(state, scale_out_since=None) if target < current else _calm(state)
+    if (
+        target > current
+        and state.scale_out_since is not None
+        and not _behind(config, facts, measured, current)
+    ):
+        since = state.scale_out_since
+        move = _move_seconds(rebalance, facts, current, target)
+        if now < since + move:
+            return ScaleDecision(
+                current,
+                "Hold",
+                f"{note}{why}; the members keep up, so the scale-out waits until the need has lasted as long "
+                f"as its move ({move:,.0f} s)",
+                state,
+                waiting_for=f"the input to stay this high for {since + move - now:,.0f} s more",
+                wake_at=since + move,
+                needed=needed,
+                ineffective=ineffective,
+            )
     if target > current:
         if state.blocked_above is not None and target > max(current, state.blocked_above):
             allowed = max(current, state.blocked_above)
@@ -293,14 +335,22 @@ def decide(
     if target < current:
         decision = _scale_in(config, rebalance, facts, measured, state, now, max(target, low), note)
         return replace(decision, needed=needed, ineffective=ineffective)
-    return ScaleDecision(
-        current,
-        "Hold",
-        f"{note}{why}",
-        replace(state, scale_in_since=None),
-        needed=needed,
-        ineffective=ineffective,
-    )
+    return ScaleDecision(current, "Hold", f"{note}{why}", state, needed=needed, ineffective=ineffective)
+
+
+def _calm(state: AutoscalerState) -> AutoscalerState:
+    """`state` watching for no change (no smaller or larger size needed without a break)."""
+    return replace(state, scale_in_since=None, scale_in_rate=None, scale_out_since=None, seen_at=None)
+
+
+def _behind(config: AutoscalerConfig, facts: ScaleFacts, measured: _Measured, members: int) -> bool:
+    """Whether `members` fall behind: the busiest one gets more than its true rate, or the lag is over
+    its target."""
+    partitions, rate = facts.partitions, measured.member_rate
+    if busiest_tasks(partitions, members) * measured.input_rate / partitions > rate:
+        return True
+    target = config.lag_seconds
+    return target is not None and lag_seconds(partitions, members, measured.lag, rate) > target
 
 
 def busiest_tasks(partitions: int, members: int) -> int:
@@ -378,35 +428,45 @@ def _scale_in(
     smallest: int,
     note: str,
 ) -> ScaleDecision:
-    """Scale in to the smallest size from `smallest` up that leaves the headroom, once a smaller size has
-    sufficed for as long as its handoff takes; hold otherwise. `smallest` already works off the backlog
-    within the lag target (`_needed`), and so does every larger size: the lag is within target now."""
+    """Scale in, once fewer members have sufficed for as long as the handoff takes, to the smallest size
+    from `smallest` up that leaves the headroom at the input's mean since then; hold otherwise.
+    `smallest` already works off the backlog within the lag target (`_needed`), and so does every larger
+    size: the lag is within target now."""
     current, partitions, rate = facts.replicas, facts.partitions, measured.member_rate
-    inflow, headroom = measured.input_rate, config.scale_in_headroom
+    headroom = config.scale_in_headroom
+    since = state.scale_in_since if state.scale_in_since is not None else now
+    seen = state.seen_at if state.scale_in_since is not None and state.seen_at is not None else now
+    before = state.scale_in_rate if state.scale_in_rate is not None else measured.input_rate
+    mean = (
+        (before * (seen - since) + measured.input_rate * (now - seen)) / (now - since)
+        if now > since
+        else before
+    )
+    watching = replace(state, scale_in_since=since, scale_in_rate=mean, seen_at=now)
     spare = replace(config, utilization=config.utilization / (1 + headroom))
-    candidate = next((n for n in range(smallest, current) if fits(spare, partitions, n, inflow, rate)), None)
+    candidate = next((n for n in range(smallest, current) if fits(spare, partitions, n, mean, rate)), None)
     if candidate is None:
         return ScaleDecision(
             current,
             "Hold",
-            f"{note}{smallest} members would carry the input, but no smaller size keeps {headroom:.0%} "
-            f"headroom below the {config.utilization:.0%} target",
-            replace(state, scale_in_since=None),
+            f"{note}{smallest} members would carry the input now, but none fewer than {current} keeps {headroom:.0%} "
+            f"headroom below the {config.utilization:.0%} target at its mean of {mean:,.0f} rec/s over "
+            f"{now - since:,.0f} s",
+            watching,
         )
-    since = state.scale_in_since if state.scale_in_since is not None else now
     handoff = _move_seconds(rebalance, facts, current, candidate)
     if now < since + handoff:
         return ScaleDecision(
             current,
             "Hold",
-            f"{note}{candidate} members would carry the input with {headroom:.0%} headroom since "
+            f"{note}{candidate} members would carry the input with {headroom:.0%} headroom for "
             f"{now - since:,.0f} s; scaling in once that has lasted as long as the handoff it costs "
             f"({handoff:,.0f} s)",
-            replace(state, scale_in_since=since),
+            watching,
             waiting_for=f"the input to stay low for {since + handoff - now:,.0f} s more",
             wake_at=since + handoff,
         )
-    load = busiest_tasks(partitions, candidate) * inflow / partitions
+    load = busiest_tasks(partitions, candidate) * mean / partitions
     return _scale(
         config,
         rebalance,
@@ -414,9 +474,9 @@ def _scale_in(
         state,
         now,
         candidate,
-        f"{note}input {inflow:,.0f} rec/s has needed fewer members for {now - since:,.0f} s: {candidate} run the "
-        f"busiest at {load / rate:.0%} of its {rate:,.0f} rec/s (target {config.utilization:.0%}, "
-        f"{headroom:.0%} headroom kept)",
+        f"{note}the input has needed fewer members for {now - since:,.0f} s: at its mean of {mean:,.0f} rec/s "
+        f"{candidate} run the busiest at {load / rate:.0%} of its {rate:,.0f} rec/s (target "
+        f"{config.utilization:.0%}, {headroom:.0%} headroom kept)",
     )
 
 
@@ -471,10 +531,15 @@ def _pending(state: AutoscalerState, facts: ScaleFacts, acceptable_lag: int) -> 
         starting = [m for m in added if m not in members or not members[m].ready]
         if starting:
             waiting.append(f"the pods of members {_ids(starting)} to become ready")
-        behind = [w for w in facts.warmups if w.member in added and (w.lag is None or w.lag > acceptable_lag)]
+        ours = [w for w in facts.warmups if w.member in added]
+        behind = [w for w in ours if w.lag is None or w.lag > acceptable_lag]
         if behind:
             waiting.append(_warmups(behind, acceptable_lag))
-        warming = {w.member for w in facts.warmups}
+        elif ours:
+            # Caught up, not promoted yet: the capacity the decision adds is not processing yet either.
+            count = f"{len(ours)} caught-up warmup{'s' if len(ours) != 1 else ''}"
+            waiting.append(f"{count} to take {_tasks(ours)} over")
+        warming = {w.member for w in ours}
         idle = [
             m
             for m in added
@@ -502,7 +567,7 @@ def _pending(state: AutoscalerState, facts: ScaleFacts, acceptable_lag: int) -> 
 def _settle(state: AutoscalerState, facts: ScaleFacts, timed_out: bool) -> tuple[AutoscalerState, bool]:
     """The last decision's effects are in (or its wait timed out): mark it settled and, for a
     scale-out whose capacity was measured on both sides, judge whether it raised the members' true rate."""
-    settled = replace(state, settled=True, scale_in_since=None)
+    settled = _calm(replace(state, settled=True))
     before, expected = state.capacity_before, state.expected_capacity
     if timed_out or before is None or expected is None or expected <= before:
         return settled, False
@@ -576,6 +641,11 @@ def _warmups(behind: Sequence[WarmupLag], acceptable_lag: int) -> str:
         f"{len(behind)} warmup{'s' if len(behind) != 1 else ''} to come within acceptableRecoveryLag "
         f"({acceptable_lag:,}): task {worst.task} on member {worst.member} {how}"
     )
+
+
+def _tasks(warmups: Sequence[WarmupLag]) -> str:
+    tasks = sorted({w.task for w in warmups})
+    return f"task{'s' if len(tasks) != 1 else ''} {_ids(tasks)}"
 
 
 def _ids(members: Sequence[int]) -> str:
