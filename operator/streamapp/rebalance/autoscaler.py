@@ -401,9 +401,10 @@ def _needed(
         behind = lag_seconds(partitions, current, measured.lag, rate)
         words += f", lag {behind:,.0f} s of processing (target {config.lag_seconds:g} s)"
     if needed > by_rate:
+        when = " expected once they are in" if needed > current else ""
         words += (
-            f"; {by_rate} would keep up, {needed} work off the {backlog:,.0f}-record backlog expected once they "
-            f"are in within {config.lag_seconds:g} s"
+            f"; {by_rate} would keep up, {needed} work off the {backlog:,.0f}-record backlog{when} within "
+            f"{config.lag_seconds:g} s"
         )
     elif needed != current:
         words += f"; {needed} run it at {busiest_tasks(partitions, needed) * inflow / partitions / rate:.0%}"
