@@ -240,6 +240,14 @@ def test_a_size_written_by_someone_else_is_the_new_start() -> None:
     assert "outside the autoscaler" in decision.reason
 
 
+def test_a_decision_persisted_and_not_written_is_written_after_a_restart() -> None:
+    """The shell persists a decision before it writes the size: a restart between the two finds the
+    old size and the decision to change it, and carries it out instead of deciding anew."""
+    state = scaled_out()
+    again = run(facts(2, 3_600), state, now=1_005)
+    assert (again.action, again.replicas, again.state) == ("ScaleOut", 6, state)
+
+
 def test_the_state_survives_a_round_trip() -> None:
     state = replace(scaled_out(), scale_in_since=5.0, blocked_above=4, blocked_revision="r1")
     assert AutoscalerState.from_dict(state.to_dict()) == state

@@ -726,6 +726,44 @@ class MemberSummary(Model):
     )
 
 
+ScaleAction = Literal["ScaleOut", "ScaleIn", "Hold", "Wait"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoscalingStatus(Model):
+    """The operator's autoscaler's last decision (spec.autoscaling): the size it wants, what it did,
+    why, and what it waits for."""
+
+    replicas: int = field(metadata=prop("The spec.replicas it wants (the current size unless it scales)."))
+    action: ScaleAction = field(
+        metadata=prop(
+            "ScaleOut or ScaleIn (it wrote replicas), Hold (the size is right, or a change has not lasted "
+            "long enough yet) or Wait (its last decision is still taking effect: new members' pods or "
+            "warmups, removed members' handoffs; their lag is not new demand)."
+        )
+    )
+    reason: str = field(metadata=prop("The decision in words, with the figures.", max_length=1000))
+    waiting_for: str | None = field(
+        default=None, metadata=prop("What the next decision waits for, if anything.", max_length=1000)
+    )
+    needed_replicas: int | None = field(
+        default=None,
+        metadata=prop(
+            "The members the measured input rate, processing rate and lag call for (unset until measured)."
+        ),
+    )
+    last_scale_time: str | None = field(
+        default=None, metadata=prop("When it last changed replicas.", format="date-time")
+    )
+    state: dict[str, Any] | None = field(
+        default=None,
+        metadata=prop(
+            "What the next decision starts from (the last decision, the changes being watched for), "
+            "persisted so that a restarted operator keeps waiting where it waited."
+        ),
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class LastRebalance(Model):
     """The most recent assignment change."""
@@ -796,6 +834,10 @@ class StreamAppStatus(Model):
     )
     last_rebalance: LastRebalance | None = field(
         default=None, metadata=prop("The most recent assignment change.")
+    )
+    autoscaling: AutoscalingStatus | None = field(
+        default=None,
+        metadata=prop("The operator's autoscaler's last decision, while spec.autoscaling is enabled."),
     )
     intent: dict[str, Any] | None = field(
         default=None,

@@ -246,6 +246,18 @@ def decide(
     current = facts.replicas
     low, high = config.bounds(facts.partitions)
     note = ""
+    if _unsettled(state) and state.previous == current and state.replicas != current:
+        assert state.replicas is not None and state.decided_at is not None
+        if low <= state.replicas <= high:
+            # Decided and persisted, not written yet (the shell stopped between the two): write it now.
+            return ScaleDecision(
+                state.replicas,
+                "ScaleOut" if state.replicas > current else "ScaleIn",
+                f"carrying out the decision to go from {current} to {state.replicas} members, persisted and "
+                "not written yet",
+                state,
+                wake_at=state.decided_at + config.settle_timeout,
+            )
     if state.replicas is not None and state.replicas != current:
         # Someone else wrote spec.replicas: their size is the starting point; nothing of ours is in flight.
         note = f"spec.replicas was set to {current} outside the autoscaler; "
