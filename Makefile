@@ -9,7 +9,7 @@ OUT := out
 # (bash's `time`: children included), so make test's log shows what each build and test phase cost.
 TIMED = TIMEFORMAT='make $@: %0R s wall, %0U s user + %0S s system CPU'; time
 
-.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean
+.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean bench-autoscale
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -166,6 +166,13 @@ bench-cluster-large: $(STAMP) k8s-binaries helm s3server
 ## recorded runs alone (no cluster)
 bench-cluster-report: $(STAMP)
 	$(PY) bench/cluster.py --report
+
+## bench-autoscale: the operator's autoscaler against KEDA + HPA (the project's sample) on a 3x step, two
+## compressed days and a spike, in the simulator, three runs each (about 2 min); records the raw runs in
+## bench/results/autoscale-runs/ and writes autoscale-summary.json, autoscale.md and the plots from them
+## (`$(PY) bench/autoscale.py --report` writes them again from the raw runs alone). Not part of make test.
+bench-autoscale: $(STAMP)
+	$(PY) bench/autoscale.py --runs $(BENCH_RUNS)
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries

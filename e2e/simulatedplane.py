@@ -73,6 +73,10 @@ class SimulatedDataPlane:
     def batch_running_since(self) -> float | None:
         return None
 
+    def processing(self) -> tuple[int, float] | None:
+        """It processes nothing it could measure."""
+        return None
+
     def _advance(self) -> None:
         now = self.clock()
         elapsed = 0.0 if self._last is None else now - self._last

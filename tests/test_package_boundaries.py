@@ -112,6 +112,7 @@ PURE_CONTROLLER = (
     "observe",
     "permissions",
     "podrollout",
+    "scaling",
     "servicejoins",
     "status",
     "supporting",

@@ -2,8 +2,8 @@
 API alone.
 
 What `make demo` shows, for any app on any cluster: the app's conditions and counts (its StreamApp
-status), one line per member (phase, how many tasks it processes, keeps or warms up) and one row per
-task: its owner and epoch, what the owner last reported (applied offset, input lag) and every other copy
+status), the autoscaler's last decision (spec.autoscaling), one line per member (phase, how many tasks
+it processes, keeps or warms up) and one row per task: its owner and epoch, what the owner last reported (applied offset, input lag) and every other copy
 with its role and lag (the StreamAppMember statuses the executors write). Both objects are parsed with
 the same models the operator and the executors write them with. It needs only `get` on streamapps and
 `list` on streamappmembers in the app's namespace. `--watch` redraws it.
@@ -56,6 +56,7 @@ def render(observed: Observed, color: bool = False) -> list[str]:
     app, status = observed.app, observed.app.status
     lines = [f"{bold}{app.metadata.namespace}/{app.metadata.name}{reset}  {_summary(observed)}"]
     lines += [f"  {c.type}: {c.status} {c.reason}: {c.message}" for c in status.conditions]
+    lines += _autoscaling_lines(observed)
     lines += ["", *_member_lines(observed), ""]
     lines.append(
         f"{bold}{'task':>4}  {'owner':<5}  {'epoch':>5}  {'applied':>11}  {'input lag':>9}  other copies{reset}"
@@ -91,6 +92,18 @@ def _summary(observed: Observed) -> str:
     if status.input_lag is not None:
         parts.append(f"input lag {status.input_lag:,}")
     return " · ".join(parts)
+
+
+def _autoscaling_lines(observed: Observed) -> list[str]:
+    """The autoscaler's last decision (spec.autoscaling): what it wants, why, what it waits for."""
+    shown = observed.app.status.autoscaling
+    if shown is None:
+        return []
+    needed = f", {shown.needed_replicas} needed" if shown.needed_replicas is not None else ""
+    lines = [f"  Autoscaling: {shown.action} · {shown.replicas} members wanted{needed}: {shown.reason}"]
+    if shown.waiting_for:
+        lines.append(f"    waiting for {shown.waiting_for}")
+    return lines
 
 
 def _member_lines(observed: Observed) -> list[str]:

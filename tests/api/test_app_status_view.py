@@ -78,3 +78,28 @@ def test_one_row_per_task_with_owner_epoch_progress_and_other_copies() -> None:
     assert rows["2"][:5] == ["2", "m1", "5", "-", "-"], "held for a lost member: nothing reported"
     assert " ".join(rows["2"][5:]) == "m0 standby lag 40"
     assert "\x1b[" not in "".join(lines), "no escapes unless on a terminal"
+
+
+def test_the_autoscalers_decision_and_what_it_waits_for() -> None:
+    shown = observed()
+    status = {
+        **shown.app.status.to_dict(),
+        "autoscaling": {
+            "replicas": 6,
+            "action": "Wait",
+            "reason": "the scale-out from 2 to 6 members is taking effect; its lag is not new demand",
+            "waitingFor": "2 warmups to come within acceptableRecoveryLag (10,000): task 4 on member 5 52,000 records behind",
+            "neededReplicas": 6,
+        },
+    }
+    lines = render(
+        Observed(StreamApp.from_resource({**shown.app.to_dict(), "status": status}), shown.members)
+    )
+    assert (
+        "  Autoscaling: Wait · 6 members wanted, 6 needed: the scale-out from 2 to 6 members is taking effect"
+        in "\n".join(lines)
+    )
+    assert any(line.startswith("    waiting for 2 warmups") for line in lines)
+    assert not any("Autoscaling" in line for line in render(shown)), (
+        "an app that does not autoscale shows none"
+    )

@@ -139,6 +139,8 @@ def test_status_shape() -> None:
         "tasks",
         "setupError",
         "restoreRate",
+        "processedRecords",
+        "busySeconds",
         "batchRunningSince",
         "packed",
     }

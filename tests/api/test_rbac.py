@@ -71,7 +71,7 @@ def test_operator_can_manage_its_children_and_elect_a_leader() -> None:
         )
 
 
-def test_operator_uses_no_update_or_scale_rights_and_no_cluster_wide_leases() -> None:
+def test_operator_uses_no_update_rights_scale_only_to_patch_and_no_cluster_wide_leases() -> None:
     operator = operator_cluster_role_rules()
     updates = [rule for rule in operator if "update" in rule["verbs"]]
     # The one update: the apps' finalizers, what blockOwnerDeletion on its children requires
@@ -79,7 +79,10 @@ def test_operator_uses_no_update_or_scale_rights_and_no_cluster_wide_leases() ->
     assert updates == [
         {"apiGroups": ["streamapp.dev"], "resources": ["streamapps/finalizers"], "verbs": ["update"]}
     ]
-    assert not any(r.endswith("/scale") or r == "leases" for rule in operator for r in rule["resources"])
+    # /scale only to patch: spec.autoscaling sets replicas as an HPA would, nothing else of the spec.
+    scale = [rule for rule in operator if any(r.endswith("/scale") for r in rule["resources"])]
+    assert scale == [{"apiGroups": ["streamapp.dev"], "resources": ["streamapps/scale"], "verbs": ["patch"]}]
+    assert not any(r == "leases" for rule in operator for r in rule["resources"])
     assert operator_lease_rules() == [
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
     ]

@@ -26,6 +26,9 @@ class RecordingPlane:
     def batch_running_since(self) -> float | None:
         return None
 
+    def processing(self) -> tuple[int, float] | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         if not self.echo:
             return self.rows

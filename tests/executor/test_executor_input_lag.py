@@ -81,6 +81,9 @@ class TwoTasks:
     def batch_running_since(self) -> float | None:
         return None
 
+    def processing(self) -> tuple[int, float] | None:
+        return None
+
     def reports(self) -> list[TaskReport]:
         return [
             TaskReport(

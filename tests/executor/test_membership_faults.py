@@ -327,6 +327,35 @@ def test_a_hanging_batch_round_is_reported_within_the_report_interval_and_cleare
     assert len(api.writes) == 3 and api.writes[-1].get("batchRunningSince") is None
 
 
+class Measuring(RecordingPlane):
+    """A data plane that counts the records it processed and the seconds its rounds ran."""
+
+    def __init__(self) -> None:
+        super().__init__(echo=True)
+        self.counters: tuple[int, float] | None = (1_200, 0.6)
+
+    def processing(self) -> tuple[int, float] | None:
+        return self.counters
+
+
+def test_the_processing_counters_ride_along_with_the_reports() -> None:
+    """What the operator's autoscaler measures a member's true rate by: the records processed and the
+    busy seconds since the executor started, in every report (they alone never make one)."""
+    api, clock = ScriptedApi(), HandClock()
+    plane = Measuring()
+    membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
+    membership.watch.custom = api  # type: ignore[assignment]
+    membership.notice(member(2))
+    assert (api.writes[-1]["processedRecords"], api.writes[-1]["busySeconds"]) == (1_200, 0.6)
+    plane.counters = (2_400, 1.2)
+    clock.now += 2.5
+    membership.report()
+    assert len(api.writes) == 1, "counters alone are no reason to write"
+    plane.counters = None
+    membership.notice(member(3))
+    assert api.writes[-1]["processedRecords"] is None
+
+
 def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progress() -> None:
     """With `handoffLag` 100 the operator hands a task over once its copy is 100 records behind: the
     member spec carries that threshold, and the executor reports the crossing within the report

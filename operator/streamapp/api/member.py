@@ -611,6 +611,23 @@ class StreamAppMemberStatus(Model):
             minimum=0,
         ),
     )
+    processed_records: int | None = field(
+        default=None,
+        metadata=prop(
+            "Input records this executor's active copies processed since it started (a counter); with "
+            "busySeconds, the member's true processing rate, which spec.autoscaling sizes the app by. "
+            "Unset from an executor that does not measure it.",
+            minimum=0,
+        ),
+    )
+    busy_seconds: float | None = field(
+        default=None,
+        metadata=prop(
+            "Seconds this executor's batch rounds spent processing since it started (a counter: busy "
+            "time, not wall time, so that a member waiting for input still says how fast it processes).",
+            minimum=0,
+        ),
+    )
     batch_running_since: str | None = field(
         default=None,
         metadata=prop(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self
 
+from streamapp.api.autoscaling import Autoscaling
 from streamapp.api.conditions import Condition, ConditionType
 from streamapp.api.fields import Rule, ValidationError, model_rules, prop
 from streamapp.api.kafka import KafkaTopic
@@ -540,12 +541,40 @@ class StreamAppSpec(Model):
             ),
             ".rebalance.standbyReplicas",
         ),
+        Rule(
+            "!has(self.autoscaling) || !has(self.autoscaling.minReplicas)"
+            f" || (self.autoscaling.minReplicas <= self.partitions && self.autoscaling.minReplicas <= {MAX_REPLICAS})",
+            f"autoscaling.minReplicas must be at most partitions and at most {MAX_REPLICAS}",
+            lambda s: s.autoscaling.min_replicas <= min(s.partitions, MAX_REPLICAS),
+            ".autoscaling.minReplicas",
+        ),
+        Rule(
+            "!has(self.autoscaling) || !has(self.autoscaling.maxReplicas)"
+            f" || (self.autoscaling.maxReplicas <= self.partitions && self.autoscaling.maxReplicas <= {MAX_REPLICAS})",
+            f"autoscaling.maxReplicas must be at most partitions (a member beyond that gets no task) and at "
+            f"most {MAX_REPLICAS}",
+            lambda s: (
+                s.autoscaling.max_replicas is None
+                or s.autoscaling.max_replicas <= min(s.partitions, MAX_REPLICAS)
+            ),
+            ".autoscaling.maxReplicas",
+        ),
+        Rule(
+            "!has(self.autoscaling) || !has(self.autoscaling.enabled) || !self.autoscaling.enabled"
+            " || !has(self.autoscaling.minReplicas) || !has(self.rebalance) || !has(self.rebalance.standbyReplicas)"
+            " || self.rebalance.standbyReplicas < self.autoscaling.minReplicas",
+            "rebalance.standbyReplicas must be less than autoscaling.minReplicas: the autoscaler may scale in "
+            "that far, and a task's standbys need members other than its owner",
+            lambda s: not s.autoscaling.enabled or s.rebalance.standby_replicas < s.autoscaling.min_replicas,
+            ".autoscaling.minReplicas",
+        ),
     )
 
     replicas: int = field(
         default=3,
         metadata=prop(
-            f"Executors (members 0..replicas-1, at most {MAX_REPLICAS}); the /scale subresource sets it.",
+            f"Executors (members 0..replicas-1, at most {MAX_REPLICAS}); the /scale subresource sets it, and "
+            "so does the operator itself while autoscaling.enabled.",
             minimum=0,
             maximum=MAX_REPLICAS,
         ),
@@ -571,6 +600,13 @@ class StreamAppSpec(Model):
     rolling_update: RollingUpdate = field(
         default_factory=RollingUpdate,
         metadata=prop("How member pods are replaced when the executor or pipeline spec changes."),
+    )
+    autoscaling: Autoscaling = field(
+        default_factory=Autoscaling,
+        metadata=prop(
+            "The operator's own autoscaler (off by default): it sets replicas from the input rate and the "
+            "members' measured processing rates, and waits for each decision's warmups before the next."
+        ),
     )
 
     def app_config(self) -> AppConfig:
@@ -690,6 +726,44 @@ class MemberSummary(Model):
     )
 
 
+ScaleAction = Literal["ScaleOut", "ScaleIn", "Hold", "Wait"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoscalingStatus(Model):
+    """The operator's autoscaler's last decision (spec.autoscaling): the size it wants, what it did,
+    why, and what it waits for."""
+
+    replicas: int = field(metadata=prop("The spec.replicas it wants (the current size unless it scales)."))
+    action: ScaleAction = field(
+        metadata=prop(
+            "ScaleOut or ScaleIn (it wrote replicas), Hold (the size is right, or a change has not lasted "
+            "long enough yet) or Wait (its last decision is still taking effect: new members' pods or "
+            "warmups, removed members' handoffs; their lag is not new demand)."
+        )
+    )
+    reason: str = field(metadata=prop("The decision in words, with the figures.", max_length=1000))
+    waiting_for: str | None = field(
+        default=None, metadata=prop("What the next decision waits for, if anything.", max_length=1000)
+    )
+    needed_replicas: int | None = field(
+        default=None,
+        metadata=prop(
+            "The members the measured input rate, processing rate and lag call for (unset until measured)."
+        ),
+    )
+    last_scale_time: str | None = field(
+        default=None, metadata=prop("When it last changed replicas.", format="date-time")
+    )
+    state: dict[str, Any] | None = field(
+        default=None,
+        metadata=prop(
+            "What the next decision starts from (the last decision, the changes being watched for), "
+            "persisted so that a restarted operator keeps waiting where it waited."
+        ),
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class LastRebalance(Model):
     """The most recent assignment change."""
@@ -760,6 +834,10 @@ class StreamAppStatus(Model):
     )
     last_rebalance: LastRebalance | None = field(
         default=None, metadata=prop("The most recent assignment change.")
+    )
+    autoscaling: AutoscalingStatus | None = field(
+        default=None,
+        metadata=prop("The operator's autoscaler's last decision, while spec.autoscaling is enabled."),
     )
     intent: dict[str, Any] | None = field(
         default=None,

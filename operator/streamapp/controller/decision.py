@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
-from streamapp.controller import children, costreports, intentrebuild, podrollout
+from streamapp.controller import children, costreports, intentrebuild, podrollout, scaling
 from streamapp.controller.memo import Memo, Planner
 from streamapp.controller.observe import (
     Body,
@@ -27,6 +27,7 @@ from streamapp.controller.observe import (
 )
 from streamapp.controller.status import Condition, app_status, foreign, merge_conditions
 from streamapp.rebalance import AppConfig, Assignment, MemberView, Plan
+from streamapp.rebalance.autoscaler import ScaleDecision
 from streamapp.rebalance.rollout import RolloutStep
 
 
@@ -51,6 +52,8 @@ class Decision:
     owned: Mapping[int, int]
     """Member id → active tasks it holds in the plan."""
     status: StreamAppStatus
+    scale: ScaleDecision | None = None
+    """The autoscaler's decision (spec.autoscaling enabled), whose replicas the act writes to /scale."""
 
 
 def decide(
@@ -108,6 +111,12 @@ def decide(
             stored, [blocked], stamp, generation
         )
     status = replace(status, pod_start_seconds=pod_start, conditions=shown + foreign(stored))
+    scale = None
+    if app.spec.autoscaling.enabled:
+        memo.rates.add(scaling.sample(now, observed.members, pods, reports))
+        found = scaling.facts(app, plan.assignment, views, memo.rates, status.input_lag, pod_start, revision)
+        scale = scaling.autoscale(app, found, now)
+        status = replace(status, autoscaling=scaling.status(app, scale, now))
     return Decision(
         app=app,
         config=config,
@@ -121,6 +130,7 @@ def decide(
         handing_off=handing_off,
         owned=owned,
         status=status,
+        scale=scale,
     )
 
 

@@ -84,6 +84,14 @@ class Kube:
         )
         return dict(updated) if isinstance(updated, Mapping) else {}
 
+    def scale_app(self, namespace: str, name: str, replicas: int) -> None:
+        """Set the StreamApp's spec.replicas through its /scale subresource, as an HPA does (the
+        operator's autoscaler: spec.autoscaling)."""
+        self._guard()
+        self.custom.patch_namespaced_custom_object_scale(
+            GROUP, VERSION, namespace, APPS, name, {"spec": {"replicas": replicas}}
+        )
+
     def create_member(self, namespace: str, body: dict[str, Any]) -> None:
         """Create a StreamAppMember (an existing one of this app's is left alone)."""
         self._guard()

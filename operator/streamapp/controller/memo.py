@@ -19,7 +19,9 @@ that had not changed. A `Memo` lives as long as its app's reconcile loop and kee
   intent read back from the app is that assignment while it equals what was encoded from it.
 
 Nothing here changes what a reconcile decides or writes: every reuse is guarded by equality of the
-inputs it was computed from.
+inputs it was computed from. The one exception is a measurement rather than a cache: the samples of
+recent reports the autoscaler's rates come from (`controller.scaling.Rates`), which only a loop that
+has watched the reports for a while has; a restarted operator decides nothing until it has them again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any
 from streamapp.api.member import StreamAppMemberStatus
 from streamapp.controller import children, intent, intentrebuild
 from streamapp.controller.observe import member_status
+from streamapp.controller.scaling import Rates
 from streamapp.controller.status import ReportDigest, digest
 from streamapp.rebalance import AppConfig, Assignment, MemberTarget, MemberView, Plan, member_targets, plan
 
@@ -79,6 +82,8 @@ class Memo:
     # The last revision whose template labels were checked against the namespace's Services, and why
     # it is refused if it is
     joins: tuple[str, str | None] | None = None
+    # The autoscaler's samples of the members' reports (spec.autoscaling)
+    rates: Rates = field(default_factory=Rates)
 
     def parse_reports(self, members: Iterable[Body]) -> Callable[[Body], StreamAppMemberStatus]:
         """Parse the reports of `members` that changed since the last call (forgetting members that

@@ -16,6 +16,7 @@ from prometheus_client import (
 from streamapp.controller.status import task_counts
 from streamapp.processmetrics import register_process_metrics
 from streamapp.rebalance import Assignment, LostMember, MemberView
+from streamapp.rebalance.autoscaler import ScaleDecision
 
 _LABELS = ("namespace", "app")
 # What KEDA's prometheus trigger and a metrics adapter query (manifests/samples/).
@@ -85,6 +86,26 @@ class Metrics:
             _LABELS,
             registry=r,
         )
+        self.autoscaler_replicas = Gauge(
+            "streamapp_autoscaler_replicas",
+            "The operator's autoscaler (spec.autoscaling): the replicas it wants (kind=desired) and the "
+            "members the measured rates and lag call for (kind=needed)",
+            (*_LABELS, "kind"),
+            registry=r,
+        )
+        self.autoscaler_waiting = Gauge(
+            "streamapp_autoscaler_waiting",
+            "1 while the autoscaler's last decision is taking effect (new members' pods or warmups, removed "
+            "members' handoffs): no new decision is taken meanwhile",
+            _LABELS,
+            registry=r,
+        )
+        self.autoscaler_decisions = Counter(
+            "streamapp_autoscaler_decisions_total",
+            "Replica changes the autoscaler made, by action (ScaleOut, ScaleIn)",
+            (*_LABELS, "action"),
+            registry=r,
+        )
         self.input_lag = Gauge(
             INPUT_LAG_METRIC,
             "Source records not yet processed by the active owners (the app's status.inputLag)",
@@ -150,6 +171,9 @@ class Metrics:
             self.lost_expected_back,
             self.lost_restore,
             self.flapping_members,
+            self.autoscaler_replicas,
+            self.autoscaler_waiting,
+            self.autoscaler_decisions,
         ):
             names = metric._labelnames  # the public API lists no label sets
             found = {
@@ -163,6 +187,24 @@ class Metrics:
                     with contextlib.suppress(KeyError):
                         metric.remove(*values)
         self._lost_members.pop(wanted, None)
+
+    def observe_autoscaler(self, labels: Mapping[str, str], decision: ScaleDecision | None) -> None:
+        """Mirror the autoscaler's decision; an app that does not autoscale has no series."""
+        key = tuple(labels[name] for name in _LABELS)
+        if decision is None:
+            for kind in ("desired", "needed"):
+                with contextlib.suppress(KeyError):
+                    self.autoscaler_replicas.remove(*key, kind)
+            with contextlib.suppress(KeyError):
+                self.autoscaler_waiting.remove(*key)
+            return
+        self.autoscaler_replicas.labels(**labels, kind="desired").set(decision.replicas)
+        if decision.needed is None:
+            with contextlib.suppress(KeyError):
+                self.autoscaler_replicas.remove(*key, "needed")
+        else:
+            self.autoscaler_replicas.labels(**labels, kind="needed").set(decision.needed)
+        self.autoscaler_waiting.labels(**labels).set(1 if decision.action == "Wait" else 0)
 
     def observe_input_lag(self, labels: Mapping[str, str], lag: int | None) -> None:
         """Mirror status.inputLag; an app with no report yet has no sample rather than a false 0, so an

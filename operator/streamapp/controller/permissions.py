@@ -73,6 +73,9 @@ def operator_cluster_role_rules() -> list[Rule]:
         # Watch apps; persist the assignment intent and the summary in their status.
         rule(GROUP, [apps], READ),
         rule(GROUP, [f"{apps}/status"], ["get", "patch"]),
+        # The operator's own autoscaler (spec.autoscaling) sets replicas the way an HPA does, and
+        # nothing else of the spec.
+        rule(GROUP, [f"{apps}/scale"], ["patch"]),
         # Every child's ownerReference sets blockOwnerDeletion: clusters running the
         # OwnerReferencesPermissionEnforcement admission plugin (OpenShift) let only someone who may
         # update the owner's finalizers set it, and refuse the child's create otherwise.

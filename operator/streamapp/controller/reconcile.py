@@ -41,6 +41,7 @@ from streamapp.controller.status import (
     stored_conditions,
 )
 from streamapp.rebalance import AppConfig, Assignment, Event, EventKind, LostMember, MemberView, Plan
+from streamapp.rebalance.autoscaler import ScaleDecision
 
 log = logging.getLogger(__name__)
 INTENT_REBUILT = "IntentRebuilt"
@@ -49,6 +50,9 @@ POD_REFUSED = "PodRefused"
 TARGET_TOO_LARGE = "TargetTooLarge"
 CLAIM_REFUSED = "ClaimRefused"
 SERVICE_JOIN_REFUSED = "ServiceJoinRefused"
+SCALED_OUT = "ScaledOut"
+SCALED_IN = "ScaledIn"
+SCALE_OUT_INEFFECTIVE = "ScaleOutIneffective"
 BLOCKED_RETRY_SECONDS = 30.0
 """A name taken by someone else, or a pod the API server refuses, stays so until a person acts; the
 watches wake the loop when the app or its children change, so a slow retry costs nothing."""
@@ -140,6 +144,7 @@ def _act(
     # out now: a later write that fails (a member target refused, a 409 from a report written
     # meanwhile) makes the next step decide the same from that status, and it would announce nothing.
     _report(kube, app, result, decision.previous, decision.views, metrics)
+    _autoscale(kube, app, decision.scale, metrics)
     try:
         _repair_supporting(kube, app, result, observed, memo)
         thresholds = decision.config.rebalance.lag_thresholds()
@@ -188,7 +193,8 @@ def _act(
     if memo.blocked is not None:
         memo.blocked = None
         return Outcome(now, written)  # write the conditions without it at once
-    wake = [w for w in (result.wake_at, step.wake_at) if w is not None]
+    scale_wake = decision.scale.wake_at if decision.scale is not None else None
+    wake = [w for w in (result.wake_at, step.wake_at, scale_wake) if w is not None]
     return Outcome(min(wake, default=None), written)
 
 
@@ -460,6 +466,25 @@ def _report(
     metrics.observe_assignment(labels, result.assignment, views)
     metrics.observe_lost(labels, result.lost)
     metrics.fenced_tasks.labels(**labels).set(len(result.fenced))
+
+
+def _autoscale(kube: Kube, app: StreamApp, decision: ScaleDecision | None, metrics: Metrics) -> None:
+    """Carry out the autoscaler's decision, once the status holding it (and what it will wait for) is
+    written: its replicas through /scale, an Event saying why, and a Warning when it found its last
+    scale-out did not raise throughput."""
+    meta = app.metadata
+    labels = {"namespace": str(meta.namespace), "app": meta.name}
+    metrics.observe_autoscaler(labels, decision)
+    if decision is None:
+        return
+    if decision.ineffective:
+        kube.event(meta, SCALE_OUT_INEFFECTIVE, decision.reason[:EVENT_MESSAGE_LIMIT], warning=True)
+    if decision.replicas == app.spec.replicas:
+        return
+    kube.scale_app(str(meta.namespace), meta.name, decision.replicas)
+    metrics.autoscaler_decisions.labels(**labels, action=decision.action).inc()
+    reason = SCALED_OUT if decision.replicas > app.spec.replicas else SCALED_IN
+    kube.event(meta, reason, decision.reason[:EVENT_MESSAGE_LIMIT])
 
 
 LOST_TASK_EVENTS: Mapping[str, str] = {"Wait": "WaitingForMember", "Restore": "RestoringElsewhere"}

@@ -64,6 +64,7 @@ STEP_FIELDS = (
     "podStartSeconds",
     "conditions",
     "intent",
+    "autoscaling",
 )
 
 

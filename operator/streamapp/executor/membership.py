@@ -79,6 +79,11 @@ class DataPlane(Protocol):
         """When the batch round running now began (epoch seconds), once it has run for over
         `BATCH_NOTICE_SECONDS`; None otherwise."""
 
+    def processing(self) -> tuple[int, float] | None:
+        """Input records its active tasks processed and seconds its batch rounds ran, since it started
+        (counters: the member's true processing rate, which the operator's autoscaler sizes by); None
+        when it does not measure them."""
+
 
 class MembershipClient:
     """Follows one member's StreamAppMember until stopped, through any API-server outage."""
@@ -180,6 +185,7 @@ class MembershipClient:
         changed = (tasks != self._reported or running != self._reported_round) and now >= allowed
         if not changed and now < self._reassert_at:
             return
+        processing = self.data_plane.processing()
         status = StreamAppMemberStatus(
             observed_generation=self.applied,
             pod_uid=self.pod_uid,
@@ -187,6 +193,8 @@ class MembershipClient:
             reported_at=_now(),
             tasks=tasks,
             restore_rate=self.data_plane.restore_rate(),
+            processed_records=processing[0] if processing is not None else None,
+            busy_seconds=round(processing[1], 3) if processing is not None else None,
             batch_running_since=running,
         )
         try:

@@ -74,16 +74,20 @@ class RuntimeDataPlane:
             registry=registry,
         )
         self.round_began: float | None = None  # wall clock, while a round runs (`_work`)
+        self.busy = 0.0  # seconds batch rounds ran, since the executor started
+        self.processed = 0  # input records its active tasks committed, since the executor started
 
     @contextlib.contextmanager
     def batch_round(self) -> Iterator[None]:
         """Time one round of batches, and know while it runs when it began (`batch_running_since`)."""
         self.round_began = time.time()
+        started = time.monotonic()
         try:
             with self.step_seconds.time():
                 yield
         finally:
             self.round_began = None
+            self.busy += time.monotonic() - started
 
     def batch_running_since(self) -> float | None:
         """When the running round began, once it has run over `BATCH_NOTICE_SECONDS`: a round that
@@ -97,6 +101,11 @@ class RuntimeDataPlane:
 
     def restore_rate(self) -> float | None:
         return self.executor.restore_rate()
+
+    def processing(self) -> tuple[int, float] | None:
+        """Records committed and seconds of batch rounds since start (busy time: a round with nothing
+        due ends at once), counted as `reports` last saw the commits."""
+        return self.processed, self.busy
 
     def reports(self) -> list[TaskReport]:
         rows = []
@@ -137,7 +146,7 @@ class RuntimeDataPlane:
         """The records each task committed here, and when it last committed."""
         self.last_commit.clear()
         for s in statuses:
-            self.committed_totals.report(str(s.partition), s.committed_records)
+            self.processed += self.committed_totals.report(str(s.partition), s.committed_records)
             if s.last_commit_at is not None:
                 self.last_commit.labels(task=str(s.partition)).set(s.last_commit_at)
 
@@ -157,9 +166,11 @@ class Totals:
         self.label = label
         self.seen: dict[str, int] = {}
 
-    def report(self, value: str, total: int) -> None:
+    def report(self, value: str, total: int) -> int:
+        """Add what `value`'s total grew by since its last report; returns it."""
         seen = self.seen.get(value, 0)
         grown = total - seen if total >= seen else total
         if grown:
             self.counter.labels(**{self.label: value}).inc(grown)
         self.seen[value] = total
+        return grown

@@ -19,6 +19,15 @@ PANELS: list[tuple[str, str, list[tuple[str, str]]]] = [
     ("Input lag", "short", [(f"streamapp_input_lag_records{{{SELECTOR}}}", "records waiting")]),
     ("Tasks by state", "short", [(f"streamapp_tasks{{{SELECTOR}}}", "{{state}}")]),
     (
+        "Autoscaler: members wanted, needed, and waiting on its last decision",
+        "short",
+        [
+            (f"streamapp_autoscaler_replicas{{{SELECTOR}}}", "{{kind}}"),
+            (f"streamapp_autoscaler_waiting{{{SELECTOR}}}", "waiting"),
+            (f"increase(streamapp_autoscaler_decisions_total{{{SELECTOR}}}[10m])", "{{action}} (per 10 min)"),
+        ],
+    ),
+    (
         "Records committed per second, by task",
         "short",
         [

@@ -15,7 +15,8 @@ Like a real executor, each one measures how long a task stood still when its own
 from the task's last processing anywhere to its first here — and how it came (`restart`, `handoff`,
 `cold`: see `executor.task.resumption`), and reports it with its lags; the operator's rules
 (`rebalance.costs`) turn the reports into the costs a rollout's `auto` weighs. It also reports, per
-task it owns, how many records a cold copy would restore (the task's whole changelog here), and its
+task it owns, how many records a cold copy would restore (the task's changelog, past what the store's
+compaction left: `Workload.max_restore_records`), and its
 restore rate: the figures a lost member's tasks are weighed by (`rebalance.recovery`). The rate is the
 workload's, known from the start: the app ran, and restored, before the simulation's time 0.
 """
@@ -174,17 +175,20 @@ class Executor:
         self.next_report = now
         return True
 
-    def report(self, log_end: list[float], now: float, interval: float) -> bool:
+    def report(self, log_end: list[float], now: float, interval: float, colds: Sequence[float]) -> bool:
         """Report lags for every task with local state, and how tasks resumed here, when the interval
-        is due; True if the lags changed."""
+        is due; True if the lags changed. `colds` says, per task, where a copy without local state
+        starts (what the store's compaction left): no copy is further behind than that."""
         if not self.alive or now < self.next_report:
             return False
         self.next_report = now + interval
         self.fresh = True
-        lags = {task: round(log_end[task] - position) for task, position in self.applied.items()}
+        lags = {
+            task: round(log_end[task] - max(position, colds[task])) for task, position in self.applied.items()
+        }
         for task in self.copies:
-            lags.setdefault(task, round(log_end[task]))
-        rows = {task: round(log_end[task]) for task in self.processing}
+            lags.setdefault(task, round(log_end[task] - colds[task]))
+        rows = {task: round(log_end[task] - colds[task]) for task in self.processing}
         changed = lags != self.reported or rows.keys() != self.reported_rows.keys()
         self.reported = lags
         self.reported_rows = rows

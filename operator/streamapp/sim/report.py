@@ -29,6 +29,13 @@ _ROWS: tuple[tuple[str, str], ...] = (
     ("wasted_warmups", "wasted warmups"),
     ("in_place_restarts", "rollout restarts in place"),
     ("stuck_replacements", "stuck members replaced"),
+    ("autoscaler", "autoscaler"),
+    ("executor_seconds", "executor-seconds"),
+    ("lag_over_target_seconds", "lag over target (s)"),
+    ("reversals", "scale reversals"),
+    ("resizes", "resizes"),
+    ("worst_lag_seconds", "worst lag (s of processing)"),
+    ("worst_lag_records", "worst lag (records)"),
 )
 
 

@@ -14,13 +14,18 @@ from typing import Any, Literal, get_args
 
 import yaml
 
+from streamapp.api.autoscaling import Autoscaling
 from streamapp.api.codec import decode
 from streamapp.api.fields import ValidationError
 from streamapp.api.rebalance import REBALANCE
 from streamapp.api.rollingupdate import RollingUpdate
 from streamapp.rebalance import ConfigError, Protocol, RebalanceConfig
+from streamapp.rebalance.autoscaler import AutoscalerConfig
 from streamapp.rebalance.rollout import RolloutConfig
 from streamapp.sim.contention import START_KINDS, Contention, FreshMember, StartKind
+from streamapp.sim.kedahpa import KedaHpaConfig
+from streamapp.sim.scalers import AUTOSCALERS, AutoscalerKind
+from streamapp.sim.traces import Cycle, Step, Trace
 from streamapp.units import UnitError, parse_duration
 
 
@@ -55,6 +60,12 @@ class Workload:
     `pod_start_seconds` (None: they do not). On the cluster benchmark a new member took ~2.5 times
     as long as a restarted container. `contention` is the CPU contention model (None: batches never
     slow down, and the stall is the downtime).
+
+    `member_rate` is how many records a second one member processes at most, shared by its tasks (its
+    true rate; None: no limit but each task's `process_rate`): what makes members worth adding.
+    `max_restore_records` bounds what a copy without local state restores (the newest snapshot and
+    the changelog after it: the store's compaction keeps it so); None: the whole changelog, which grows
+    with every record processed.
     """
 
     input_rate: float = 100.0
@@ -70,6 +81,8 @@ class Workload:
     new_pod_start_seconds: float | None = None
     replaced_pod_start_seconds: float | None = None
     contention: Contention | None = None
+    member_rate: float | None = None
+    max_restore_records: float | None = None
 
     def pod_start(self, kind: StartKind) -> float:
         """How long a pod that starts this way takes to become ready (a `restarted` one is given by
@@ -112,10 +125,24 @@ class Scenario:
     zones: tuple[str, ...] = ()
     tick: float = 1.0
     rolling_update: RolloutConfig = field(default_factory=RolloutConfig)
+    trace: Trace | None = None
+    autoscaling: AutoscalerConfig = field(default_factory=AutoscalerConfig)
+    keda: KedaHpaConfig | None = None
+    autoscaler: AutoscalerKind = "none"
 
     def with_protocol(self, protocol: Protocol) -> Scenario:
         """The same scenario under another protocol (everything else equal)."""
         return replace(self, rebalance=replace(self.rebalance, protocol=protocol))
+
+    def with_autoscaler(self, autoscaler: AutoscalerKind) -> Scenario:
+        """The same scenario with another autoscaler setting its replicas."""
+        if autoscaler == "keda-hpa" and self.keda is None:
+            raise ScenarioError(f"{self.name}: autoscaler keda-hpa needs a keda block")
+        return replace(self, autoscaler=autoscaler)
+
+    def with_seed(self, seed: int) -> Scenario:
+        """The same scenario with its trace's noise drawn from `seed`."""
+        return replace(self, trace=replace(self.trace, seed=seed) if self.trace else None)
 
 
 _TOP_KEYS = {
@@ -129,6 +156,10 @@ _TOP_KEYS = {
     "rollingUpdate",
     "events",
     "tick",
+    "trace",
+    "autoscaling",
+    "keda",
+    "autoscaler",
 }
 _WORKLOAD_KEYS = {
     "inputRate": "input_rate",
@@ -142,6 +173,8 @@ _WORKLOAD_KEYS = {
     "detectSeconds": "detect_seconds",
     "newPodStartSeconds": "new_pod_start_seconds",
     "replacedPodStartSeconds": "replaced_pod_start_seconds",
+    "memberRate": "member_rate",
+    "maxRestoreRecords": "max_restore_records",
 }
 _CONTENTION_KEYS = {
     "cores": "cores",
@@ -171,13 +204,13 @@ def load_scenario(path: str | Path) -> Scenario:
     except yaml.YAMLError as error:
         raise ScenarioError(f"{path}: not valid YAML: {error}") from error
     try:
-        return parse_scenario(data)
+        return parse_scenario(data, path.parent)
     except (ScenarioError, ConfigError, UnitError) as error:
         raise ScenarioError(f"{path}: {error}") from error
 
 
-def parse_scenario(data: object) -> Scenario:
-    """Validate an already-parsed scenario document."""
+def parse_scenario(data: object, base: Path | None = None) -> Scenario:
+    """Validate an already-parsed scenario document; relative paths in it are taken from `base`."""
     doc = _mapping(data, "scenario")
     _no_unknown(doc, _TOP_KEYS, "scenario")
     for key in ("name", "partitions", "members", "duration"):
@@ -205,6 +238,10 @@ def parse_scenario(data: object) -> Scenario:
         zones=zones,
         tick=_positive(doc.get("tick", 1.0), "tick"),
         rolling_update=_rolling_update(doc.get("rollingUpdate") or {}),
+        trace=_trace(doc["trace"]) if "trace" in doc else None,
+        autoscaling=_autoscaling(doc.get("autoscaling") or {}),
+        keda=_keda(doc["keda"], base or Path.cwd()) if "keda" in doc else None,
+        autoscaler=_autoscaler(doc.get("autoscaler", "none"), "keda" in doc),
     )
 
 
@@ -223,6 +260,82 @@ def _rolling_update(raw: object) -> RolloutConfig:
         return decode(RollingUpdate, raw, "rollingUpdate").config()
     except ValidationError as error:
         raise ScenarioError(str(error)) from None
+
+
+def _autoscaling(raw: object) -> AutoscalerConfig:
+    """The block a StreamApp's `spec.autoscaling` holds, checked by the same rules."""
+    try:
+        return decode(Autoscaling, raw, "autoscaling").config()
+    except ValidationError as error:
+        raise ScenarioError(str(error)) from None
+
+
+def _autoscaler(raw: object, keda: bool) -> AutoscalerKind:
+    for kind in AUTOSCALERS:
+        if raw == kind:
+            if kind == "keda-hpa" and not keda:
+                raise ScenarioError("autoscaler keda-hpa needs a keda block")
+            return kind
+    raise ScenarioError(f"autoscaler must be one of {', '.join(AUTOSCALERS)}, got {raw!r}")
+
+
+def _keda(raw: object, base: Path) -> KedaHpaConfig:
+    """`keda: {scaledObject: FILE, scrapeInterval: S}`: the ScaledObject a user applies (a path from the
+    scenario file), and how often Prometheus scrapes the operator (default 30 s, the chart's)."""
+    spec = _mapping(raw, "keda")
+    _no_unknown(spec, {"scaledObject", "scrapeInterval"}, "keda")
+    if "scaledObject" not in spec:
+        raise ScenarioError("keda: missing 'scaledObject'")
+    path = base / str(spec["scaledObject"])
+    try:
+        document = yaml.safe_load(path.read_text())
+        return KedaHpaConfig.from_scaled_object(
+            document, _positive(spec.get("scrapeInterval", 30.0), "keda.scrapeInterval")
+        )
+    except OSError as error:
+        raise ScenarioError(f"keda.scaledObject: cannot read {path}: {error.strerror}") from error
+    except (yaml.YAMLError, KeyError, TypeError, ValueError, StopIteration) as error:
+        raise ScenarioError(
+            f"keda.scaledObject: {path} is no ScaledObject with a prometheus trigger: {error!r}"
+        ) from error
+
+
+def _trace(raw: object) -> Trace:
+    """`trace: {steps: [{at, rate}...] | cycle: {low, high, period}, noise, noiseSeconds, seed}`."""
+    spec = _mapping(raw, "trace")
+    _no_unknown(spec, {"steps", "cycle", "noise", "noiseSeconds", "seed"}, "trace")
+    if ("steps" in spec) == ("cycle" in spec):
+        raise ScenarioError("trace: needs exactly one of steps, cycle")
+    steps: tuple[Step, ...] = ()
+    cycle = None
+    if "steps" in spec:
+        if not isinstance(spec["steps"], list) or not spec["steps"]:
+            raise ScenarioError("trace.steps: expected a non-empty list")
+        for index, item in enumerate(spec["steps"]):
+            step = _mapping(item, f"trace.steps[{index}]")
+            _no_unknown(step, {"at", "rate"}, f"trace.steps[{index}]")
+            steps += (
+                Step(
+                    parse_duration(step.get("at"), f"trace.steps[{index}].at"),
+                    _positive(step.get("rate"), f"trace.steps[{index}].rate", allow_zero=True),
+                ),
+            )
+        steps = tuple(sorted(steps, key=lambda s: s.at))
+    else:
+        shape = _mapping(spec["cycle"], "trace.cycle")
+        _no_unknown(shape, {"low", "high", "period"}, "trace.cycle")
+        cycle = Cycle(
+            _positive(shape.get("low"), "trace.cycle.low", allow_zero=True),
+            _positive(shape.get("high"), "trace.cycle.high", allow_zero=True),
+            parse_duration(shape.get("period"), "trace.cycle.period"),
+        )
+    return Trace(
+        steps=steps,
+        cycle=cycle,
+        noise=_positive(spec.get("noise", 0.0), "trace.noise", allow_zero=True),
+        noise_seconds=_positive(spec.get("noiseSeconds", 30.0), "trace.noiseSeconds"),
+        seed=_int(spec.get("seed", 0), "trace.seed", minimum=0),
+    )
 
 
 def _workload(raw: object) -> Workload:

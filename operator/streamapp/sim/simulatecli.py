@@ -1,4 +1,4 @@
-"""`streamapp simulate SCENARIO.yaml [--protocol P]... [--json] [--plot FILE.png]`."""
+"""`streamapp simulate SCENARIO.yaml [--protocol P]... [--autoscaler A] [--seed N] [--json] [--plot FILE.png]`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from streamapp.rebalance import PROTOCOLS, Protocol
 from streamapp.sim.report import plot, table
+from streamapp.sim.scalers import AUTOSCALERS
 from streamapp.sim.scenario import ScenarioError, load_scenario
 from streamapp.sim.simulator import simulate
 
@@ -27,6 +28,15 @@ def register(subparsers: Any) -> None:
         action="append",
         choices=PROTOCOLS,
         help="protocol to run (repeat for a side-by-side comparison; default: the scenario's own)",
+    )
+    parser.add_argument(
+        "--autoscaler",
+        choices=AUTOSCALERS,
+        help="who sets the replicas: none (the scenario's scale events), streamapp (the operator's "
+        "autoscaler, the scenario's autoscaling block) or keda-hpa (its keda block); default: the scenario's",
+    )
+    parser.add_argument(
+        "--seed", type=int, help="draw the trace's noise from this seed (default: the scenario's)"
     )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object per protocol, one per line"
@@ -48,6 +58,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        if args.autoscaler is not None:
+            scenario = scenario.with_autoscaler(args.autoscaler)
+    except ScenarioError as error:
+        print(f"streamapp simulate: {error}", file=sys.stderr)
+        return 2
+    if args.seed is not None:
+        scenario = scenario.with_seed(args.seed)
     protocols: list[Protocol] = args.protocol or [scenario.rebalance.protocol]
     runs = []
     for protocol in dict.fromkeys(protocols):

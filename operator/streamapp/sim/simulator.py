@@ -12,6 +12,11 @@ every `reportInterval`; the costs a rolling update's `auto` weighs come from the
 own rules (`rebalance.costs`), and are kept between reports as the operator keeps them. With a
 `contention` model, batches that still run are slowed by what else runs on the cores, and the stall is
 counted as the cluster benchmark measures it (`stall`); nothing else depends on it.
+
+An autoscaler (`sim/scalers.py`) may set the replicas at the start of each tick, from what the last
+tick left: the operator's own, or KEDA and the HPA. The input rate may follow a trace
+(`sim/traces.py`), a member's processing may be bounded by its rate (`sim/sharing.py`), and what each
+autoscaler costs and delivers is measured throughout (`measured.ScaleMeter`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections import Counter
 from dataclasses import replace
 
 from streamapp.rebalance import AppConfig, Assignment, EventKind, MemberView, Plan, member_targets, plan
+from streamapp.rebalance.autoscaler import WarmupLag
 from streamapp.rebalance.costs import (
     Costs,
     Sample,
@@ -31,8 +37,18 @@ from streamapp.rebalance.costs import (
 from streamapp.rebalance.rollout import MemberPod, RolloutStep, settled_step
 from streamapp.rebalance.stuck import replace_stuck
 from streamapp.sim.executors import Executor
-from streamapp.sim.measured import SimResult, Timeline, min_window_ratio
+from streamapp.sim.measured import ScaleMeter, SimResult, Timeline, min_window_ratio
+from streamapp.sim.scalers import (
+    KedaHpaScaler,
+    MemberTick,
+    NoScaler,
+    Scaler,
+    Snapshot,
+    StreamAppScaler,
+    median_rows,
+)
 from streamapp.sim.scenario import Scenario, SimEvent
+from streamapp.sim.sharing import shares
 from streamapp.sim.stall import StallMeter
 
 _CONTROL_ROUNDS = 50
@@ -83,6 +99,15 @@ class Simulation:
         # Members whose pods the rollout deleted to restart them in place, until they are ready again.
         self.replaced: set[int] = set()
         self.now = 0.0
+        ticks = round(scenario.duration / scenario.tick)
+        self.rates = scenario.trace.series(ticks, scenario.tick) if scenario.trace else None
+        self.scaler = self._scaler()
+        self.meter = ScaleMeter(scenario.autoscaling.lag_seconds)
+        self.arrived: list[float] = []
+        # Per member in the last tick: records processed and seconds busy.
+        self.member_work: dict[int, tuple[float, float]] = {}
+        # Which member processed each task in the last tick.
+        self.serving: dict[int, int] = {}
 
     def run(self) -> SimResult:
         """Warm start, then tick until the scenario's duration."""
@@ -106,7 +131,7 @@ class Simulation:
                 executor.starting.clear()
                 for task in (*executor.processing, *executor.copies):
                     executor.applied[task] = self.log_end[task]
-                executor.report(self.log_end, 0.0, 0.0)
+                executor.report(self.log_end, 0.0, 0.0, self._colds())
             if not changed:
                 break
         self.base_generation = self.assignment.generation
@@ -118,10 +143,12 @@ class Simulation:
         tick = self.scenario.tick
         self._fire_events(now)
         self._pods(now)
+        self._autoscale(now)
         self._control(now)
         processed, down = self._flow(now, tick)
+        colds = self._colds()
         for executor in self.executors.values():
-            executor.report(self.log_end, now + tick, self.work.report_interval)
+            executor.report(self.log_end, now + tick, self.work.report_interval, colds)
         self.processed.append(processed)
         self._observe(now + tick, processed, down)
 
@@ -131,10 +158,7 @@ class Simulation:
 
     def _fire(self, event: SimEvent, now: float) -> None:
         if event.scale is not None:
-            self.app = AppConfig(self.app.partitions, event.scale, self.app.rebalance)
-            for member in range(event.scale):
-                if member not in self.executors:
-                    self._new_executor(member).start_pod(now + self.work.pod_start("new"), "new")
+            self._resize(event.scale, now)
         elif event.kill is not None:
             victim = self.executors.get(event.kill)
             if victim is not None:
@@ -153,6 +177,74 @@ class Simulation:
                 stalled.stalled_since = now
         elif event.rolling_restart:
             self.revision += 1
+
+    def _resize(self, replicas: int, now: float) -> None:
+        """spec.replicas := `replicas`: pods for the members that have none; the engine drains the rest."""
+        self.app = AppConfig(self.app.partitions, replicas, self.app.rebalance)
+        for member in range(replicas):
+            if member not in self.executors:
+                self._new_executor(member).start_pod(now + self.work.pod_start("new"), "new")
+
+    def _scaler(self) -> Scaler:
+        scenario = self.scenario
+        if scenario.autoscaler == "streamapp":
+            return StreamAppScaler(scenario.autoscaling, scenario.rebalance)
+        if scenario.autoscaler == "keda-hpa" and scenario.keda is not None:
+            return KedaHpaScaler(scenario.keda, scenario.trace.seed if scenario.trace else 0)
+        return NoScaler()
+
+    def _autoscale(self, now: float) -> None:
+        """The autoscaler reads what the last tick left and may set the replicas."""
+        if self.arrived:
+            replicas = self.scaler.step(self._snapshot(now))
+            if replicas is not None and replicas != self.app.replicas:
+                self._resize(replicas, now)
+
+    def _snapshot(self, now: float) -> Snapshot:
+        active: dict[int, int] = {}
+        warmups = []
+        views = {v.id: v for v in self._views()}
+        for task, state in enumerate(self.assignment.tasks):
+            if state.active is not None and state.revoking_since is None:
+                active[state.active] = active.get(state.active, 0) + 1
+            for member in state.warmups:
+                lag = views[member].lags.get(task) if member in views else None
+                warmups.append(WarmupLag(task, member, state.active, lag))
+        rows = [r for e in self.executors.values() for r in e.reported_rows.values()]
+        return Snapshot(
+            now=now,
+            tick=self.scenario.tick,
+            replicas=self.app.replicas,
+            existing=self._existing(),
+            partitions=self.app.partitions,
+            arrived=self.arrived[-1],
+            input_lag=sum(self.backlog),
+            members=tuple(
+                MemberTick(m, e.alive, active.get(m, 0), *self.member_work.get(m, (0.0, 0.0)))
+                for m, e in sorted(self.executors.items())
+                if e.alive or e.ready_at is not None
+            ),
+            warmups=tuple(warmups),
+            restore_rows=median_rows(rows),
+            restore_rate=self.work.restore_rate,
+            pod_start_seconds=self.work.pod_start_seconds,
+            revision=str(self.revision),
+        )
+
+    def _existing(self) -> int:
+        """Members whose pod exists (starting, ready or draining): what executors cost."""
+        return sum(1 for e in self.executors.values() if e.alive or e.ready_at is not None)
+
+    def _colds(self) -> list[float]:
+        """Per task, where a copy without local state starts: past what the store compacted away."""
+        cap = self.work.max_restore_records
+        return [0.0 if cap is None else max(0.0, end - cap) for end in self.log_end]
+
+    def _capacity(self, executor: Executor) -> float:
+        """A member's true rate: `memberRate`, or each of its tasks' `processRate` without one."""
+        if self.work.member_rate is not None:
+            return self.work.member_rate
+        return self.work.process_rate * max(1, len(executor.processing))
 
     def _pods(self, now: float) -> None:
         for executor in self.executors.values():
@@ -280,8 +372,12 @@ class Simulation:
         processed_total = 0.0
         down = 0
         stretches = self._stretches(now, tick)
+        inflow = (self.rates[len(self.arrived)] if self.rates is not None else work.input_rate) * tick
+        self.arrived.append(inflow * self.app.partitions)
+        colds = self._colds()
+        wants: dict[int, dict[int, float]] = {}
         for task in range(self.app.partitions):
-            self.backlog[task] += work.input_rate * tick
+            self.backlog[task] += inflow
             owner = owners.get(task)
             if owner is None:
                 self.downtime[task] += tick
@@ -290,7 +386,7 @@ class Simulation:
                 down += 1
                 continue
             starting = owner.spend_start(task, tick)
-            position = owner.applied.get(task, 0.0)
+            position = max(owner.applied.get(task, 0.0), colds[task])
             restored = min(self.log_end[task] - position, work.restore_rate * (tick - starting))
             busy = starting + max(0.0, restored) / work.restore_rate
             owner.applied[task] = position + max(0.0, restored)
@@ -308,15 +404,22 @@ class Simulation:
             if task in owner.resuming:
                 owner.resume(task, now + busy, self.processed_at[task], self.processed_by[task])
             self.processed_at[task], self.processed_by[task] = now + tick, owner.id
-            done = min(self.backlog[task], work.process_rate * (tick - busy))
-            self.backlog[task] -= done
-            self.log_end[task] += done
-            owner.applied[task] = self.log_end[task]
-            processed_total += done
+            wants.setdefault(owner.id, {})[task] = min(self.backlog[task], work.process_rate * (tick - busy))
+        self.member_work = {}
+        self.serving = {task: member for member, wanted in wants.items() for task in wanted}
+        for member, wanted in wants.items():
+            capacity = self._capacity(self.executors[member])
+            for task, done in shares(wanted, capacity * tick).items():
+                self.backlog[task] -= done
+                self.log_end[task] += done
+                self.executors[member].applied[task] = self.log_end[task]
+                processed_total += done
+                processed, busy = self.member_work.get(member, (0.0, 0.0))
+                self.member_work[member] = (processed + done, busy + done / capacity)
         for executor in self.executors.values():
             if executor.alive:
                 for task in executor.copies:
-                    position = executor.applied.get(task, 0.0)
+                    position = max(executor.applied.get(task, 0.0), colds[task])
                     restored = min(self.log_end[task] - position, work.restore_rate * tick)
                     executor.applied[task] = position + restored
                     self.background += restored
@@ -343,7 +446,14 @@ class Simulation:
         return {e.id: model.stretch(load, kind, age) for e, (kind, age) in zip(live, started, strict=True)}
 
     def _observe(self, now: float, processed: float, down: int) -> None:
-        expected = self.work.input_rate * self.app.partitions * self.scenario.tick
+        tick = self.scenario.tick
+        expected = self.arrived[-1]
+        lag, existing = self._lag_seconds(), self._existing()
+        self.meter.observe(tick, existing, lag, sum(self.backlog), self.app.replicas)
+        self.timeline.input_rate.append(expected / tick)
+        self.timeline.replicas.append(self.app.replicas)
+        self.timeline.executors.append(existing)
+        self.timeline.lag_seconds.append(lag)
         self.timeline.time.append(now)
         self.timeline.throughput_ratio.append(processed / expected if expected else 0.0)
         self.timeline.tasks_down.append(down)
@@ -354,6 +464,22 @@ class Simulation:
                 self.balanced_since = now
         else:
             self.balanced_since = None
+
+    def _lag_seconds(self) -> float:
+        """The input lag in seconds of processing: each processing member's waiting records over its
+        rate, a task nobody processes alone over one member's rate; the worst counts."""
+        waiting: dict[int, float] = {}
+        worst = 0.0
+        one = self.work.member_rate if self.work.member_rate is not None else self.work.process_rate
+        for task, backlog in enumerate(self.backlog):
+            owner = self.serving.get(task)
+            if owner is None:
+                worst = max(worst, backlog / one)
+            else:
+                waiting[owner] = waiting.get(owner, 0.0) + backlog
+        for member, backlog in waiting.items():
+            worst = max(worst, backlog / self._capacity(self.executors[member]))
+        return worst
 
     def _live(self) -> list[int]:
         return [m for m, e in self.executors.items() if e.alive and m < self.app.replicas]
@@ -413,7 +539,7 @@ class Simulation:
 
     def _result(self) -> SimResult:
         scenario = self.scenario
-        expected = self.work.input_rate * scenario.partitions
+        expected = sum(self.arrived) / scenario.duration if scenario.duration else 0.0
         total = sum(self.processed)
         last_event = max((e.at for e in scenario.events), default=0.0)
         balanced = self._balanced()
@@ -444,6 +570,15 @@ class Simulation:
             wasted_warmups=self.wasted_warmups,
             in_place_restarts=self.in_place_restarts,
             stuck_replacements=self.stuck_replacements,
+            autoscaler=scenario.autoscaler,
+            executor_seconds=round(self.meter.executor_seconds, 1),
+            lag_over_target_seconds=round(self.meter.over_target, 1)
+            if self.meter.target is not None
+            else None,
+            reversals=self.meter.reversals(),
+            resizes=len(self.meter.sizes) - 1,
+            worst_lag_seconds=round(self.meter.worst_seconds, 1),
+            worst_lag_records=round(self.meter.worst_records),
         )
 
 
