@@ -161,6 +161,16 @@ def test_defaults_are_applied_by_the_api_server(objects: client.CustomObjectsApi
             {"executor": {"image": "i", "sparkConf": {"spark.executor.memory": "9g"}, "sparkExecutors": {}}},
             "sparkConf must not set spark.executor.memory with sparkExecutors",
         ),
+        (
+            {"autoscaling": {"minReplicas": 3, "maxReplicas": 2}},
+            "autoscaling.minReplicas must be at most maxReplicas",
+        ),
+        ({"autoscaling": {"maxReplicas": 13}}, "autoscaling.maxReplicas must be at most partitions"),
+        (
+            {"autoscaling": {"enabled": True, "minReplicas": 1}, "rebalance": {"standbyReplicas": 1}},
+            "rebalance.standbyReplicas must be less than autoscaling.minReplicas",
+        ),
+        ({"autoscaling": {"settleTimeout": "0s"}}, "settleTimeout must be > 0"),
     ],
 )
 def test_invalid_specs_are_refused_with_the_rules_message(
