@@ -2,7 +2,9 @@
 
 Member pods run on kwok nodes, where nothing executes; the fleet plays their executors with the
 real `MembershipClient` and a simulated data plane, so the real coordination code runs against the
-real API server. A member's simulated state survives its pod (like a state volume). Every apply is
+real API server. Given the app's played input (`playedinput.PlayedInput`), the members process it at a
+set rate and report what the operator's autoscaler measures; the test may hold copies back and let
+them catch up (`Fleet.restore_at`). A member's simulated state survives its pod (like a state volume). Every apply is
 checked, under one lock, for the two things the protocol promises: no task active on two members at
 once, and no task taken from its owner unless some other member holds a caught-up copy.
 
@@ -27,6 +29,7 @@ from typing import Any
 
 from kubernetes import client, watch
 
+from playedinput import PlayedInput
 from simulatedplane import SimulatedDataPlane
 from streamapp.api.member import StreamAppMemberSpec
 from streamapp.api.names import APP_LABEL, GROUP, MEMBERS, VERSION
@@ -112,6 +115,8 @@ class Fleet:
         restore_rate: float = 10_000.0,
         state_records: int = 20_000,
         acceptable_lag: int = 10_000,
+        played_input: PlayedInput | None = None,
+        processing_rate: float = 0.0,
     ) -> None:
         self.api = api
         self.core = client.CoreV1Api(api)
@@ -120,6 +125,8 @@ class Fleet:
         self.restore_rate = restore_rate
         self.state_records = state_records
         self.acceptable_lag = acceptable_lag
+        self.played_input = played_input
+        self.processing_rate = processing_rate
         self.lock = threading.RLock()
         self._violations = Violations()
         self.suspects: list[Suspect] = []
@@ -224,6 +231,14 @@ class Fleet:
             )
         self.suspects = pending
 
+    def restore_at(self, rate: float) -> None:
+        """Every member's copies catch up at `rate` records a second from now on, members started later
+        too (0 holds them where they are)."""
+        with self.lock:
+            self.restore_rate = rate
+            for plane in self.planes.values():
+                plane.set_restore_rate(rate)
+
     def targets(self) -> dict[int, StreamAppMemberSpec]:
         """What each running member is applying now."""
         with self.lock:
@@ -322,9 +337,15 @@ class Fleet:
                 self._start(member, uid)
 
     def _start(self, member: int, uid: str) -> None:
-        plane = CheckedDataPlane(self.restore_rate, self.state_records, self.states.setdefault(member, {}))
-        plane.fleet, plane.member, plane.uid, plane.active_since = self, member, uid, {}
-        with self.lock:
+        with self.lock:  # the restore rate as `restore_at` last set it
+            plane = CheckedDataPlane(
+                self.restore_rate,
+                self.state_records,
+                self.states.setdefault(member, {}),
+                input=self.played_input,
+                processing_rate=self.processing_rate,
+            )
+            plane.fleet, plane.member, plane.uid, plane.active_since = self, member, uid, {}
             self.planes[member] = plane
         membership = CheckedClient(
             self.api, self.namespace, self.app, member, uid, plane, report_interval=0.5
