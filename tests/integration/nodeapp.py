@@ -18,7 +18,7 @@ from chaos.faults import executor_pid
 from localcluster.waiting import wait_for
 from processnode import procfs
 from realapps import app_on_process_node, committed_everything
-from streamapp.api.names import APPS, GROUP, VERSION, member_name
+from streamapp.api.names import APPS, GROUP, MEMBERS, VERSION, member_name
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.layout import StateLayout
@@ -38,7 +38,7 @@ class NodeApp:
     state: StateLayout
 
     def more_input(self, count: int, keys: int, seed: int) -> None:
-        """Append `count` records over `keys` keys to every partition."""
+        """Append `count` records over `keys` keys, spread over the partitions."""
         generate(self.log, GenerateSpec(partitions=self.partitions, count=count, keys=keys, seed=seed))
 
     def processed(self) -> bool:
@@ -48,6 +48,15 @@ class NodeApp:
     def status(self) -> dict[str, Any]:
         """The app's status as stored now."""
         return dict(app(self.api, self.namespace).get("status") or {})
+
+    def processing(self, member: int) -> tuple[int | None, float | None]:
+        """What the member's executor last reported of its work since it started: input records its
+        active copies committed, and seconds its batch rounds ran (StreamAppMember status)."""
+        body = client.CustomObjectsApi(self.api).get_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, MEMBERS, member_name(APP, member)
+        )
+        status = body.get("status") or {}
+        return status.get("processedRecords"), status.get("busySeconds")
 
     def ready(self, member: int) -> bool:
         """Whether the member's pod exists and is Ready."""
