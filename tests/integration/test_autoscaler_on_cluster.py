@@ -1,5 +1,5 @@
 """The operator's own autoscaler on the real control plane: a scale-out's warmups never trigger a second
-scale-out (DESIGN.md §5, invariant 9), and the decision they held back is taken once they are in.
+scale-out (docs/design.md, invariant 9), and the decision they held back is taken once they are in.
 
 The operator runs as a process, as the suite runs it; member pods sit on kwok nodes and their executors
 are played by the fleet: real membership clients, simulated data planes that process the played input

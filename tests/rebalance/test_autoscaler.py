@@ -1,5 +1,5 @@
 """The autoscaler's decision core: sizes computed from rates, decisions that wait on their own effects
-(DESIGN.md §5 invariant 9), scale-in only with headroom, ineffective scale-outs not repeated."""
+(docs/design.md, invariant 9), scale-in only with headroom, ineffective scale-outs not repeated."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The StreamApp resource: the user's app (DESIGN.md §4).
+"""The StreamApp resource: the user's app (docs/api.md).
 
 `spec` is what the user wants — how many executors, how many tasks, the PySpark pipeline, the executor
 pod and how tasks move; `status` is what the operator observed and decided, including the engine's

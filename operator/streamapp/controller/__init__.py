@@ -1,1 +1,1 @@
-"""The kopf operator: thin shells around the pure rebalance engine (DESIGN.md §3)."""
+"""The kopf operator: thin shells around the pure rebalance engine (docs/design.md, "Architecture")."""

@@ -1,4 +1,4 @@
-"""The pure rebalance engine (DESIGN.md §5): no Kubernetes, no clock, no I/O.
+"""The pure rebalance engine (docs/design.md, "The engine's invariants"): no Kubernetes, no clock, no I/O.
 
 Import what you need from here; the submodules are the engine's internals.
 """

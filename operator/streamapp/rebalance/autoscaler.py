@@ -1,5 +1,5 @@
 """How many members an app needs, from measured facts, and when a scale decision may be taken at all
-(DESIGN.md §5, invariant 9: decisions wait on their own effects).
+(docs/design.md, invariant 9: decisions wait on their own effects).
 
 Lag-based autoscalers read demand off a symptom. An HPA on the input lag (KEDA's Prometheus and Kafka
 scalers ask for `ceil(lag / threshold)` members) sees the lag grow while capacity is short, but also

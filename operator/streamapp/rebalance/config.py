@@ -24,7 +24,7 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class RebalanceConfig:
-    """How an app's tasks move between members (DESIGN.md §4 `spec.rebalance`).
+    """How an app's tasks move between members (`spec.rebalance`, docs/api.md).
 
     `handoff_lag` is this project's refinement of KIP-441: a *planned* move away from a live owner waits
     until the successor's reported lag is at most `handoff_lag` records, so the pause at handoff is only
