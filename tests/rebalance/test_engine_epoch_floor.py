@@ -1,4 +1,5 @@
-"""The epoch floor ("Epochs never go below one the store has seen": docs/design.md, "Architecture") as properties and units.
+"""The epoch floor ("epochs never go below one the store has seen": docs/design.md, "Architecture") as
+properties and units.
 
 Members report, per task, the highest epoch they have seen in the shared store. Whatever the persisted
 assignment says — it may have been lost and restarted at 1 — the engine hands out no epoch at or below

@@ -1,4 +1,5 @@
-"""Property tests of the engine's invariants (docs/design.md) over random event sequences, for every protocol where they apply."""
+"""Property tests of the engine's invariants (docs/design.md) over random event sequences, for every
+protocol where they apply."""
 
 from __future__ import annotations
 
