@@ -341,9 +341,15 @@ NOTES = [
     "- Why it moves less: a decision waits for the warmups it started (their lag is the decision working, "
     "not new demand), sizes for the backlog its own move lets build up, and follows neither a dip nor a "
     "bump shorter than the move that would follow it, unless members fall behind.",
-    "- Where it pays: a scale-out for a backlog goes, by the lag target, to as many members as work it off "
-    "within 20 s once they are in; on a spike the input is gone before they are, and they are paid for "
-    "until the scale-in's handoff is done.",
+    "- Where it pays: in time over the lag target. A scale-out for a backlog goes to the size that gets the "
+    "lag back within target for the fewest member-seconds, each second over target priced at maxReplicas "
+    "(12) members; on the step and the spike that is the 6 members the raised input needs, not the 12 that "
+    "alone work the backlog off within 20 s once in: both come in after the same move (one restore round "
+    "per new member), and the 12 would have made the time over target seconds shorter by the decision's "
+    "estimate, for 6 more members through the recovery and the way back down. The estimate is made from "
+    "a 30-s window that has seen only part of the step, so the 6 members' spare turns out smaller than it "
+    "expected and the backlog takes them minutes. On a spike the input is gone before its members are in, "
+    "and they are paid for until the scale-in's handoff is done.",
     "- What the simulator leaves out: restores take no processing capacity from the members that run them "
     "(real ones do), the HPA and KEDA answer at once (no API server in between), and every member is as fast "
     "as every other. The real-executor run of the step trace and the control-plane test of the waiting "

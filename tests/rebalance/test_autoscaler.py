@@ -79,14 +79,54 @@ def test_an_app_that_fits_holds() -> None:
 
 def test_the_backlog_the_move_lets_build_up_is_sized_for_at_once() -> None:
     """Six members keep up with 10,800 rec/s, but the backlog grows while they start and restore:
-    with a 20-s lag target the decision takes it into account rather than scaling out again later."""
+    with a 20-s lag target the decision takes it into account rather than scaling out again later.
+
+    With a 600,000-record backlog and two members falling 5,800 rec/s behind, the ~1.3M records
+    waiting once the move is done take six members ~5 minutes to work down, twelve under 3: worth the
+    six more. The same backlog not growing (throughput as high as the input) leaves six enough. (This
+    used to ask for twelve at 100,000 records, the only size that worked the backlog off within 20 s of
+    the move; that backlog now goes to six: twelve would shorten the time over target by two minutes
+    and cost six members for the recovery and the way back down, see
+    test_the_move_is_priced_not_only_the_drain_after_it.)"""
     without_target = decide(
         replace(CONFIG, lag_seconds=None), REBALANCE, facts(2, 10_800), AutoscalerState(), 0
     )
-    with_target = run(facts(2, 10_800, lag=100_000))
+    growing = run(facts(2, 10_800, lag=600_000))
+    steady = run(facts(2, 10_800, lag=600_000, throughput=10_800))
     assert without_target.replicas == 6
-    assert with_target.replicas == 12
-    assert "backlog" in with_target.reason
+    assert (growing.replicas, steady.replicas) == (12, 6)
+    assert "1,296,000-record backlog" in growing.reason
+
+
+def test_the_move_is_priced_not_only_the_drain_after_it() -> None:
+    """A 3x step seen through a 30-s window (6,000 rec/s measured, 13 s of lag): twelve members would
+    work the backlog expected once they are in off within 20 s of their move, six not; but the move
+    takes ~120 s for either, and six are back within target a few seconds after twelve. Six, not the
+    maximum: twelve would pay six more members for the recovery and their way back down for it."""
+    step = run(facts(2, 6_000, lag=65_000, throughput=4_000))
+    assert (step.action, step.replicas, step.needed) == ("ScaleOut", 6, 6)
+    assert "12 would make that" in step.reason and "not worth 6 more members" in step.reason
+
+
+def test_a_burst_s_backlog_does_not_send_the_app_to_max_replicas() -> None:
+    """A one-minute burst left 350,000 records (70 s of processing on two members) and is over: the two
+    members keep up with 3,600 rec/s and work the backlog down, back within the 20-s target in ~3
+    minutes. A scale-out helps only after its ~2-minute move, a minute sooner at best: not worth it, so
+    no scale-out at all, let alone to the maximum (which alone works it off within 20 s once in)."""
+    burst = run(facts(2, 3_600, lag=350_000, throughput=5_000))
+    assert (burst.action, burst.replicas, burst.needed) == ("Hold", 2, 2)
+    assert (
+        "lag 70 s of processing" in burst.reason
+        and "with 2 the lag is over 20 s for ~179 s more" in burst.reason
+    )
+
+
+def test_a_backlog_that_outlasts_any_move_gets_the_members_that_work_it_off() -> None:
+    """Pricing the move does not starve a real backlog: 10M records waiting (2,000 s of processing on
+    two members, which would take ~2 hours to get back within target) take six members ~16 minutes,
+    twelve ~8, their moves included: twelve."""
+    big = run(facts(2, 3_600, lag=10_000_000, throughput=5_000))
+    assert (big.action, big.replicas) == ("ScaleOut", 12)
 
 
 def scaled_out(at: float = 1_000.0) -> AutoscalerState:
@@ -370,6 +410,20 @@ def test_no_scale_in_without_headroom_nor_over_the_lag_target(
     assert fits(roomy, f.partitions, decision.replicas, f.input_rate, median)
     if config.lag_seconds is not None:  # and none while the lag is over its target
         assert lag_seconds(f.partitions, f.replicas, f.input_lag or 0, median) <= config.lag_seconds
+
+
+@settings(max_examples=300, deadline=None)
+@given(situations(), st.integers(0, 10**7))
+def test_a_larger_backlog_never_calls_for_fewer_members(
+    situation: tuple[AutoscalerConfig, ScaleFacts, AutoscalerState, float], more: int
+) -> None:
+    """However the move and the way back are priced, more records waiting (all else the same) never
+    make the sizing ask for fewer members."""
+    config, f, _, now = situation
+    before = decide(config, REBALANCE, f, FRESH, now)
+    after = decide(config, REBALANCE, replace(f, input_lag=(f.input_lag or 0) + more), FRESH, now)
+    if before.needed is not None and after.needed is not None:
+        assert after.needed >= before.needed
 
 
 @settings(max_examples=300, deadline=None)

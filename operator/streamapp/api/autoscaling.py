@@ -46,9 +46,11 @@ class AutoscalingTarget(Model):
         default=None,
         metadata=prop(
             "The input lag the app should stay within, in seconds of processing (the busiest member's "
-            "share of the records waiting over its true rate). A backlog beyond it is worked off within "
-            "that many seconds, counting what builds up while new members warm up; no scale-in while "
-            "the lag is over it. Unset: no lag target.",
+            "share of the records waiting over its true rate). A backlog beyond it gets the size that "
+            "brings the lag back within it for the fewest member-seconds: its members until then (new "
+            "ones help only once their pod start and restores are done, and the lag that builds "
+            "meanwhile counts), their way back down, and each second over it priced at maxReplicas "
+            "members; no scale-in while the lag is over it. Unset: no lag target.",
             minimum=1,
             maximum=MAX_LAG_SECONDS,
         ),

@@ -10,12 +10,28 @@ is working off, and its only damping is a time window. This core reads causes in
   (records per second of busy time, so a half-idle member's rate says what it could do): the engine
   balances by task count, so the busiest of `n` members holds `ceil(partitions / n)` tasks, and the
   members needed is the smallest count whose busiest member stays within the utilization target at the
-  input rate. With a lag target the busiest member must also work off its share of the backlog within
-  that many seconds while keeping up with its input. A count that does not lower the busiest member's
-  tasks (5 members of 12 tasks hold at most 3 each, as 4 do) is never chosen.
+  input rate. A count that does not lower the busiest member's tasks (5 members of 12 tasks hold at
+  most 3 each, as 4 do) is never chosen.
 - **A move has a cost, and the decision prices it.** A scale-out pays a pod start and a restore of the
   tasks each new member takes (the owners' reported restore rows over the measured restore rate, in
   rounds of `maxWarmupReplicas`); the lag that builds meanwhile is sized for in the same decision.
+- **With a lag target, the size that gets the lag back for the least.** A backlog over the target is
+  not worked off in the target's seconds by any size: new members help only once their move is done,
+  and the move takes minutes. So each size that keeps up is weighed by what it costs, in
+  member-seconds: its members until the lag is back within target (the current ones work meanwhile,
+  the backlog changing at the measured input less throughput; the new ones work once their move is
+  done), the way back down for members above what the input needs (a scale-in waits as long as its
+  handoff, then hands off), and every second the lag stays over target priced at `maxReplicas`
+  members (the most the app may be paid for a second: what the user allows for keeping within
+  target). The cheapest wins, the smallest on a tie, so without a backlog it is the size the rates
+  call for. Why not the old rule, the fewest that work the backlog off within the target's seconds
+  once in: a backlog of minutes of input met it only at the maximum, whose capacity arrives as late
+  as a smaller size's; it paid for members that made the lag back within target seconds sooner, or
+  after a short burst not at all (the burst over before they were in), and for their moves. Why not
+  the soonest within a margin: the seconds a size saves and the members it costs must be weighed in
+  one unit, and the lag target itself gives no exchange rate; `maxReplicas` does. A size smaller than
+  the current one is not a way back within target: it counts only while the lag is within target and
+  its busiest member works its share off within the target's seconds.
 - **The gate.** No new decision while the last one is taking effect: a member it added has no ready
   pod, a warmup on a member it added is above `acceptableRecoveryLag` (or caught up and not promoted
   yet: its capacity is not processing yet either), a member it removed still holds tasks. Their lag is
@@ -227,7 +243,8 @@ class ScaleDecision:
 
 @dataclass(frozen=True)
 class _Measured:
-    """The facts a sizing needs, once they are all known."""
+    """The facts a sizing needs, once they are all known: `growth` is how fast the backlog grows, the
+    input less the throughput (negative while the members work it off)."""
 
     input_rate: float
     member_rate: float
@@ -389,21 +406,20 @@ def _needed(
     measured: _Measured,
     current: int,
 ) -> tuple[int, str]:
-    """The smallest member count the facts call for, and the reason in words."""
+    """The member count the facts call for, and the reason in words: the fewest that keep the busiest
+    member within the utilization target; with a lag target, of those (up to `maxReplicas`) the one
+    that gets the lag back within it for the fewest member-seconds (`_recoveries`, `_Recovery.cost`)."""
     partitions, rate, inflow = facts.partitions, measured.member_rate, measured.input_rate
     by_rate = next(
         (n for n in range(1, partitions + 1) if fits(config, partitions, n, inflow, rate)), partitions
     )
-    needed, backlog = by_rate, measured.lag
+    needed, plan, fastest = by_rate, None, None
     if config.lag_seconds is not None:
-        for n in range(by_rate, partitions + 1):
-            cost = _move_seconds(rebalance, facts, current, n) if n > current else 0.0
-            backlog = measured.lag + measured.growth * cost
-            if _drains(config.lag_seconds, partitions, n, inflow, rate, backlog):
-                needed = n
-                break
-        else:
-            needed = partitions
+        high = max(by_rate, config.bounds(partitions)[1])
+        plans = _recoveries(config.lag_seconds, rebalance, facts, measured, current, by_rate, high)
+        plan = min(plans, key=lambda p: (p.cost(high), p.members), default=None)
+        fastest = min(plans, key=lambda p: (p.over, p.members), default=None)
+        needed = plan.members if plan is not None else high
     load = busiest_tasks(partitions, current) * inflow / partitions
     words = (
         f"input {inflow:,.0f} rec/s, true rate {rate:,.0f} rec/s a member: {current} members run the busiest at "
@@ -412,15 +428,113 @@ def _needed(
     if config.lag_seconds is not None:
         behind = lag_seconds(partitions, current, measured.lag, rate)
         words += f", lag {behind:,.0f} s of processing (target {config.lag_seconds:g} s)"
-    if needed > by_rate:
-        when = " expected once they are in" if needed > current else ""
+    if plan is not None and plan.over > 0:
+        keep = f"{by_rate} would keep up; " if needed > by_rate else ""
+        move = (
+            f", a ~{plan.move:,.0f}-s move and the ~{plan.backlog:,.0f}-record backlog then included"
+            if plan.move > 0
+            else ""
+        )
+        words += f"; {keep}with {needed} the lag is over {config.lag_seconds:g} s for ~{plan.over:,.0f} s more{move}"
+        if fastest is not None and fastest.over < plan.over:
+            words += (
+                f"; {fastest.members} would make that ~{fastest.over:,.0f} s, not worth "
+                f"{fastest.members - needed} more members"
+            )
+    elif needed > by_rate:
         words += (
-            f"; {by_rate} would keep up, {needed} work off the {backlog:,.0f}-record backlog{when} within "
-            f"{config.lag_seconds:g} s"
+            f"; {by_rate} would keep up, but fewer than {needed} would not work the {measured.lag:,.0f}-record "
+            f"backlog off within {config.lag_seconds:g} s"
         )
     elif needed != current:
         words += f"; {needed} run it at {busiest_tasks(partitions, needed) * inflow / partitions / rate:.0%}"
     return needed, words
+
+
+@dataclass(frozen=True)
+class _Recovery:
+    """A size as the lag target weighs it: the seconds the lag is expected over target from now on
+    (`over`), the seconds until it is back within target for good (`back`), its move (`move`, 0 for
+    none) and the backlog expected once the move is done, and the member-seconds of coming back down to
+    the size the input needs afterwards (`way_back`)."""
+
+    members: int
+    over: float
+    back: float
+    move: float = 0.0
+    backlog: float = 0.0
+    way_back: float = 0.0
+
+    def cost(self, lateness: int) -> float:
+        """What the size costs in member-seconds: its members until the lag is back within target, its
+        extra members' way back down, and each second over target priced at `lateness` members."""
+        return self.members * self.back + self.way_back + lateness * self.over
+
+
+def _recoveries(
+    target: float,
+    rebalance: RebalanceConfig,
+    facts: ScaleFacts,
+    measured: _Measured,
+    current: int,
+    smallest: int,
+    largest: int,
+) -> list[_Recovery]:
+    """Every size from `smallest` (the fewest that keep up at the utilization target) to `largest`, with
+    how long it leaves the lag over `target` seconds of processing and what it costs to get there and
+    back.
+
+    Staying: the busiest member works its share down at its spare rate (never, if it has none). A larger
+    size helps only once its move is done (`_move_seconds`: pod start, then restores); until then the
+    current members keep working, the backlog changing at the measured input less throughput (it grows
+    while they fall behind, shrinks while they work it off), the busiest one's share over target or not
+    as it is; then the new busiest works its share of what is left down at its spare rate. A size above
+    the one the input needs is paid past that: a scale-in back waits as long as its handoff and then
+    hands off (the scale-in rules). A smaller size is not a way back within target: it counts only while
+    the lag is within target and its busiest member would work its share off within `target` seconds
+    while keeping up; otherwise it is left out. Sizes that never get back within target are left out."""
+    partitions, rate, inflow, lag = facts.partitions, measured.member_rate, measured.input_rate, measured.lag
+    growth = measured.growth
+    alone = _back_within(target, partitions, current, inflow, rate, lag)
+    limit = partitions * rate * target / busiest_tasks(partitions, current)  # the current busiest at target
+    plans: list[_Recovery] = []
+    for n in range(smallest, largest + 1):
+        if n not in (smallest, current) and busiest_tasks(partitions, n) == busiest_tasks(partitions, n - 1):
+            continue  # lowers no member's load: never chosen
+        way_back = (n - smallest) * 2 * _move_seconds(rebalance, facts, n, smallest)
+        if n < current:
+            if alone == 0 and _drains(target, partitions, n, inflow, rate, lag):
+                plans.append(_Recovery(n, 0.0, 0.0, way_back=way_back))
+        elif n == current:
+            plans.append(_Recovery(n, alone, alone, backlog=lag, way_back=way_back))
+        else:
+            move = _move_seconds(rebalance, facts, current, n)
+            if lag > limit:  # over target now: until the move is done, or the current members are back
+                ends = move if growth >= 0 else min(move, (lag - limit) / -growth)
+                starts = 0.0
+            else:  # within target now: over from when the backlog reaches the limit, if before the move
+                starts = min(move, (limit - lag) / growth) if growth > 0 else move
+                ends = move
+            backlog = max(0.0, lag + growth * move)
+            after = _back_within(target, partitions, n, inflow, rate, backlog)
+            over = ends - starts + after
+            back = move + after if after > 0 else (ends if ends > starts else 0.0)
+            plans.append(_Recovery(n, over, back, move, backlog, way_back))
+    return [p for p in plans if p.back < math.inf]
+
+
+def _back_within(
+    target: float, partitions: int, members: int, inflow: float, rate: float, backlog: float
+) -> float:
+    """Seconds until the busiest of `members` has worked its share of `backlog` down to `target` seconds
+    of processing while keeping up with its input (0: it is there and stays; `math.inf`: it never gets
+    there, or falls behind)."""
+    tasks = busiest_tasks(partitions, members)
+    excess = tasks * backlog / partitions - target * rate
+    spare = rate - tasks * inflow / partitions
+    if spare < 0 or (spare == 0 and excess > 0):
+        return math.inf
+    return excess / spare if excess > 0 else 0.0
 
 
 def _drains(target: float, partitions: int, members: int, inflow: float, rate: float, backlog: float) -> bool:
@@ -605,7 +719,7 @@ def _measure(facts: ScaleFacts) -> _Measured | str:
         input_rate=facts.input_rate,
         member_rate=member_rate,
         lag=float(facts.input_lag or 0),
-        growth=max(0.0, facts.input_rate - throughput),
+        growth=facts.input_rate - throughput,
     )
 
 
