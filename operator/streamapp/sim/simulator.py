@@ -452,7 +452,9 @@ class Simulation:
             granted[executor.id] = restore_shares(wants, ready, self.work.restore_rate, tick)
         return granted
 
-    def _tail(self, executor: Executor, granted: dict[int, Restored], colds: list[float], tick: float) -> None:
+    def _tail(
+        self, executor: Executor, granted: dict[int, Restored], colds: list[float], tick: float
+    ) -> None:
         """The member's copies restore in the background: each what it was granted, then what the
         member's throughput has left this tick, shared among those still behind."""
         behind: dict[int, float] = {}
@@ -482,7 +484,9 @@ class Simulation:
             if not e.alive and e.ready_at is not None and e.start_kind is not None
         )
         behind = [
-            sum(max(0.0, self.log_end[task] - e.applied.get(task, 0.0)) for task in (*e.processing, *e.copies))
+            sum(
+                max(0.0, self.log_end[task] - e.applied.get(task, 0.0)) for task in (*e.processing, *e.copies)
+            )
             for e in live
         ]
         restoring = sum(min(1.0, lag / (self.work.restore_rate * tick)) for lag in behind)
