@@ -50,7 +50,8 @@ def restore_shares(
     `ready` seconds into the tick on (a task still starting; 0 when absent), the member restoring
     `rate` records a second shared evenly among the copies restoring at each moment."""
     left = {task: want for task, want in sorted(wants.items()) if want > _EPSILON}
-    restored = dict.fromkeys(sorted(wants), 0.0)
+    # A copy that wants next to nothing has it as soon as it is ready, taking nothing measurable.
+    restored = {task: 0.0 if task in left else max(0.0, want) for task, want in sorted(wants.items())}
     done: dict[int, float | None] = {task: ready.get(task, 0.0) for task in restored if task not in left}
     now = 0.0
     while left and now < tick - _EPSILON:
