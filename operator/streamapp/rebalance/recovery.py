@@ -77,11 +77,12 @@ class Weighed:
 @dataclass(frozen=True)
 class Recovery:
     """Who would take each held task (`targets`) and what to do now with it: take over at once,
-    restoring while active (`takeover`), warm up elsewhere and promote when restored (`warm`), restore elsewhere once the restores ahead of them on
-    their destination are about done (`queued`: held meanwhile), or — waiting for their member — warm
-    elsewhere now as insurance against a late return (`insure`, within the warmup budget). `busy` are
-    the destinations with restores of down tasks running or to come: no optional copy restores there
-    meanwhile. What was weighed per lost member; when the answer changes with time alone."""
+    restoring while active (`takeover`), warm up elsewhere and promote when restored (`warm`), restore
+    elsewhere once the restores ahead of them on their destination are about done (`queued`: held
+    meanwhile), or — waiting for their member — warm elsewhere now as insurance against a late return
+    (`insure`, within the warmup budget). `busy` are the destinations with restores of down tasks
+    running or to come: no optional copy restores there meanwhile. What was weighed per lost member;
+    when the answer changes with time alone."""
 
     targets: Mapping[int, int]
     takeover: frozenset[int]

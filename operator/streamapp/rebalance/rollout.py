@@ -9,8 +9,8 @@ once it owns no active task — or when `handoffTimeout` has passed since the ha
 handoff that cannot finish never stalls the rollout for good. A handoff still restoring is not cut
 short while its successors are measured to finish it soon (`handoff_left`): a member's restores share
 its throughput, so one that takes several of the member's tasks restores them one share at a time,
-and cutting such a handoff sends the tasks it had not finished down for a restore in full. `inPlace` deletes the pod at once and
-its tasks wait for it under the usual reservation. `auto` chooses per member by what the executors
+and cutting such a handoff sends the tasks it had not finished down for a restore in full. `inPlace`
+deletes the pod at once and its tasks wait for it under the usual reservation. `auto` chooses per member by what the executors
 measured (`Costs`). Pure: the shell persists when a handoff began (on the pod) and the measured costs
 (in the app's status), and passes the clock in.
 """
