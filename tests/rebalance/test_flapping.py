@@ -79,16 +79,18 @@ def test_a_first_bounce_waits_for_the_member() -> None:
 
 
 def test_a_second_loss_within_the_window_restores_elsewhere_and_drains_the_member() -> None:
-    """Lost again 3 minutes after a bounce: its tasks warm elsewhere at once (a Warning Event says
-    why); back first, it processes them again, gets nothing new, and they move off it by warm
-    handoffs — revoked only once their successors caught up."""
+    """Lost again 3 minutes after a bounce: its tasks are restored elsewhere (a Warning Event says
+    why) — at once the head of each survivor's restore queue, the others behind them; back first, it
+    processes them again, gets nothing new, and they move off it by warm handoffs — revoked only once
+    their successors caught up."""
     world = settled()
     bounce(world, 1, 0.0)
     back(world, 1, 40.0)
     held = bounce(world, 1, 180.0)
     assert EventKind.MEMBER_FLAPPING in kinds(world)
     assert next(e for e in world.history[-1].events if e.kind == EventKind.MEMBER_FLAPPING).warning
-    assert all(world.assignment.tasks[t].warmups for t in held) and choice(world) == "Restore"
+    assert sorted(m for t in held for m in world.assignment.tasks[t].warmups) == [0, 2]
+    assert choice(world) == "Restore" and set(world.history[-1].lost[0].restoring) == set(held)
     assert "flapping" in world.history[-1].lost[0].reason
     back(world, 1, 220.0)
     assert all(world.assignment.tasks[t].active == 1 for t in held), "back first: it processes them"

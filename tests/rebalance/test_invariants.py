@@ -22,6 +22,7 @@ from streamapp.rebalance import (
 )
 from streamapp.rebalance.recovery import LATE_FACTOR
 from streamapp.rebalance.reservations import prewarm_at
+from streamapp.rebalance.restorequeue import OVERLAP_SECONDS
 
 ZONES = ("a", "b", "c")
 
@@ -488,11 +489,19 @@ def test_lost_tasks_wait_only_for_a_member_expected_back_before_a_restore(
     elapsed: float,
     budget: int,
 ) -> None:
-    """`auto`, both ways: no restore is started that is expected to finish after the member is back
-    (`loses_the_race`), and no held task waits without a restore while one alone would finish before
-    the member is back, or while the member's return is unknown or overdue — with up to ~50 tasks per
-    member, and a warmup budget of 1 to 3, which paces only optional copies; every plan keeps the
-    invariants. Every member restores at the same rate, so it does not matter which would take a task."""
+    """`auto`, both ways, at each held task's place in a restore queue: a destination's restores share
+    its throughput, so it restores what it restores already (tasks it took over, copies of held tasks
+    under way), then held tasks shortest first, each on the destination where it would end first
+    (`queue_places`, a model of the rule written from the module's docstring, not from its code).
+    Every held task whose place ends before its member is back — or whose member's return is unknown,
+    overdue or not visibly coming — is restored elsewhere: started now (taken over or warming) when
+    what is ahead of it ends within the overlap, else queued (held, nothing restoring it, reported
+    as restoring). Every other held task waits for its member (not reported as restoring; a copy of
+    it is insurance): its member's return is known, not overdue, and its restore would end at or
+    after it on every destination. With up to ~50 tasks per member and a warmup budget of 1 to 3,
+    which paces only optional copies; every plan keeps the invariants. Every member restores at the
+    same rate and holds no copy of the lost member's tasks, so which destination takes a task
+    changes no queue's length: the model's places are the engine's whatever ties it breaks."""
     config = RebalanceConfig(scheduled_rebalance_max_delay=300.0, max_warmup_replicas=budget)
     world = World.start(AppConfig(replicas + extra, replicas, config))
     world.converge(100)
@@ -509,20 +518,75 @@ def test_lost_tasks_wait_only_for_a_member_expected_back_before_a_restore(
     run(world, "plan", 0, 0)
     world.now = min(elapsed, 299.0)
     before, views = world.assignment, world.views()
+    reservation = before.reserved_for(lost)
     result = world.replan()
     check_step(world, before, result.assignment, views)
-    reservation = result.assignment.reserved_for(lost)
-    for task in held:
+    if reservation is None:
+        return
+    lost_at = reservation.deadline - 300.0
+    owner = views[lost]
+    known = owner.returning and owner.return_seconds is not None
+    overdue = known and world.now >= lost_at + LATE_FACTOR * (owner.return_seconds or 0)
+    back = lost_at + (owner.return_seconds or 0) if known and not overdue else None
+    started, queued, waiting = queue_places(world, before, views, lost, back)
+    restoring = {t for r in result.lost if r.member == lost for t in r.restoring}
+    for task in (t for t in held if before.tasks[t].active == lost):
         t = result.assignment.tasks[task]
-        if t.active != lost or t.warmups or reservation is None:
-            continue  # restored elsewhere, or restoring, or no longer held
-        destinations = [m for m in range(replicas) if m != lost]
-        owner = views[lost]
-        lost_at = reservation.deadline - 300.0
-        known = owner.returning and owner.return_seconds is not None
-        overdue = known and world.now >= lost_at + LATE_FACTOR * (owner.return_seconds or 0)
-        assert known and not overdue, f"task {task} waits for {lost}, whose return is unknown or overdue"
-        for member in destinations:
-            assert loses_the_race(world, views, reservation, task, member), (
-                f"task {task} waits for {lost} although a restore on {member} would finish first"
+        if task in started:
+            assert t.active != lost or t.warmups, f"task {task}: its restore ends first, yet not started"
+            assert task in restoring
+        elif task in queued:
+            assert t.active == lost and not t.warmups, f"task {task} started before its turn: {t}"
+            assert task in restoring, f"task {task} is queued but not reported as restoring"
+        else:
+            assert task in waiting
+            assert back is not None, f"task {task} waits for {lost}, whose return is unknown or overdue"
+            assert t.active == lost and task not in restoring, (
+                f"task {task} restored elsewhere although its place ends at {waiting[task]}, after {back}"
             )
+
+
+def queue_places(
+    world: World, before: Assignment, views: list[MemberView], lost: int, back: float | None
+) -> tuple[set[int], set[int], dict[int, float]]:
+    """The lost member's held tasks in their destinations' restore queues (every member restoring at
+    the same measured rate, none holding a copy of them): which start now, which are queued to be
+    restored once what is ahead of them is about done, and which wait for their member — with when
+    their restore would end at their place at best. A destination restores first the tasks it owns
+    by their reported lag (in full when not reported: it took them over), then the held tasks already
+    warming on it; then each other held task, shortest first, goes to the destination with the least
+    ahead of it, and is restored there when it ends before `back` (None: the member is not expected).
+    It starts now when what is ahead of it ends within `OVERLAP_SECONDS`, or when nothing is measured."""
+    rate = views[0].restore_rate
+    held = [task for task, t in enumerate(before.tasks) if t.active == lost]
+    sizes = {task: max(v.restore_rows.get(task, 0) for v in views) for task in range(len(before.tasks))}
+    live = [m for m in range(world.app.replicas) if views[m].alive]
+    ahead = dict.fromkeys(live, 0.0)
+    for task, t in enumerate(before.tasks):
+        for member in (t.active, *t.standbys):
+            if member in ahead:
+                lag = views[member].lags.get(task)
+                ahead[member] += lag if lag is not None else sizes[task]
+    started: set[int] = set()
+    queued: set[int] = set()
+    waiting: dict[int, float] = {}
+    if not live:
+        return started, queued, {task: float("inf") for task in held}
+    for task in held:
+        warming = [m for m in before.tasks[task].warmups if m in ahead]
+        if warming:
+            started.add(task)
+            ahead[warming[0]] += sizes[task]
+    for task in sorted((t for t in held if t not in started), key=lambda t: (sizes[t], t)):
+        member = min(ahead, key=lambda m: ahead[m])
+        if rate is None:
+            started.add(task)  # nothing measured: no estimate to wait on, nothing to pace by
+            continue
+        end = world.now + (ahead[member] + sizes[task]) / rate if sizes[task] else world.now
+        if back is not None and end >= back:
+            waiting[task] = end
+            continue
+        pace = sizes[task] and ahead[member] > rate * OVERLAP_SECONDS
+        (queued if pace else started).add(task)
+        ahead[member] += sizes[task]
+    return started, queued, waiting

@@ -44,7 +44,8 @@ def lost_member(world: World, member: int) -> LostMember:
 
 def test_a_quick_restore_takes_over_a_returning_members_tasks_at_once() -> None:
     """Restores of ~1 s against a member expected back in 40 s: its tasks go, at once, to the members
-    that take them, which restore while active; the old owner keeps a standby copy in place."""
+    that take them, which restore while active; the old owner keeps a standby copy in place. Each
+    survivor takes two, which share its throughput: the second ends after ~2 s."""
     world = settled()
     owned = lose(world, 1, returning=True, expected=40.0)
     epochs = {task: world.assignment.tasks[task].epoch for task in owned}
@@ -56,14 +57,15 @@ def test_a_quick_restore_takes_over_a_returning_members_tasks_at_once() -> None:
     assert EventKind.RESTORED_ELSEWHERE in kinds(world)
     report = lost_member(world, 1)
     assert report.choice == "Restore" and set(report.restoring) == set(owned)
-    assert report.restore_seconds == ROWS / 100_000 and report.restore_rows == ROWS * len(owned)
+    assert report.restore_seconds == 2 * ROWS / 100_000 and report.restore_rows == ROWS * len(owned)
     assert report.back_at == 40.0 and "expected back 40 s" in report.reason
 
 
 def test_a_member_expected_back_before_a_restore_keeps_its_tasks_until_overdue() -> None:
     """Restores of 100 s against a member back in 40 s: nothing moves, and the tasks are warmed
-    elsewhere only as insurance, within the budget (one per survivor here); the plan wakes when the
-    member becomes overdue, and from then on every one of its tasks is restored elsewhere."""
+    elsewhere only as insurance, one per survivor (the queue's head there); the plan wakes when the
+    member becomes overdue, and from then on every one of its tasks is restored elsewhere: the
+    insurance goes on, the others queue behind it."""
     world = settled(rate=1_000.0, max_warmup_replicas=1)
     owned = lose(world, 1, returning=True, expected=40.0)
     held = world.replan()
@@ -81,8 +83,10 @@ def test_a_member_expected_back_before_a_restore_keeps_its_tasks_until_overdue()
     assert not world.replan().changed
     world.now = LATE_FACTOR * 40.0
     overdue = world.replan()
-    assert all(overdue.assignment.tasks[t].warmups for t in owned)
-    assert "overdue" in lost_member(world, 1).reason
+    assert sorted(m for t in owned for m in overdue.assignment.tasks[t].warmups) == [0, 2]
+    report = lost_member(world, 1)
+    assert report.choice == "Restore" and set(report.restoring) == set(owned)
+    assert "overdue" in report.reason and "2 queued behind restores" in report.reason
 
 
 def test_a_member_that_returns_first_keeps_its_tasks_and_the_warmups_go() -> None:
@@ -124,7 +128,7 @@ def test_a_warmup_that_catches_up_first_takes_the_task() -> None:
 def test_a_silent_member_is_restored_for_at_once_warm_when_it_could_be_back_first() -> None:
     """A silent member (its pod not visibly coming back) may be back any time from its usual 40 s on:
     restores of 1 s are taken over at once; restores of 100 s warm (a member back first still finds
-    its tasks untouched) — either way nobody waits for the delay."""
+    its tasks untouched), one per survivor at a time — either way nobody waits for the delay."""
     quick = settled()
     owned = lose(quick, 1, returning=False, expected=40.0)
     quick.replan()
@@ -133,15 +137,18 @@ def test_a_silent_member_is_restored_for_at_once_warm_when_it_could_be_back_firs
     owned = lose(slow, 1, returning=False, expected=40.0)
     slow.replan()
     assert all(slow.assignment.tasks[t].active == 1 for t in owned)
-    assert all(slow.assignment.tasks[t].warmups for t in owned)
-    assert "not visibly coming back" in lost_member(slow, 1).reason
+    assert sorted(m for t in owned for m in slow.assignment.tasks[t].warmups) == [0, 2]
+    report = lost_member(slow, 1)
+    assert report.choice == "Restore" and len(report.restoring) == len(owned)
+    assert "not visibly coming back" in report.reason and report.restore_seconds == 200.0
 
 
 def test_restores_of_down_tasks_are_not_paced_by_the_warmup_budget() -> None:
-    """12 tasks on 2 members, one lost: its 6 tasks all go to the other. The warmup budget is 2, but
-    nobody processes these tasks, so all 6 restores start at once: each finishes in 30 s, before the
-    member could be back (80 s), so all are taken over at once and none waits for the member."""
-    world = settled(12, 2, rate=ROWS / 30.0, max_warmup_replicas=2)
+    """12 tasks on 2 members, one lost: its 6 tasks all go to the other. The warmup budget is 1, but
+    nobody processes these tasks: restores of ~0.5 s each, all ending within the overlap of the
+    survivor's queue (3 s in all), start at once and are taken over, before the member could be back
+    (80 s); none waits for the member."""
+    world = settled(12, 2, rate=2 * ROWS, max_warmup_replicas=1)
     owned = lose(world, 1, returning=True, expected=80.0)
     world.replan()
     assert all(world.assignment.tasks[t].active == 0 for t in owned)
@@ -197,3 +204,99 @@ def test_the_delay_stays_the_upper_bound() -> None:
     world.now = 120
     world.replan()
     assert all(world.assignment.tasks[t].active not in (None, 1) for t in owned)
+
+
+def own_tasks(world: World, member: int) -> list[int]:
+    return [task for task, t in enumerate(world.assignment.tasks) if t.active == member]
+
+
+def test_a_destination_restores_a_silent_members_tasks_one_after_another_shortest_first() -> None:
+    """One survivor restores the three tasks of a silent member: 10, 20 and 30 s at its throughput,
+    which they would share. The shortest is taken over at once; the others wait their turn, held,
+    and the report says the last ends after 60 s. The next starts once the restore ahead of it is
+    within the overlap of its end (its reported lag), and is taken over too (it ends before the
+    member could be back)."""
+    world = settled(6, 2, rate=10_000.0)
+    owned = own_tasks(world, 1)
+    for task, rows in zip(owned, (300_000, 100_000, 200_000), strict=True):
+        world.members[1].restore_rows[task] = rows
+    lose(world, 1, returning=False, expected=40.0)
+    world.replan()
+    first, second, third = owned[1], owned[2], owned[0]
+    assert world.assignment.tasks[first].active == 0
+    assert all(
+        world.assignment.tasks[t].active == 1 and not world.assignment.tasks[t].warmups
+        for t in (second, third)
+    )
+    report = lost_member(world, 1)
+    assert report.restore_seconds == 60.0 and "2 queued behind restores" in report.reason
+    world.apply(0)
+    world.members[0].lags[first] = 60_000  # 6 s of restore left: not yet within the overlap
+    world.now = 4
+    world.replan()
+    assert world.assignment.tasks[second].active == 1
+    world.members[0].lags[first] = 40_000  # 4 s left
+    world.now = 6
+    world.replan()
+    assert world.assignment.tasks[second].active == 0 and world.assignment.tasks[third].active == 1
+
+
+def test_a_returning_members_task_waits_when_its_place_in_the_queue_ends_after_its_return() -> None:
+    """The bounce measured on real executors: a member holding two tasks is lost and expected back in
+    45 s; its one survivor restores a task in 30 s, two side by side in 60 s. The first is restored
+    elsewhere (taken over: it ends before the member is back); the second, whose place in the queue
+    ends after the return, waits for the member. Its insurance starts only once the first restore is
+    about done, so as not to slow it."""
+    world = settled(4, 2, rate=ROWS / 30.0)
+    owned = lose(world, 1, returning=True, expected=45.0)
+    world.replan()
+    moved = [t for t in owned if world.assignment.tasks[t].active == 0]
+    waiting = [t for t in owned if world.assignment.tasks[t].active == 1]
+    assert len(moved) == 1 and len(waiting) == 1
+    assert not world.assignment.tasks[waiting[0]].warmups
+    report = lost_member(world, 1)
+    assert report.reason.startswith("restoring 1 of 2 tasks elsewhere") and report.restore_seconds == 60.0
+    world.apply(0)
+    world.members[0].lags[moved[0]] = int(ROWS / 30.0 * 4)  # 4 s left
+    world.now = 26
+    world.replan()
+    assert world.assignment.tasks[waiting[0]].warmups == (0,)
+    assert world.assignment.tasks[waiting[0]].active == 1
+
+
+def test_what_a_destination_restores_already_comes_first() -> None:
+    """Member 0 is restoring a task it took over earlier (300 s of rows left); member 2 restores
+    nothing. A member expected back in 45 s loses four tasks of 30 s each: they would all end sooner
+    on member 2, where the first is restored and the others, whose places end after the member's
+    return, wait for it; nothing goes behind member 0's restore."""
+    world = settled(12, 3, rate=ROWS / 30.0)
+    busy_task = own_tasks(world, 0)[0]
+    world.members[0].lags[busy_task] = 10 * ROWS
+    owned = lose(world, 1, returning=True, expected=45.0)
+    world.replan()
+    moved = {t: world.assignment.tasks[t].active for t in owned if world.assignment.tasks[t].active != 1}
+    assert list(moved.values()) == [2]
+
+
+def test_optional_warmups_give_way_on_a_destination_restoring_down_tasks() -> None:
+    """A scale-in drains member 3 by warm handoffs to the others; then member 1 is lost for good. Its
+    tasks are down, the drained ones are not: every survivor that takes one of member 1's tasks keeps
+    no warmup of member 3's, which would share its throughput with the restore."""
+    world = World.start(AppConfig(12, 4, RebalanceConfig(max_warmup_replicas=2)))
+    world.converge(50)
+    for task, t in enumerate(world.assignment.tasks):
+        assert t.active is not None
+        world.members[t.active].restore_rows[task] = ROWS
+    for member in world.members.values():
+        member.restore_rate = ROWS / 30.0
+    world.scale(3)
+    world.replan()
+    draining = own_tasks(world, 3)
+    assert any(world.assignment.tasks[t].warmups for t in draining)
+    lost = lose(world, 1, returning=False, expected=40.0)
+    world.replan()
+    restoring = {m for t in lost for m in world.assignment.tasks[t].warmups} | {
+        world.assignment.tasks[t].active for t in lost if world.assignment.tasks[t].active != 1
+    }
+    assert restoring
+    assert not {m for t in draining for m in world.assignment.tasks[t].warmups} & restoring

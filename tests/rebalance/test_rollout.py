@@ -25,6 +25,7 @@ from streamapp.rebalance.rollout import (
     MemberPod,
     RolloutConfig,
     at_rest,
+    handoff_left,
     rollout_step,
     settled_step,
 )
@@ -68,6 +69,31 @@ def test_a_handoff_that_takes_too_long_deletes_the_pod_anyway() -> None:
     config = RolloutConfig(handoff_timeout=60.0)
     assert rollout_step(started, 3, NEW, {2: 1}, config, 69.0).delete == ()
     assert rollout_step(started, 3, NEW, {2: 1}, config, 70.0).delete == (2,)
+
+
+def test_a_handoff_its_successors_are_measured_to_finish_soon_outlasts_the_timeout() -> None:
+    """Member 2 hands off its two tasks, both warming on member 1, which restores 1,000 rows a second
+    for both together: 30,000 rows of lag left is 30 s. Past the 60-s timeout its pod stays until then
+    (plus a report and an acknowledgement); a handoff whose copies need longer than another timeout,
+    or whose end is not measured, is cut at the timeout; none outlasts twice the timeout."""
+    started = pods((0, "old", True, None), (1, "old", True, None), (2, "old", True, 10.0))
+    config = RolloutConfig(handoff_timeout=60.0)
+    tasks = (TaskAssignment(2, 1, warmups=(1,)), TaskAssignment(2, 1, warmups=(1,)), TaskAssignment(0, 1))
+    views = [
+        MemberView(0),
+        MemberView(1, lags={0: 20_000, 1: 10_000}, restore_rate=1_000.0),
+        MemberView(2, retiring=True),
+    ]
+    assignment = replace(Assignment.empty(3), tasks=tasks)
+    assert handoff_left(assignment, views) == {2: 30.0}
+    soon = rollout_step(started, 3, NEW, {2: 2}, config, 70.0, left={2: 30.0})
+    assert (soon.retiring, soon.delete) == ({2: 10.0}, ()) and soon.wake_at is not None
+    assert 100.0 <= soon.wake_at <= 130.0 + 10.0
+    assert rollout_step(started, 3, NEW, {2: 2}, config, 70.0, left={2: 61.0}).delete == (2,)
+    assert rollout_step(started, 3, NEW, {2: 2}, config, 70.0).delete == (2,)
+    assert rollout_step(started, 3, NEW, {2: 2}, config, 130.0, left={2: 1.0}).delete == (2,)
+    unmeasured = [*views[:1], MemberView(1, lags={0: 20_000}, restore_rate=1_000.0), views[2]]
+    assert handoff_left(assignment, unmeasured) == {}
 
 
 def test_the_next_member_waits_until_the_replaced_one_is_ready() -> None:

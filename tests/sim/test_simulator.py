@@ -284,28 +284,42 @@ def with_delay(scenario: Scenario) -> Scenario:
 def test_a_bounce_within_the_delay_wastes_no_warmup() -> None:
     """`delay`: held tasks are pre-warmed only after half the delay, and not at all while the member's
     pod is visibly starting: a member back in 30 s of 5 min, or in 200 s, finds nothing started
-    elsewhere for its tasks; one whose pod never starts has them pre-warmed and handed over warm."""
+    elsewhere for its tasks; one whose pod never starts has them pre-warmed and handed over warm.
+    Each survivor pre-warms two of its tasks, whose restores share its throughput (~115 s each alone,
+    ~230 s the two): half of a 10-min delay covers them, half of bounce-slow's 5 min would not."""
     bounce = load_scenario(SCENARIOS / "bounce.yaml").with_protocol("streamapp")
     assert simulate(with_delay(bounce))[0].wasted_warmups == 0
     scenario = with_delay(load_scenario(SCENARIOS / "bounce-slow.yaml").with_protocol("streamapp"))
     late = simulate(scenario)[0]
     assert late.wasted_warmups == 0 and late.background_restore_records == 0
-    gone, _ = simulate(replace(scenario, events=(replace(scenario.events[0], restart_after=None),)))
+    longer = replace(scenario.rebalance, scheduled_rebalance_max_delay=600.0)
+    never = (replace(scenario.events[0], restart_after=None),)
+    gone, _ = simulate(replace(scenario, rebalance=longer, events=never, duration=1200.0))
     assert gone.background_restore_records > 0 and gone.blocking_restore_records == 0
 
 
 def test_auto_waits_for_a_member_expected_back_and_insures_against_a_late_one() -> None:
     """`auto`: bounce.yaml's member is expected back in 20 s (the app's pod start) against ~100-s
     restores, and is back in 30 s: its tasks wait for it, nothing moves, and the insurance warmed
-    meanwhile (within the budget) is thrown away. bounce-slow's is back only after 200 s: the
-    insurance takes its tasks over when restored, ~100 s after the loss, long before it returns."""
+    meanwhile (within the budget, one at a time on each survivor, whose restores share its
+    throughput) is thrown away. bounce-slow's is back only after 200 s: on each survivor the
+    insurance takes the first of its two tasks over when restored, ~110 s after the loss, long before
+    the member returns; the second, queued behind it, would end ~110 s later, after the member is
+    back: it is down until the sooner of the two, as eager's restores (side by side) keep both
+    of a survivor's tasks down for ~220 s."""
     bounce = run("bounce", "streamapp")
     assert bounce.task_movements == 0 and bounce.max_task_downtime_seconds <= 30 + 1
-    assert 0 < bounce.wasted_warmups <= 4, "two survivors, two insurance warmups each at most"
+    assert 0 < bounce.wasted_warmups <= 2, "two survivors, one insurance warmup each at a time"
+    scenario = load_scenario(SCENARIOS / "bounce-slow.yaml")
+    event, work = scenario.events[0], scenario.workload
+    assert event.restart_after is not None
+    restore = (work.state_records + work.input_rate * event.at) / (work.restore_rate - work.input_rate)
+    survivors = scenario.members - 1
     slow = run("bounce-slow", "streamapp")
     assert slow.blocking_restore_records == 0
-    assert slow.max_task_downtime_seconds <= 100 + 10
-    assert slow.task_downtime_seconds <= run("bounce-slow", "eager").task_downtime_seconds
+    assert slow.max_task_downtime_seconds <= min(event.restart_after, 2 * restore) + 10
+    assert slow.task_downtime_seconds <= survivors * (restore + event.restart_after) + 30
+    assert slow.task_downtime_seconds < run("bounce-slow", "eager").task_downtime_seconds
 
 
 def churn_scenario(standbys: int) -> Scenario:
@@ -317,7 +331,7 @@ def churn_scenario(standbys: int) -> Scenario:
             "members": 3,
             "duration": 600,
             "zones": ["a", "b", "c"],
-            "workload": {"inputRate": 10, "processRate": 40, "restoreRate": 2000, "stateRecords": 20000},
+            "workload": {"inputRate": 10, "processRate": 40, "restoreRate": 8000, "stateRecords": 20000},
             "rebalance": {"maxWarmupReplicas": 4, "standbyReplicas": standbys},
             "events": [{"at": 60, "scale": 4}, {"at": 300, "kill": 1, "restartAfter": 30}],
         }
@@ -329,7 +343,8 @@ def test_standbys_cost_no_more_moves_than_failover_and_return() -> None:
     by promoting its copies in place: the scale-out's moves plus two per held task, nothing among the
     survivors, no warmup thrown away, and no more restored than the new member's copies. Without
     standbys, `delay` holds the tasks for the member (no move), and `auto` restores them elsewhere
-    (~10 s, against a 20-s return) and hands them back: as many moves as with standbys."""
+    (~2.5 s each, a survivor's four one after another in ~10 s, against a 20-s return: its restores
+    share its throughput) and hands them back: as many moves as with standbys."""
     without, _ = simulate(with_delay(churn_scenario(0)))
     restored, _ = simulate(churn_scenario(0))
     with_standby, _ = simulate(churn_scenario(1))
@@ -351,7 +366,7 @@ COST_SCENARIOS = sorted(p.stem for p in SCENARIOS.glob("*.yaml") if p.stem != "h
 def test_streamapp_never_loses_to_the_simple_protocols(name: str) -> None:
     """DESIGN §5.8 on every shipped scenario (the 900-task headline has a table of its own): bounces
     and permanent losses of small and large state, 16 tasks per member, two members lost at once, a
-    member lost every three minutes, a member much later than its estimate, rolling restarts and
+    member lost every three (eight) minutes, a member much later than its estimate, rolling restarts and
     scale-out. `streamapp`'s total and worst-task downtime are no worse than the better of eager and
     cooperative, within 5 task-seconds and 2 s."""
     runs = {protocol: run(name, protocol) for protocol in PROTOCOLS}
@@ -368,23 +383,30 @@ def test_streamapp_never_loses_to_the_simple_protocols(name: str) -> None:
 def test_a_lost_task_is_down_about_the_sooner_of_its_members_return_and_a_restore(
     kind: str, size: str
 ) -> None:
-    """The aim of `lostTaskRecovery: auto`: each lost task is down for min(its member's return, a
-    restore elsewhere), within 20%, plus detecting the loss (here at once) and one batch (a tick)."""
+    """The aim of `lostTaskRecovery: auto`: each lost task is down for min(its member's return, its
+    place in a survivor's restore queue), within 20%, plus detecting the loss (here at once) and one
+    batch (a tick). A survivor's restores share its throughput, so the survivors restore the lost
+    member's tasks side by side, each its share of them one after another: the last ends after
+    as many restores as a survivor takes tasks."""
     scenario = load_scenario(SCENARIOS / f"{kind}-{size}-state.yaml").with_protocol("streamapp")
     event = scenario.events[0]
     work = scenario.workload
     back = event.restart_after if event.restart_after is not None else float("inf")
     log_end = work.state_records + work.input_rate * event.at  # the changelog when the member is lost
-    restore = log_end / work.restore_rate
+    held = scenario.partitions // scenario.members
+    per_survivor = -(-held // (scenario.members - 1))
+    restore = per_survivor * log_end / work.restore_rate
     result = simulate(scenario)[0]
     assert result.max_task_downtime_seconds <= 1.2 * min(back, restore) + scenario.tick
 
 
 def test_a_flapping_member_costs_two_bounces_then_nothing() -> None:
-    """A member back 40 s after each of five losses three minutes apart, its tasks 100 s from a
+    """A member back 40 s after each of five losses eight minutes apart, its tasks 100 s from a
     restore elsewhere: each of the first two losses waits for it (40 s a task); from the second on it
-    is damped, its tasks hand off to the others while it is up, and later losses cost nothing. It takes
-    tasks again once up for the window, and the app ends balanced (before: 40 s a task at every loss)."""
+    is damped, its tasks hand off to the others while it is up — the three survivors restore its
+    twelve, four each one after another, before the next loss — and later losses cost nothing. It
+    takes tasks again once up for the window, and the app ends balanced (before: 40 s a task at every
+    loss)."""
     scenario = load_scenario(SCENARIOS / "flapping-large-state.yaml").with_protocol("streamapp")
     result, _ = simulate(scenario)
     held = scenario.partitions // scenario.members
@@ -393,25 +415,30 @@ def test_a_flapping_member_costs_two_bounces_then_nothing() -> None:
     assert result.converged and result.double_ownership_violations == 0
 
 
-@pytest.mark.parametrize(
-    ("scenario", "limit"), [("rolling-restart-large-state", 480), ("rolling-restart-slow-restore", 600)]
-)
-def test_a_rolling_restart_of_large_state_is_balanced_again_within_minutes(
-    scenario: str, limit: float
-) -> None:
+@pytest.mark.parametrize("scenario", ["rolling-restart-large-state", "rolling-restart-slow-restore"])
+def test_a_rolling_restart_of_large_state_is_balanced_again_within_minutes(scenario: str) -> None:
     """4 members whose tasks restore in ~100 s (~125 s), rolled with handoffs: nothing stands still,
     each member back from its restart takes its tasks back from its claim (a replay of what it missed,
     not a restore), and copies of the next member's tasks warm ahead — on the member handing off now
     while its own tasks warm elsewhere, on the others while it restarts — so each handoff is ready
-    when its turn comes; balanced within 8 (10) minutes of the rollout's start (before: 600 s at
-    100-s restores and 704 s at 125-s ones, every handoff starting its restores only when its turn
-    came)."""
+    when its turn comes. A member's restores share its throughput, so no rollout is quicker than
+    each member's share of the restores — every task restored once on another member: 24 restores
+    over 4 members — plus its own restart, during which it restores nothing: 640 s (790 s). Balanced
+    within 1.2 times that of the rollout's start: 768 s (948 s). (Before restores were known to share
+    a member's throughput, two ran side by side each at full speed: balanced within 8 and 10 minutes;
+    600 s and 704 s before copies warmed ahead, every handoff starting its restores when its turn
+    came.)"""
     result = run(scenario, "streamapp")
+    loaded = load_scenario(SCENARIOS / f"{scenario}.yaml")
+    work = loaded.workload
     assert result.task_downtime_seconds == 0 and result.blocking_restore_records == 0
     assert result.converged and result.time_to_balance_seconds is not None
-    assert result.time_to_balance_seconds <= limit
-    state = load_scenario(SCENARIOS / f"{scenario}.yaml").workload.state_records
-    assert result.background_restore_records < 25 * state, "one full restore per task, plus deltas"
+    restore = work.state_records / work.restore_rate
+    fastest = (loaded.partitions * restore + loaded.members * work.pod_start_seconds) / loaded.members
+    assert result.time_to_balance_seconds <= 1.2 * fastest
+    assert result.background_restore_records < 25 * work.state_records, (
+        "one full restore per task, plus deltas"
+    )
 
 
 def test_stuck_members_are_replaced_one_at_a_time_once_their_round_outlasts_the_batch_timeout() -> None:

@@ -605,9 +605,11 @@ class StreamAppMemberStatus(Model):
     restore_rate: float | None = field(
         default=None,
         metadata=prop(
-            "Rows a second this executor restored state at from the shared store, over every restore "
-            "its copies made (unset until enough rows were restored to measure): the other side of a "
-            "lost task's restore estimate.",
+            "Rows a second this executor restores state at from the shared store, all its restores "
+            "together: the rows its copies restored over the seconds during which at least one of them "
+            "was restoring (unset until enough rows were restored to measure). Restores running side "
+            "by side share it; the operator queues a lost task's restore behind those its destination "
+            "runs first and estimates it at this rate.",
             minimum=0,
         ),
     )

@@ -52,7 +52,8 @@ class RollingUpdate(Model):
         default=format_duration(_DEFAULTS.handoff_timeout),
         metadata=prop(
             "How long a member's handoff may take before its pod is deleted anyway (its remaining tasks "
-            "then wait for it, as in inPlace).",
+            "then wait for it, as in inPlace); one its successors are measured to finish within another "
+            "handoffTimeout keeps its pod until then, at most twice as long.",
             pattern=DURATION_PATTERN,
             pattern_message="handoffTimeout must be a duration such as 30s, 5m or 1h30m",
             max_length=DURATION_MAX_LENGTH,

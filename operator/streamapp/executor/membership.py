@@ -73,7 +73,7 @@ class DataPlane(Protocol):
         """Current per-task progress."""
 
     def restore_rate(self) -> float | None:
-        """Rows a second this member restores state at, once measured."""
+        """Rows a second this member restores state at, all its restores together, once measured."""
 
     def batch_running_since(self) -> float | None:
         """When the batch round running now began (epoch seconds), once it has run for over

@@ -226,7 +226,8 @@ class Executor:
         return [slot.task.status() for _, slot in self._slots()]
 
     def restore_rate(self) -> float | None:
-        """Rows a second this executor's copies restored at, once enough were (`restores`)."""
+        """Rows a second this executor restores at, all its copies' restores together, once enough rows
+        were restored (`restores`)."""
         return self.context.restores.rate()
 
     def full_restore_counts(self) -> dict[str, int]:

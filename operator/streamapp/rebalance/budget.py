@@ -12,8 +12,11 @@ budget is counted where the load lands: each member that receives tasks warms at
 A standby is already warm and costs nothing here; a revoked task's successor has caught up and no
 longer restores, so it does not count either. The restore of a task that is *down* — a lost member's,
 under `lostTaskRecovery: auto` — is not a warmup: it starts whatever the budget says (nobody processes
-the task meanwhile, and the eager protocol would restore it at once too), but it takes its destination's
-slots, so optional warmups wait there until it is done.
+the task meanwhile), paced instead by its destination's restore throughput (`recovery`), and takes its
+destination's slots. A destination with such restores running or queued (`busy`) starts and keeps no
+optional copy until they are done: its throughput is shared by every restore it runs, and an optional
+copy there would slow a restore of a task nobody processes. Insurance copies of tasks that wait for
+their member are down tasks' copies too, counted within the budget.
 """
 
 from __future__ import annotations
@@ -27,11 +30,16 @@ class WarmupBudget:
 
     per_member: int
     total: int = 0
+    busy: frozenset[int] = frozenset()
     _used: dict[int, int] = field(default_factory=dict)
     _used_total: int = 0
 
-    def admit(self, member: int) -> bool:
-        """Take a slot on `member` if it and the app have one left; False (nothing taken) otherwise."""
+    def admit(self, member: int, down: bool = False) -> bool:
+        """Take a slot on `member` if it and the app have one left and, for an optional copy (not of a
+        task that is `down`), if `member` is not `busy` restoring down tasks; False (nothing taken)
+        otherwise."""
+        if member in self.busy and not down:
+            return False
         if self._used.get(member, 0) >= self.per_member:
             return False
         if self.total and self._used_total >= self.total:

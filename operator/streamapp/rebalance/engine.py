@@ -94,20 +94,18 @@ def _plan_incremental(
     delay = config.scheduled_rebalance_max_delay
     recovery = None
     restores: dict[int, int] = {}
+    busy: frozenset[int] = frozenset()
     if auto:
-        targets = _would_take(draft, roster, held, capacity)
-        recovery = recover(draft, roster, held, targets, delay, now, damped)
+        recovery = recover(draft, roster, held, capacity, delay, now, damped)
+        targets = recovery.targets
         take_over(draft, recovery.takeover, targets)
         held -= recovery.takeover
         restores = {task: targets[task] for task in sorted(recovery.warm)}
-        # The tasks that wait for their member are down too: insure them, within the warmup budget,
-        # against a member later than expected (a copy thrown away if it is back first) — unless the
-        # operator itself restarts the member, whose restart is measured and planned.
-        insured = {
-            task: targets[task]
-            for task in sorted(held - recovery.warm)
-            if task in targets and draft.active[task] not in draft.planned
-        }
+        # The tasks that wait for their member are down too: insured, within the warmup budget, against
+        # a member later than expected (a copy thrown away if it is back first), at the end of their
+        # destination's queue (`recovery`).
+        insured = {task: targets[task] for task in sorted(recovery.insure)}
+        busy = recovery.busy
     else:
         prewarm = prewarm_due(draft, roster, held, delay, now, damped) if aware else set()
         insured = _would_take(draft, roster, prewarm, capacity)
@@ -124,7 +122,9 @@ def _plan_incremental(
     if aware:
         probe_due = draft.next_probe_at is not None and now >= draft.next_probe_at
         ahead = warm_ahead(draft, roster, desired, damped)
-        warm_handoffs(draft, roster, desired, config, probe_due, restores, insured, ahead, held_first=auto)
+        warm_handoffs(
+            draft, roster, desired, config, probe_due, restores, insured, ahead, busy, held_first=auto
+        )
         back = expected_back(draft, roster, delay, now) - damped
         place_standbys(draft, roster, desired, config.standby_replicas, capacity, back)
         _schedule_probe(draft, now, config.probing_rebalance_interval, probe_due)

@@ -34,6 +34,7 @@ def warm_handoffs(
     restores: Mapping[int, int],
     insured: Mapping[int, int],
     ahead: Mapping[int, int],
+    busy: frozenset[int] = frozenset(),
     held_first: bool = False,
 ) -> None:
     """State-aware: hand over caught-up tasks, warm up the others within the warmup budget.
@@ -45,7 +46,8 @@ def warm_handoffs(
     warmed within the budget, as insurance against a member later than expected; with `held_first`
     (`lostTaskRecovery: auto`: the tasks are down) before every other warmup, otherwise (pre-warming
     under `delay`) after them. `ahead` are tasks of a member a rolling update hands off next, warmed
-    ahead where they will go (`upcoming`), after every other warmup.
+    ahead where they will go (`upcoming`), after every other warmup. `busy` members restore down
+    tasks (`recovery`): no optional copy starts or stays there meanwhile.
     """
     held = {**insured, **restores}
     wanted = [held.get(task, ahead.get(task, target)) for task, target in enumerate(desired)]
@@ -66,7 +68,7 @@ def warm_handoffs(
             waiting.append(task)
     waiting += [t for t, m in sorted({**held, **ahead}.items()) if m not in draft.standbys[t]]
     waiting = list(dict.fromkeys(waiting))  # a task moving elsewhere may also be warming ahead
-    budget = WarmupBudget(config.max_warmup_replicas, config.max_warmup_replicas_total)
+    budget = WarmupBudget(config.max_warmup_replicas, config.max_warmup_replicas_total, busy)
     urgency = _Urgency(draft, roster, held_first, frozenset(restores), frozenset(ahead))
     _start_warmups(draft, wanted, waiting, budget, roster, urgency)
 
@@ -116,7 +118,7 @@ def _start_warmups(
         for member in draft.warmups[task]:
             if task in restores:
                 budget.take(member)
-            elif not budget.admit(member):
+            elif not budget.admit(member, urgency.down(task)):
                 draft.drop_warmup(task, member)
     for task in fresh:
         target = desired[task]
@@ -126,7 +128,7 @@ def _start_warmups(
         if task in restores:
             budget.take(target)
             draft.add_warmup(task, target)
-        elif budget.admit(target):
+        elif budget.admit(target, urgency.down(task)):
             draft.add_warmup(task, target)
 
 
@@ -153,6 +155,11 @@ class _Urgency:
         if owner is not None and self.roster.is_draining(owner):
             return 2
         return 3
+
+    def down(self, task: int) -> bool:
+        """Whether the task is held for a lost member: nobody processes it."""
+        owner = self.draft.active[task]
+        return owner is not None and owner in self.draft.reservations
 
     def order(self, task: int) -> tuple[int, int, int]:
         """New warmups: by urgency, then grouped by current owner, then by task."""

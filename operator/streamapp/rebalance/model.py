@@ -46,8 +46,8 @@ class MemberView:
     Three estimates let the engine weigh waiting for a lost member against restoring its tasks
     elsewhere (`recovery`). `restore_rows` holds, per task, how many rows a copy with no local state
     would restore now (the member's last report as the task's owner; like `store_epochs` a fact about
-    the store, so any report counts). `restore_rate` is how many rows a second one restore proceeds at
-    on this member, as it measured; None until measured. `return_seconds`, for a member that is not
+    the store, so any report counts). `restore_rate` is how many rows a second this member restores,
+    all its restores together (they share it), as it measured; None until measured. `return_seconds`, for a member that is not
     alive, is how long after its loss its tasks are expected to process again if they wait for it (the
     shell's estimate from measured restarts and pod starts; for a member that is not `returning`, the
     soonest it could be back); None when unknown.

@@ -4,23 +4,24 @@ A fixed delay (KIP-415's `scheduled.rebalance.max.delay.ms`) is right only when 
 more than waiting for its member. With a second-long restore and a 40-s pod start, waiting costs forty
 times the restore; with an hour-long restore and a bounce, restoring costs a hundred times the wait.
 The engine is told both sides (`MemberView`): each task's restore size (`restore_rows`, from its
-owner's reports) over the measured restore rate of the member that would take it, and the member's
+owner's reports), the measured restore throughput of the members that could take it, and the member's
 expected return (`return_seconds`, set while its pod is visibly starting again: the shell's estimate
 from the app's measured restarts and pod starts). It uses them under `lostTaskRecovery: auto`:
 
-* A held task is restored elsewhere at once — a warmup on the member that would take it — when the
-  restore is expected to finish before the member is back: the member is silent (its pod not visibly
-  coming back: a node gone quiet, no room to schedule, an image that will not pull, a crash loop), or
-  its return or the restore is not measured yet, or the restore finishes first by the estimates.
-* A task that is down is restored at once, all of a lost member's tasks together, spread over the
-  members that would take them: restoring a task nobody processes is recovery, not an optional warmup,
+* A member's restores share its throughput, so a destination restores down tasks one after another,
+  shortest first, behind what it restores already (`restorequeue`): each held task goes to the live
+  member where its restore would end first, and is estimated to end at its place in that queue.
+* A held task is restored elsewhere when its place in the queue ends before the member is back: the
+  member is silent (its pod not visibly coming back: a node gone quiet, no room to schedule, an image
+  that will not pull, a crash loop), or its return or the restore is not measured yet, or the restore
+  ends first by the estimates. Restoring a task nobody processes is recovery, not an optional warmup,
   so the warmup budget (`maxWarmupReplicas`, which paces copies of tasks that *are* processed) never
-  delays it. Each restore is estimated at the destination's measured rate for one restore
-  (`MemberView.restore_rate`, measured as its restores ran, side by side or not), which is how fast the
-  eager protocol's blocking restores would run there too. A task whose restore is expected to lose
-  the race waits for its member; it is warmed elsewhere only as insurance against a late member,
-  within the warmup budget (`engine`), so survivors spend a bounded load on copies that may be thrown
-  away.
+  delays it; what paces it is what its destination can absorb: it starts once the restores ahead of it
+  there are about done (`restorequeue.OVERLAP_SECONDS`), held meanwhile. A task whose place in the
+  queue ends after the member is back waits for its member; it is warmed elsewhere only as insurance
+  against a late member, at the end of its destination's queue and within the warmup budget, so
+  survivors spend a bounded load on copies that may be thrown away, and none slows a restore that
+  was chosen. Optional copies give way on a destination restoring down tasks (`budget`).
 * Whichever is ready first takes the task: a warmup that caught up (`handoffLag`) while the owner is
   still away is promoted at once (`reservations.settle`), the owner becoming its standby in place;
   an owner back first keeps its tasks and the warmups are dropped. A restore under way is never
@@ -35,19 +36,21 @@ from the app's measured restarts and pod starts). It uses them under `lostTaskRe
 * A member that is not back `LATE_FACTOR` times its expected return after its loss is overdue: its
   estimate was wrong, and its tasks are restored elsewhere from then on.
 
-So a lost task is down for about min(its member's return, a restore elsewhere), plus detecting the
-loss and a batch. `scheduledRebalanceMaxDelay` stays the upper bound of every reservation, and
-`lostTaskRecovery: delay` keeps the fixed delay (`reservations.prewarm_due`).
+So a lost task is down for about min(its member's return, its place in its destination's restore
+queue at that member's throughput), plus detecting the loss and a batch. `scheduledRebalanceMaxDelay`
+stays the upper bound of every reservation, and `lostTaskRecovery: delay` keeps the fixed delay
+(`reservations.prewarm_due`).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from streamapp.rebalance.draft import Draft
 from streamapp.rebalance.model import EventKind, LostMember
+from streamapp.rebalance.restorequeue import RestoreQueues, restore_rows
 from streamapp.rebalance.roster import Roster
 
 LATE_FACTOR = 1.5
@@ -57,7 +60,9 @@ LATE_FACTOR = 1.5
 @dataclass(frozen=True)
 class Weighed:
     """One lost member's side of the scale: its held tasks, when it is expected back (None: unknown)
-    and why, and each held task's estimated restore where it would go (None: not measured)."""
+    and why, and each held task's estimated restore where it would go, in seconds from now to its end
+    at its place in that member's queue (None: not measured); the rows of its held tasks and the
+    throughput of the member its slowest would be restored on."""
 
     member: int
     lost_at: float
@@ -71,26 +76,35 @@ class Weighed:
 
 @dataclass(frozen=True)
 class Recovery:
-    """What to do now with held tasks: take over at once, restoring while active (`takeover`), or warm
-    up elsewhere and promote when restored (`warm`); what was weighed per lost member; when the answer
-    changes with time alone (a member becoming overdue)."""
+    """Who would take each held task (`targets`) and what to do now with it: take over at once,
+    restoring while active (`takeover`), warm up elsewhere and promote when restored (`warm`), restore
+    elsewhere once the restores ahead of them on their destination are about done (`queued`: held
+    meanwhile), or — waiting for their member — warm elsewhere now as insurance against a late return
+    (`insure`, within the warmup budget). `busy` are the destinations with restores of down tasks
+    running or to come: no optional copy restores there meanwhile. What was weighed per lost member;
+    when the answer changes with time alone."""
 
+    targets: Mapping[int, int]
     takeover: frozenset[int]
     warm: frozenset[int]
+    queued: frozenset[int]
+    insure: frozenset[int]
+    busy: frozenset[int]
     weighed: tuple[Weighed, ...]
     wake_at: float | None
 
     def report(self, draft: Draft) -> tuple[LostMember, ...]:
         """Per lost member, the figures and the choice as the plan leaves it: `restoring` are the held
-        tasks taken over or chosen to warm elsewhere (a task that waits may warm too, as insurance)."""
+        tasks taken over, warming or queued to be restored elsewhere (a task that waits may warm too,
+        as insurance)."""
+        chosen = self.warm | self.queued
         return tuple(
             _explain(
                 w,
-                tuple(t for t in w.held if draft.active[t] != w.member or t in self.warm),
+                tuple(t for t in w.held if draft.active[t] != w.member or t in chosen),
+                sum(1 for t in w.held if t in self.queued),
                 sum(
-                    1
-                    for t in w.held
-                    if draft.active[t] == w.member and t not in self.warm and draft.warmups[t]
+                    1 for t in w.held if draft.active[t] == w.member and t not in chosen and draft.warmups[t]
                 ),
             )
             for w in self.weighed
@@ -101,56 +115,104 @@ def recover(
     draft: Draft,
     roster: Roster,
     held: Collection[int],
-    targets: Mapping[int, int],
+    capacity: Callable[[int], float],
     delay: float,
     now: float,
     damped: Collection[int] = (),
 ) -> Recovery:
-    """Choose what happens to each held task now; `targets` says who would take it; the members
-    `damped` for flapping (`flapping`) are not trusted to return.
+    """Choose where each held task would go and what happens to it now; the members `damped` for
+    flapping (`flapping`) are not trusted to return.
 
-    A task is restored elsewhere when that is expected to finish before its member is back (see the
-    module docstring). It is then taken over at once — restored by its new owner while active, with no
-    warmup's report and promotion in between — when its restore is measured and finishes before the
-    member could possibly be back (its expected return, or for a silent member the app's usual
-    return); otherwise it is warmed, so that a member back first still takes it back untouched."""
-    by_member: dict[int, list[int]] = {}
-    for task in sorted(held):
-        owner = draft.active[task]
-        if owner is not None:
-            by_member.setdefault(owner, []).append(task)
-    rate = _rates(roster)
-    seconds = {task: _restore_seconds(task, member, draft, roster, rate) for task, member in targets.items()}
-    finish = {task: now + estimate for task, estimate in seconds.items() if estimate is not None}
+    A destination's restore throughput is shared by the restores it runs, so they are queued there
+    (`restorequeue`): what it restores already comes first (copies catching up, tasks it took over,
+    restores of held tasks under way, never dropped while their owner stays away), then held tasks
+    shortest first, each on the member where it would end first. A held task is restored elsewhere
+    when its place in that queue ends before its member is back (see the module docstring), and
+    starts once the restores ahead of it are about done. It is then taken over at once — restored by
+    its new owner while active, with no warmup's report and promotion in between — when its restore
+    is measured and ends before the member could possibly be back (its expected return, or for a
+    silent member the app's usual return); otherwise it is warmed, so that a member back first still
+    takes it back untouched. A task that waits for its member joins the end of its destination's
+    queue as insurance, unless the operator itself restarts the member (`Draft.planned`)."""
+    owners = {task: owner for task in sorted(held) if (owner := draft.active[task]) is not None}
+    backs = {
+        member: _expected_back(roster, member, draft.reservations[member] - delay, now, member in damped)
+        for member in sorted(set(owners.values()))
+    }
+    fallback = _rates(roster)
+    queues = RestoreQueues(draft, roster, owners, capacity, fallback, now)
+    targets: dict[int, int] = {}
+    finish: dict[int, float | None] = {}
+    started: set[int] = set()
+    chosen: set[int] = set()
+    waiting: list[int] = []
+    for task in _in_queue_order(draft, roster, owners):
+        member = queues.place(task)
+        if member is None:
+            continue
+        targets[task] = member
+        end = finish[task] = queues.end(task, member)
+        back = backs[owners[task]]
+        if draft.warmups[task] or back.at is None or end is None or end < back.at:
+            chosen.add(task)
+            if draft.warmups[task] or end is None or end == now or queues.starts_now(member):
+                started.add(task)
+            queues.add(task, member)
+        else:
+            waiting.append(task)
+    insure: set[int] = set()
+    for task in waiting:
+        if owners[task] not in draft.planned:
+            if queues.starts_now(targets[task]):
+                insure.add(task)
+            queues.add(task, targets[task])
     takeover: set[int] = set()
     warm: set[int] = set()
-    weighed: list[Weighed] = []
     wakes: list[float] = []
-    for member, tasks in sorted(by_member.items()):
+    for task in sorted(chosen & started):
+        back, done = backs[owners[task]], finish[task]
+        quick = done is not None and back.earliest is not None and done <= back.earliest
+        (takeover if quick else warm).add(task)
+        if not quick and done is not None and back.at is None and back.earliest is not None:
+            # A member not coming back (or not trusted to) cannot beat the restore once it could
+            # not be back before it ends: then take over, so the task processes the moment its
+            # restore ends instead of at the warmup's next report and promotion.
+            wakes.append(done - (back.earliest - now))
+    weighed: list[Weighed] = []
+    for member, back in backs.items():
+        tasks = tuple(t for t, owner in owners.items() if owner == member)
         lost_at = draft.reservations[member] - delay
-        back = _expected_back(roster, member, lost_at, now, member in damped)
         why = back.why if any(t in targets for t in tasks) else "no live member can take its tasks"
         if back.late_at is not None:
             wakes.append(back.late_at)
-        for task in tasks:
-            done = finish.get(task)
-            if task not in targets or not (
-                draft.warmups[task] or back.at is None or done is None or done < back.at
-            ):
-                continue
-            quick = done is not None and back.earliest is not None and done <= back.earliest
-            (takeover if quick else warm).add(task)
-            if not quick and done is not None and back.at is None and back.earliest is not None:
-                # A member not coming back (or not trusted to) cannot beat the restore once it could
-                # not be back before it ends: then take over, so the task processes the moment its
-                # restore ends instead of at the warmup's next report and promotion.
-                wakes.append(done - (back.earliest - now))
         rows = [r for t in tasks if (r := restore_rows(t, draft, roster)) is not None]
         total = sum(rows) if len(rows) == len(tasks) else None
-        own = {t: seconds.get(t) for t in tasks}
-        weighed.append(Weighed(member, lost_at, tuple(tasks), back.at, why, own, total, rate))
-    wake_at = min((w for w in wakes if w > now), default=None)
-    return Recovery(frozenset(takeover), frozenset(warm), tuple(weighed), wake_at)
+        own = {t: None if (f := finish.get(t)) is None else f - now for t in tasks}
+        slowest = max((t for t in tasks if own[t] is not None), key=lambda t: (own[t], t), default=None)
+        rate = queues.rate(targets[slowest]) if slowest is not None else fallback
+        weighed.append(Weighed(member, lost_at, tasks, back.at, why, own, total, rate))
+    busy = frozenset(m for t, m in targets.items() if t in chosen or owners[t] not in draft.planned)
+    return Recovery(
+        targets,
+        frozenset(takeover),
+        frozenset(warm),
+        frozenset(chosen - started),
+        frozenset(insure),
+        busy,
+        tuple(weighed),
+        min((w for w in wakes if w > now), default=None),
+    )
+
+
+def _in_queue_order(draft: Draft, roster: Roster, owners: Mapping[int, int]) -> list[int]:
+    """Held tasks in the order they are queued: restores under way first, then shortest first (an
+    unmeasured size last), then by task."""
+
+    def key(task: int) -> tuple[bool, bool, int, int]:
+        rows = restore_rows(task, draft, roster)
+        return (not draft.warmups[task], rows is None, rows or 0, task)
+
+    return sorted(owners, key=key)
 
 
 def take_over(draft: Draft, tasks: Collection[int], targets: Mapping[int, int]) -> None:
@@ -206,45 +268,24 @@ def _rates(roster: Roster) -> float | None:
     return statistics.median(known) if known else None
 
 
-def restore_rows(task: int, draft: Draft, roster: Roster) -> int | None:
-    """Rows a cold copy of `task` restores: its owner's last report, else the largest any member made."""
-    owner = draft.active[task]
-    view = roster.members.get(owner) if owner is not None else None
-    if view is not None and task in view.restore_rows:
-        return view.restore_rows[task]
-    found = [v.restore_rows[task] for v in roster.members.values() if task in v.restore_rows]
-    return max(found) if found else None
-
-
-def _restore_seconds(
-    task: int, member: int, draft: Draft, roster: Roster, fallback: float | None
-) -> float | None:
-    """How long `member` takes to restore `task` from what it holds: 0 with a caught-up copy there,
-    its copy's lag with one under way (a warmup half done has half left) unless a restore from
-    nothing is shorter, all the rows without."""
-    if roster.caught_up(member, task):
-        return 0.0
-    known = [n for n in (roster.lag(member, task), restore_rows(task, draft, roster)) if n is not None]
-    rows = min(known) if known else None
-    view = roster.members.get(member)
-    rate = (view.restore_rate if view is not None else None) or fallback
-    return None if rows is None or not rate else rows / rate
-
-
-def _explain(weighed: Weighed, restoring: tuple[int, ...], insured: int) -> LostMember:
+def _explain(weighed: Weighed, restoring: tuple[int, ...], queued: int, insured: int) -> LostMember:
     """The figures behind one member's choice, and a phrase a person can check them by."""
     known = [s for s in weighed.seconds.values() if s is not None]
     slowest = max(known) if known and len(known) == len(weighed.held) else None
     restore = "not measured" if slowest is None else f"~{slowest:.0f} s"
     held = len(weighed.held)
+    behind = f", {queued} queued behind restores on the members taking them" if queued else ""
     if len(restoring) == held:
-        reason = f"restoring elsewhere: {weighed.why}; a restore takes {restore}"
+        reason = f"restoring elsewhere: {weighed.why}; the last restore ends in {restore}{behind}"
     elif not restoring:
-        reason = f"waiting for the member: {weighed.why}; a restore would take {restore}"
+        reason = f"waiting for the member: {weighed.why}; a restore elsewhere would end in {restore}"
         if insured:
             reason += f"; {insured} warming elsewhere in case it is late"
     else:
-        reason = f"restoring {len(restoring)} of {held} tasks elsewhere: {weighed.why}; the longest restore {restore}"
+        reason = (
+            f"restoring {len(restoring)} of {held} tasks elsewhere{behind}: {weighed.why}; "
+            f"restored elsewhere, the last would end in {restore}"
+        )
     return LostMember(
         weighed.member,
         weighed.lost_at,

@@ -6,8 +6,11 @@ counting members whose pod is missing or not ready. With the `handoff` strategy 
 marked *retiring*: the engine treats it like a draining member, so its active tasks move to caught-up
 copies elsewhere through the normal warmup → revoke → ack → assign path, and its pod is deleted only
 once it owns no active task — or when `handoffTimeout` has passed since the handoff began, so a
-handoff that cannot finish never stalls the rollout for good. `inPlace` deletes the pod at once and
-its tasks wait for it under the usual reservation. `auto` chooses per member by what the executors
+handoff that cannot finish never stalls the rollout for good. A handoff still restoring is not cut
+short while its successors are measured to finish it soon (`handoff_left`): a member's restores share
+its throughput, so one that takes several of the member's tasks restores them one share at a time,
+and cutting such a handoff sends the tasks it had not finished down for a restore in full. `inPlace`
+deletes the pod at once and its tasks wait for it under the usual reservation. `auto` chooses per member by what the executors
 measured (`Costs`). Pure: the shell persists when a handoff began (on the pod) and the measured costs
 (in the app's status), and passes the clock in.
 """
@@ -27,6 +30,10 @@ HANDOFF_FLOOR_SECONDS = 1.0
 """Less than a handoff ever stands a task still: the old owner's last batch, the acknowledgement's round
 trip and the new owner's first batch (real executors measured 1.1-1.6 s: bench/results/rollout.md). A
 member measured to restart within it restarts in place even before a handoff is measured."""
+
+_HANDOFF_SLACK_SECONDS = 30.0
+"""How long past its successors' measured end a handoff that outlasted `handoffTimeout` may take: a copy
+caught up still waits for a report, a plan and the old owner's acknowledgement before it takes over."""
 
 Strategy = Literal["handoff", "inPlace", "auto"]
 
@@ -103,11 +110,13 @@ def rollout_step(
     warm: bool = True,
     costs: Costs = UNMEASURED,
     settled: bool = True,
+    left: Mapping[int, float] | None = None,
 ) -> RolloutStep:
     """The next step of the rollout to `revision`; `active` counts each member's active tasks
     (revoking ones included: a task is not handed off until its owner let go); `warm` says whether
     the protocol warms successors before a handoff; `costs` are what `auto` chooses by; `settled`
-    whether the app's assignment is at rest (nothing warming, revoking or held for a lost member).
+    whether the app's assignment is at rest (nothing warming, revoking or held for a lost member);
+    `left` the seconds each handing-off member's handoff is measured to need still (`handoff_left`).
 
     Every step chooses again for a member handing off, so a handoff whose successors are gone, or
     one that measured handoffs costlier than the member's restart, ends in a restart in place.
@@ -147,13 +156,13 @@ def rollout_step(
                 upcoming.append(member)
             continue
         busy += 1
-        timed_out = since is not None and now >= since + config.handoff_timeout
+        timed_out = since is not None and now >= _deadline(since, (left or {}).get(member), config, now)
         if choice.hands_off and active.get(member, 0) > 0 and not timed_out:
             retiring[member] = now if since is None else since
         else:
             delete.append(member)
         reasons[member] = _reason(choice, since, timed_out, active.get(member, 0) > 0, config)
-    deadlines = [since + config.handoff_timeout for since in retiring.values()]
+    deadlines = [_deadline(since, (left or {}).get(m), config, now) for m, since in retiring.items()]
     if waiting is not None:
         deadlines.append(waiting)
     wake_at = min(deadlines, default=None)
@@ -177,13 +186,55 @@ def settled_step(
     `handoffTimeout`."""
     active = dict(Counter(t.active for t in assignment.tasks if t.active is not None))
     settled = at_rest(assignment, views, replicas)
-    step = rollout_step(pods, replicas, revision, active, config, now, warm, costs, settled)
+    left = handoff_left(assignment, views)
+    step = rollout_step(pods, replicas, revision, active, config, now, warm, costs, settled, left)
     if settled or not step.upcoming:
         return step
     marked = [replace(v, upcoming=v.upcoming or v.id in step.upcoming) for v in views]
     if not at_rest(assignment, marked, replicas):
         return step
-    return rollout_step(pods, replicas, revision, active, config, now, warm, costs, True)
+    return rollout_step(pods, replicas, revision, active, config, now, warm, costs, True, left)
+
+
+def handoff_left(assignment: Assignment, views: Iterable[MemberView]) -> dict[int, float]:
+    """Per member handing off (`retiring`), the seconds its handoff is measured to need still: every
+    task it still owns has a copy warming on a member whose restore throughput is measured, and each
+    such member restores the lags of all the copies warming on it (they share its throughput) in their
+    sum over its rate; the slowest of them. A member with a task no copy of which is warming and
+    measured is left out: nothing says when its handoff ends."""
+    by_id = {v.id: v for v in views}
+    retiring = {v.id for v in views if v.retiring}
+    queued: dict[int, float] = {}
+    for task, t in enumerate(assignment.tasks):
+        for member in t.warmups:
+            lag = by_id[member].lags.get(task) if member in by_id else None
+            queued[member] = queued.get(member, 0.0) + (lag if lag is not None else float("inf"))
+    left: dict[int, float] = {}
+    unknown: set[int] = set()
+    for task, t in enumerate(assignment.tasks):
+        if t.active not in retiring or t.revoking_since is not None:
+            continue
+        ends = [
+            queued[m] / rate
+            for m in t.warmups
+            if m in by_id and (rate := by_id[m].restore_rate) and by_id[m].lags.get(task) is not None
+        ]
+        if not ends or min(ends) == float("inf"):
+            unknown.add(t.active)
+        else:
+            left[t.active] = max(left.get(t.active, 0.0), min(ends))
+    return {member: seconds for member, seconds in left.items() if member not in unknown}
+
+
+def _deadline(since: float, left: float | None, config: RolloutConfig, now: float) -> float:
+    """When a handoff that began at `since` times out: `handoffTimeout` after it began, or — when its
+    successors are measured to finish it (`left` seconds from now) within another `handoffTimeout` —
+    once they should have, and at the latest twice `handoffTimeout` after it began, so a handoff whose
+    copies stop catching up still never stalls the rollout for good."""
+    deadline = since + config.handoff_timeout
+    if left is None or now + left > since + 2 * config.handoff_timeout:
+        return deadline
+    return max(deadline, now + left + _HANDOFF_SLACK_SECONDS)
 
 
 def at_rest(assignment: Assignment, views: Iterable[MemberView], replicas: int) -> bool:

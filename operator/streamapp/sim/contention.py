@@ -16,7 +16,8 @@ the cores, and a round that outlasts the input's period leaves a longer gap. The
   moments): a running executor weighs 1, and `fresh_load` more just after it started (decaying with
   `fresh_decay_seconds`: its JVM still compiling); a pod starting weighs `starting_load` of its kind
   (its JVM and Spark session coming up; a replaced pod's predecessor shutting down; averaged over
-  the start, so a long start of the same work weighs less); a copy restoring `restore_load`. Up to
+  the start, so a long start of the same work weighs less); a member restoring at its full restore
+  throughput `restore_load` (its copies restoring share it). Up to
   `idle_load` the cores absorb it; beyond, the stretch grows with it by `stretch_per_load`;
 - the task's own executor, if it started recently: a JVM that has run few rounds runs them slower
   (`fresh_stretch`, by how its pod started, decaying with time constant `fresh_decay_seconds`). How a
@@ -80,9 +81,9 @@ class Contention:
     def load(self, running: Sequence[Started], starting: Mapping[StartKind, int], restoring: float) -> float:
         """Busy executors per core when one app has `running` executors (each as it started: a
         recent start weighs more), `starting` pods of each kind (a kind without a `starting_load`
-        weighs as a running executor) and `restoring` copies restoring (in restores at full speed: a
-        copy restoring for half a second of a one-second tick counts a half), and every app sharing
-        the cores has as many."""
+        weighs as a running executor) and `restoring` members restoring (at their full restore
+        throughput, however many copies share it: a member restoring for half a second of a
+        one-second tick counts a half), and every app sharing the cores has as many."""
         warm = sum(1.0 + self.fresh_load * self._freshness(start, age) for start, age in running)
         pods = sum(self.starting_load.get(kind, 1.0) * count for kind, count in starting.items())
         own = warm + pods + self.restore_load * restoring

@@ -48,7 +48,7 @@ from streamapp.sim.scalers import (
     median_rows,
 )
 from streamapp.sim.scenario import Scenario, SimEvent
-from streamapp.sim.sharing import shares
+from streamapp.sim.sharing import Restored, restore_shares, shares
 from streamapp.sim.stall import StallMeter
 
 _CONTROL_ROUNDS = 50
@@ -362,7 +362,12 @@ class Simulation:
 
     def _flow(self, now: float, tick: float) -> tuple[float, int]:
         """Input, blocking restores and processing by owners, then background restores by copies; a
-        task that processes again on a member measures how long it stood still there."""
+        task that processes again on a member measures how long it stood still there.
+
+        A member's restores — its owned tasks' blocking ones and its copies' — share its restore
+        throughput (`sharing.restore_shares`): what each copy may restore this tick is settled before
+        anything processes, a copy wanting what it lags plus the tick's input it will tail; copies
+        then take what processing left them, and any throughput left unused."""
         work = self.work
         owners: dict[int, Executor] = {}
         for executor in self.executors.values():
@@ -375,7 +380,7 @@ class Simulation:
         inflow = (self.rates[len(self.arrived)] if self.rates is not None else work.input_rate) * tick
         self.arrived.append(inflow * self.app.partitions)
         colds = self._colds()
-        wants: dict[int, dict[int, float]] = {}
+        starting: dict[int, float] = {}
         for task in range(self.app.partitions):
             self.backlog[task] += inflow
             owner = owners.get(task)
@@ -385,10 +390,15 @@ class Simulation:
                 self.stall.stood(task, tick)
                 down += 1
                 continue
-            starting = owner.spend_start(task, tick)
+            starting[task] = owner.spend_start(task, tick)
+        granted = self._restore_shares(owners, starting, inflow, tick)
+        wants: dict[int, dict[int, float]] = {}
+        for task, spent in starting.items():
+            owner = owners[task]
             position = max(owner.applied.get(task, 0.0), colds[task])
-            restored = min(self.log_end[task] - position, work.restore_rate * (tick - starting))
-            busy = starting + max(0.0, restored) / work.restore_rate
+            share = granted[owner.id][task]
+            restored = min(self.log_end[task] - position, share.records)
+            busy = tick if share.done_at is None else max(spent, share.done_at)
             owner.applied[task] = position + max(0.0, restored)
             owner.blocked[task] = owner.blocked.get(task, 0.0) + max(0.0, restored)
             self.blocking += max(0.0, restored)
@@ -418,12 +428,48 @@ class Simulation:
                 self.member_work[member] = (processed + done, busy + done / capacity)
         for executor in self.executors.values():
             if executor.alive:
-                for task in executor.copies:
-                    position = max(executor.applied.get(task, 0.0), colds[task])
-                    restored = min(self.log_end[task] - position, work.restore_rate * tick)
-                    executor.applied[task] = position + restored
-                    self.background += restored
+                self._tail(executor, granted.get(executor.id, {}), colds, tick)
         return processed_total, down
+
+    def _restore_shares(
+        self, owners: dict[int, Executor], starting: dict[int, float], inflow: float, tick: float
+    ) -> dict[int, dict[int, Restored]]:
+        """Per live member, what each of its restoring copies may restore this tick: its owned tasks
+        (from the end of their start) and its copies (what they lag plus the tick's input to tail)
+        share its restore throughput."""
+        colds = self._colds()
+        granted: dict[int, dict[int, Restored]] = {}
+        for executor in self.executors.values():
+            if not executor.alive:
+                continue
+            wants: dict[int, float] = {}
+            for task in executor.copies:
+                wants[task] = self.log_end[task] - max(executor.applied.get(task, 0.0), colds[task]) + inflow
+            owned = [task for task in starting if owners[task] is executor]
+            for task in owned:
+                wants[task] = self.log_end[task] - max(executor.applied.get(task, 0.0), colds[task])
+            ready = {task: starting[task] for task in owned}
+            granted[executor.id] = restore_shares(wants, ready, self.work.restore_rate, tick)
+        return granted
+
+    def _tail(
+        self, executor: Executor, granted: dict[int, Restored], colds: list[float], tick: float
+    ) -> None:
+        """The member's copies restore in the background: each what it was granted, then what the
+        member's throughput has left this tick, shared among those still behind."""
+        behind: dict[int, float] = {}
+        used = sum(share.records for task, share in granted.items() if task not in executor.copies)
+        for task in sorted(executor.copies):
+            position = max(executor.applied.get(task, 0.0), colds[task])
+            restored = min(self.log_end[task] - position, granted[task].records if task in granted else 0.0)
+            executor.applied[task] = position + restored
+            self.background += restored
+            used += restored
+            behind[task] = self.log_end[task] - executor.applied[task]
+        left = max(0.0, self.work.restore_rate * tick - used)
+        for task, extra in shares({t: b for t, b in behind.items() if b > _EPSILON}, left).items():
+            executor.applied[task] += extra
+            self.background += extra
 
     def _stretches(self, now: float, tick: float) -> dict[int, float]:
         """How much each live executor's batches stretch this tick (`contention`: empty without it),
@@ -438,9 +484,12 @@ class Simulation:
             if not e.alive and e.ready_at is not None and e.start_kind is not None
         )
         behind = [
-            self.log_end[task] - e.applied.get(task, 0.0) for e in live for task in (*e.processing, *e.copies)
+            sum(
+                max(0.0, self.log_end[task] - e.applied.get(task, 0.0)) for task in (*e.processing, *e.copies)
+            )
+            for e in live
         ]
-        restoring = sum(min(1.0, lag / (self.work.restore_rate * tick)) for lag in behind if lag > 0)
+        restoring = sum(min(1.0, lag / (self.work.restore_rate * tick)) for lag in behind)
         started = [(e.start_kind, now - e.started_at) for e in live]
         load = model.load(started, starting, restoring)
         return {e.id: model.stretch(load, kind, age) for e, (kind, age) in zip(live, started, strict=True)}
