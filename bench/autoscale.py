@@ -218,7 +218,7 @@ def report(found: dict[tuple[str, str], list[dict[str, Any]]], rows: list[dict[s
         "- **the app** ([bench/scenarios/autoscale/](../scenarios/autoscale/step.yaml)): the sample's 12 "
         "partitions, 2 members to begin with; a member processes 2,500 records/s over all its tasks (its "
         "true rate); each task restores 200,000–300,000 records at 2,000 records/s (compaction bounds a "
-        "restore), a pod takes 20 s to start, a handoff stands a task still 2.7 s (the calibrated cluster "
+        "restore), two at a time on a member (its 4,000 records/s shared by its restores), a pod takes 20 s to start, a handoff stands a task still 2.7 s (the calibrated cluster "
         "runs); warmups as `spec.rebalance` defaults (2 per member, caught up within 10,000 records);",
         "- **streamapp**: `spec.autoscaling: {enabled: true, minReplicas: 1, maxReplicas: 12, target: "
         "{utilization: 80, lagSeconds: 20}}`, the other keys at their defaults (scaleInHeadroom 10 %, "
