@@ -127,6 +127,7 @@ def render(
         *[
             f"- run {n}: {r['date']}, {r['minutes']:.0f} min, load average "
             f"{r['load_start']:.1f} at the start and {r['load_end']:.1f} at the end"
+            + (f", commit {r['machine']['commit']}" if r["machine"].get("commit") else "")
             for n, r in enumerate(runs, 1)
         ],
         "",
