@@ -9,7 +9,7 @@ OUT := out
 # (bash's `time`: children included), so make test's log shows what each build and test phase cost.
 TIMED = TIMEFORMAT='make $@: %0R s wall, %0U s user + %0S s system CPU'; time
 
-.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean bench-autoscale
+.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean bench-autoscale bench-memory-limit
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -173,6 +173,13 @@ bench-cluster-report: $(STAMP)
 ## (`$(PY) bench/autoscale.py --report` writes them again from the raw runs alone). Not part of make test.
 bench-autoscale: $(STAMP)
 	$(PY) bench/autoscale.py --runs $(BENCH_RUNS)
+
+## bench-memory-limit: one member holding 1M and 50M keys (LMDB), each in a cgroup-v1 memory group of its
+## own, with a limit of 1.5x the 1M-key member's footprint and without one, Zipf and uniform keys, three runs
+## (BENCH_RUNS; about 35 min); root. Writes bench/results/memory-limit.json as each case ends and
+## memory-limit.md (`$(PY) bench/memorylimit.py --from-raw` writes it again). Not part of make test.
+bench-memory-limit: $(STAMP)
+	$(PY) bench/memorylimit.py --runs $(BENCH_RUNS) $(BENCH_ARGS)
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries

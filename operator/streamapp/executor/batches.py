@@ -139,6 +139,8 @@ def _promise_broken(pipeline: str) -> None:
 
 
 def _alone(context: TaskContext, task: Task, span: tuple[int, int]) -> int:
-    """One partition's batch as its own Spark job."""
-    batch = context.source.read(context.spark(), task.partition, *span)
-    return task.commit_batch(span, keyed_updates(context.pipeline, batch))
+    """One partition's batch as its own Spark job, its keys looked up beside it (`Task.read_ahead`)."""
+    with ThreadPoolExecutor(1, "read-ahead") as readers:
+        known = task.read_ahead(span, readers)
+        batch = context.source.read(context.spark(), task.partition, *span)
+        return task.commit_batch(span, keyed_updates(context.pipeline, batch), known)

@@ -11,7 +11,7 @@ its updates are not pre-aggregated but folded one by one, in input order when th
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -81,6 +81,18 @@ class Lookup(Protocol):
     """What `fold` reads of the store: a key's value, None when absent."""
 
     def get(self, key: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ReadAhead:
+    """A fold's reads when the batch's input keys were looked up before its updates were known
+    (`Task.read_ahead`): those values, and the store for a key the input did not have."""
+
+    known: Mapping[str, Any]
+    store: Lookup
+
+    def get(self, key: str) -> Any:
+        return self.known[key] if key in self.known else self.store.get(key)
 
 
 def fold(current: Lookup, keys: Iterable[str], values: Iterable[Any], merge: Merge) -> dict[str, Any]:

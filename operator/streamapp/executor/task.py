@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
@@ -36,8 +36,8 @@ from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION_BYTES, DEFAULT_DELTA
 from streamapp.executor.background import Background
 from streamapp.executor.io.publisher import Publisher
 from streamapp.executor.io.sink import Sink
-from streamapp.executor.io.source import ReportsPosition, Source
-from streamapp.executor.merge import fold
+from streamapp.executor.io.source import ReadsKeysAhead, ReportsPosition, Source
+from streamapp.executor.merge import ReadAhead, fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
 from streamapp.executor.state import changelog, history, snapshots
 from streamapp.executor.state import manifest as manifests
@@ -394,14 +394,37 @@ class Task:
         self.backlog = max(0, end - start)
         return (start, end) if end > start else None
 
-    def commit_batch(self, span: tuple[int, int], updates: pa.Table) -> int:
+    def read_ahead(self, span: tuple[int, int], readers: Executor) -> Future[Mapping[str, Any]] | None:
+        """The stored values of the keys of the batch's input, looked up on `readers` while Spark
+        transforms the batch; None when that does not pay or cannot be known.
+
+        Why: with a store larger than its pod's memory, the lookups of a batch's keys wait for the disk
+        (`LmdbStore.lookup`), and the batch lane used to wait for them after Spark's job. A pipeline
+        whose updates are keyed by its input's keys (`keys_from_input`) tells them before the job, and
+        the store is only written by this lane after the fold, so the values read now are the ones
+        the fold needs.
+        """
+        source, state = self.ctx.source, self.replica.state
+        if not (
+            self.ctx.pipeline.keys_from_input and state.reads_ahead and isinstance(source, ReadsKeysAhead)
+        ):
+            return None
+        keys = source.keys_in_process(self.partition, *span)
+        return readers.submit(state.lookup, keys)
+
+    def commit_batch(
+        self, span: tuple[int, int], updates: pa.Table, known: Future[Mapping[str, Any]] | None = None
+    ) -> int:
         """Fold the batch's combined updates into new values, commit them, then let them into the store;
-        returns records consumed. Raises Conflict or Fenced when the manifest race is lost."""
+        returns records consumed. Raises Conflict or Fenced when the manifest race is lost. `known` is
+        what `read_ahead` looked up for this batch."""
         start, end = span
         faults.reached("batch.transformed")
+        keys = updates.column("key").to_pylist()
+        state = self.replica.state
         changed = fold(
-            self.replica.state,
-            updates.column("key").to_pylist(),
+            ReadAhead(known.result(), state) if known is not None else state.lookup(keys),
+            keys,
             updates.column("value").to_pylist(),
             self.ctx.pipeline.merge,
         )

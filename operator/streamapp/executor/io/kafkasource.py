@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 
@@ -50,6 +51,8 @@ class KafkaSource:
         self._lock = threading.Lock()
         self._idle: list[Consumer] = []
         self._all: list[Consumer] = []
+        # Per partition, the span `keys_in_process` fetched and its records, for the read that follows.
+        self._fetched: dict[int, tuple[int, int, pa.Table]] = {}
 
     def _new_consumer(self) -> Consumer:
         return Consumer(
@@ -88,11 +91,23 @@ class KafkaSource:
         return int(high)
 
     def read(self, spark: SparkSession, partition: int, start: int, end: int) -> DataFrame:
-        return arrow_frame(spark, self.read_arrow(partition, start, end))
+        return arrow_frame(spark, self.read_in_process(partition, start, end))
 
     def read_in_process(self, partition: int, start: int, end: int) -> pa.Table:
-        """`ReadsInProcess`: every span is fetched here (`read` does the same)."""
+        """`ReadsInProcess`: every span is fetched here (`read` does the same), once: a span whose keys
+        were read ahead is not fetched again."""
+        with self._lock:
+            fetched = self._fetched.pop(partition, None)
+        if fetched is not None and fetched[:2] == (start, end):
+            return fetched[2]
         return self.read_arrow(partition, start, end)
+
+    def keys_in_process(self, partition: int, start: int, end: int) -> list[str]:
+        """`ReadsKeysAhead`: the span is fetched now and kept for the read that follows."""
+        records = self.read_arrow(partition, start, end)
+        with self._lock:
+            self._fetched[partition] = (start, end, records)
+        return list(pc.unique(records["key"]).to_pylist())
 
     def read_arrow(self, partition: int, start: int, end: int) -> pa.Table:
         """Records with `start <= offset < end` as an Arrow table of the record columns."""

@@ -67,6 +67,15 @@ class ReadsInProcess(Protocol):
 
 
 @runtime_checkable
+class ReadsKeysAhead(Protocol):
+    """A source that can say which keys a span holds before Spark reads it (`Task.read_ahead`)."""
+
+    def keys_in_process(self, partition: int, start: int, end: int) -> list[str]:
+        """The distinct keys of the records with `start <= offset < end`, read here."""
+        ...
+
+
+@runtime_checkable
 class ScansSpans(Protocol):
     """A source that can read several partitions' spans in one Spark scan."""
 
@@ -164,6 +173,15 @@ class FileLog:
         if end - start > IN_PROCESS_READ_RECORDS:
             return None
         return _records(overlapping(self.segments(partition), start, end), start, end)
+
+    def keys_in_process(self, partition: int, start: int, end: int) -> list[str]:
+        """`ReadsKeysAhead`: only the key and offset columns of the span's segments are read."""
+        segments = overlapping(self.segments(partition), start, end)
+        if not segments:
+            return []
+        table = pa.concat_tables([pq.read_table(s.path, columns=["offset", "key"]) for s in segments])
+        kept = table.filter(pc.and_(pc.greater_equal(table["offset"], start), pc.less(table["offset"], end)))
+        return list(pc.unique(kept["key"]).to_pylist())
 
     def read_arrow(self, partition: int, start: int = 0, end: int | None = None) -> pa.Table:
         """The same records without Spark (for references, tests and tools)."""

@@ -30,7 +30,8 @@ from __future__ import annotations
 import shutil
 import struct
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,10 @@ BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 INITIAL_MAP_BYTES = 1 << 30
 TXN_ROWS = 5_000
 """Rows per write transaction (`LmdbStore.upsert`): at most this many dirty pages held in memory."""
+LOOKUP_THREADS = 8
+"""Reads a batch's fold keeps in flight (`LmdbStore.lookup`)."""
+LOOKUP_SLICE = 1_000
+"""Keys one reader takes at a time: enough to pay for the hand-off, few enough to spread a batch."""
 
 Codec = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 CODECS: dict[str, Codec] = {
@@ -67,12 +72,16 @@ def boot_id() -> str:
 class LmdbStore:
     """LMDB under `<directory>/lmdb`, values encoded by the pipeline's value type."""
 
+    reads_ahead = True
+    """A read may wait for the disk, so a batch's keys are looked up while Spark transforms it."""
+
     def __init__(self, directory: Path, value_type: str) -> None:
         self.path = directory / DIRECTORY
         self.value_type = value_type
         self.encode, self.decode = CODECS[value_type]
         self.env = self._open()
         self._reader: lmdb.Transaction | None = None
+        self._readers: ThreadPoolExecutor | None = None
         self.count = self._entries()
         # Held by a read on another thread (`key_source`) and by whatever unmaps the environment (a map
         # resize, `clear`, `close`): LMDB's resize remaps the file under any open read transaction.
@@ -84,7 +93,7 @@ class LmdbStore:
         if marker.exists() and marker.read_text() != boot_id():
             raise UncleanStore(f"{self.path} was left open by another boot (a machine crash or another node)")
         storage.write_atomic(marker, boot_id().encode())
-        return lmdb.open(str(self.path), map_size=INITIAL_MAP_BYTES, subdir=True, lock=True, sync=False)
+        return lmdb.open(str(self.path), map_size=INITIAL_MAP_BYTES, subdir=True, lock=True, sync=False, readahead=False)
 
     def __len__(self) -> int:
         """Kept after every write, so a status report from another thread never touches the
@@ -101,6 +110,34 @@ class LmdbStore:
             self._reader = self.env.begin()
         found = self._reader.get(key.encode())
         return self.decode(bytes(found)) if found is not None else None
+
+    def lookup(self, keys: Sequence[str]) -> Mapping[str, Any]:
+        """The value of every key of `keys` (None when absent), read in key order by `LOOKUP_THREADS`
+        readers.
+
+        Why: under a memory limit most of a large store's pages are not in memory, and reading one
+        waits for the disk (a major fault). One thread waits for each in turn; several threads, each in
+        its own read transaction, keep that many faults in flight, and the disk serves them together
+        (py-lmdb leaves the interpreter lock inside LMDB's calls). Key order puts neighbours that share
+        a page one after the other. Measured in `bench/results/memory-limit.md`.
+        """
+        ordered = sorted(set(keys))
+        if len(ordered) <= LOOKUP_SLICE:
+            return {key: self.get(key) for key in ordered}
+        if self._readers is None:
+            self._readers = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="lmdb-read")
+        found: dict[str, Any] = {}
+        pieces = [ordered[start : start + LOOKUP_SLICE] for start in range(0, len(ordered), LOOKUP_SLICE)]
+        for piece in self._readers.map(self._read, pieces):
+            found.update(piece)
+        return found
+
+    def _read(self, keys: Sequence[str]) -> dict[str, Any]:
+        with self.env.begin() as txn:
+            return {
+                key: None if (value := txn.get(key.encode())) is None else self.decode(bytes(value))
+                for key in keys
+            }
 
     def _end_reads(self) -> None:
         if self._reader is not None:
@@ -126,15 +163,36 @@ class LmdbStore:
         while True:
             try:
                 with self.env.begin(write=True) as txn:
-                    for key, value in zip(keys, values, strict=True):
-                        if value is None:
-                            txn.delete(key.encode())
-                        else:
-                            txn.put(key.encode(), self.encode(value))
+                    if not self._appended(txn, keys, values):
+                        for key, value in zip(keys, values, strict=True):
+                            if value is None:
+                                txn.delete(key.encode())
+                            else:
+                                txn.put(key.encode(), self.encode(value))
                 return
             except lmdb.MapFullError:
                 with self._remap:
                     self.env.set_mapsize(self.env.info()["map_size"] * 2)
+
+    def _appended(self, txn: lmdb.Transaction, keys: Sequence[str], values: Sequence[Any]) -> bool:
+        """Write rows that all sort after the store's last key as appends; False when they do not.
+
+        Why: a restore writes a snapshot's runs, each in key order, into an empty store, and appending
+        a slice is one call into LMDB where a put per row is a Python call each (a restore of 50M keys
+        in 40 s instead of about 60, `bench/results/memory-limit.md`). A row out of order (or a key
+        repeated) is not appended by LMDB; the rows are then put in order, which gives the same state.
+        """
+        if not keys or any(value is None for value in values):
+            return False
+        cursor = txn.cursor()
+        if cursor.last() and bytes(cursor.key()) >= keys[0].encode():
+            return False
+        rows = [(key.encode(), self.encode(value)) for key, value in zip(keys, values, strict=True)]
+        _, added = cursor.putmulti(rows, append=True)
+        if added != len(rows):
+            for key, value in rows:
+                txn.put(key, value)
+        return True
 
     def apply_table(self, table: pa.Table) -> int:
         """One write transaction per slice (`state.slices`): bounds a transaction's dirty pages and lets
@@ -175,6 +233,8 @@ class LmdbStore:
     def close(self) -> None:
         """Sync, close, and drop the open marker: a clean stop is trusted after any reboot."""
         self._end_reads()
+        if self._readers is not None:
+            self._readers.shutdown()
         with self._remap:
             self.env.sync(True)
             self.env.close()

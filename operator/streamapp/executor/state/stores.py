@@ -93,10 +93,17 @@ def parquet_bytes(table: pa.Table) -> bytes:
 class KeyedStore(Protocol):
     """What the data plane needs of a partition's local store."""
 
+    reads_ahead: bool
+    """Whether a batch's keys are worth looking up before its updates are known (`Task.read_ahead`)."""
+
     def __len__(self) -> int: ...
 
     def get(self, key: str) -> Any:
         """The key's value, None when absent."""
+
+    def lookup(self, keys: Sequence[str]) -> Mapping[str, Any]:
+        """What a batch's fold reads (`merge.fold`): the value of every key of `keys` (None or left out
+        when absent), read however this store reads many keys fastest."""
 
     def items(self) -> Iterator[tuple[str, Any]]: ...
 
@@ -126,6 +133,8 @@ class KeyedStore(Protocol):
 class MemoryStore:
     """A dict; `persister` writes it to `<directory>/memory.parquet` when it has a directory."""
 
+    reads_ahead = False
+
     def __init__(self, directory: Path | None = None, value_type: str = "long") -> None:
         self.values: dict[str, Any] = {}
         self.directory = directory
@@ -148,6 +157,10 @@ class MemoryStore:
 
     def get(self, key: str) -> Any:
         return self.values.get(key)
+
+    def lookup(self, keys: Sequence[str]) -> Mapping[str, Any]:
+        """The dict itself: reading it costs no more one key at a time."""
+        return self.values
 
     def items(self) -> Iterator[tuple[str, Any]]:
         return iter(self.values.items())
