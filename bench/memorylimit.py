@@ -375,6 +375,15 @@ def report(raw: dict[str, Any]) -> str:
             f"| {spread(figures('unlimited', 'first_commit_seconds'), '{:.0f}')} → "
             f"{spread(figures('limited', 'first_commit_seconds'), '{:.0f}')} |"
         )
+    stopped = [
+        f"{found['keys']:,} keys, {found['distribution']}, run {index + 1}, {side}"
+        for found in raw["rows"]
+        for index, run in enumerate(found["runs"])
+        for side in ("unlimited", "limited")
+        if not run[side].get("finished", True)
+    ]
+    if stopped:
+        lines += ["", "Stopped at the timeout, rate over the commits made: " + "; ".join(stopped) + "."]
     goal = [r for r in raw["rows"] if r["keys"] == raw["sizes"][-1] and r["distribution"] == "zipf"]
     if goal:
         ratios = [run["throughput_ratio"] for run in goal[0]["runs"]]

@@ -71,6 +71,12 @@ def test_reads_exactly_the_offsets_asked_and_checks_partitions(
     assert frame.column("offset").to_pylist() == list(range(10, 110))
     assert frame.column("key").to_pylist() == expected[1][10:110]
     assert source.read(spark, 0, 5, 5).count() == 0
+    # Keys read ahead (`Task.read_ahead`) fetch the span once; the read that follows gets those records,
+    # and a read of another span is fetched anew.
+    assert sorted(source.keys_in_process(1, 10, 110)) == sorted(set(expected[1][10:110]))
+    assert source.read_in_process(1, 10, 110).column("key").to_pylist() == expected[1][10:110]
+    source.keys_in_process(1, 0, 50)
+    assert source.read_in_process(1, 20, 30).column("offset").to_pylist() == list(range(20, 30))
     check_partitions(source_topic, PARTITIONS)
     with pytest.raises(PartitionMismatch, match=r"has 2 partitions but spec\.partitions is 3"):
         check_partitions(source_topic, 3)

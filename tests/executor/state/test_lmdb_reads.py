@@ -6,14 +6,17 @@ pages are fetched (several readers, key order) and the appends how they are fill
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.merge import ReadAhead, fold, resolve
+from streamapp.executor.state import lmdbstore
 from streamapp.executor.state.lmdbstore import LOOKUP_SLICE, LmdbStore
 from streamapp.executor.state.stores import MemoryStore
 
@@ -22,7 +25,14 @@ def table(rows: list[tuple[str, int | None]]) -> pa.Table:
     return pa.table({"key": [k for k, _ in rows], "value": pa.array([v for _, v in rows], pa.int64())})
 
 
-def test_many_keys_read_by_several_readers_answer_as_one_key_at_a_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("waits_for_disk", [False, True])
+def test_many_keys_read_here_or_by_several_readers_answer_as_one_key_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, waits_for_disk: bool
+) -> None:
+    """The readers take over when the first keys' reads waited for the disk (major faults of the
+    reading thread), which a test's small store never does by itself."""
+    if waits_for_disk:
+        monkeypatch.setattr(lmdbstore, "_major_faults", itertools.count().__next__)
     store = LmdbStore(tmp_path, "long")
     stored = {f"k{i:06d}": i for i in range(0, 3 * LOOKUP_SLICE, 2)}
     store.apply_table(table(sorted(stored.items())))

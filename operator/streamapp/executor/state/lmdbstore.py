@@ -27,6 +27,8 @@ batches after it survived, the result is the committed state.
 
 from __future__ import annotations
 
+import functools
+import resource
 import shutil
 import struct
 import threading
@@ -51,7 +53,8 @@ TXN_ROWS = 5_000
 LOOKUP_THREADS = 8
 """Reads a batch's fold keeps in flight (`LmdbStore.lookup`)."""
 LOOKUP_SLICE = 1_000
-"""Keys one reader takes at a time: enough to pay for the hand-off, few enough to spread a batch."""
+"""Keys read at a time: by this thread to see whether reads wait for the disk, then by each reader
+(enough to pay for the hand-off, few enough to spread a batch)."""
 
 Codec = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 CODECS: dict[str, Codec] = {
@@ -59,6 +62,18 @@ CODECS: dict[str, Codec] = {
     "double": (lambda v: struct.pack("<d", v), lambda b: struct.unpack("<d", b)[0]),
     "string": (lambda v: str(v).encode(), lambda b: bytes(b).decode()),
 }
+
+
+@functools.cache
+def _readers() -> ThreadPoolExecutor:
+    """The readers every store of this process shares (`LmdbStore.lookup`): a member holds many
+    partitions, and threads per store would be many idle threads."""
+    return ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="lmdb-read")
+
+
+def _major_faults() -> int:
+    """Major page faults of the calling thread so far: reads that waited for the disk."""
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_majflt
 
 
 class UncleanStore(RuntimeError):
@@ -81,7 +96,6 @@ class LmdbStore:
         self.encode, self.decode = CODECS[value_type]
         self.env = self._open()
         self._reader: lmdb.Transaction | None = None
-        self._readers: ThreadPoolExecutor | None = None
         self.count = self._entries()
         # Held by a read on another thread (`key_source`) and by whatever unmaps the environment (a map
         # resize, `clear`, `close`): LMDB's resize remaps the file under any open read transaction.
@@ -93,7 +107,9 @@ class LmdbStore:
         if marker.exists() and marker.read_text() != boot_id():
             raise UncleanStore(f"{self.path} was left open by another boot (a machine crash or another node)")
         storage.write_atomic(marker, boot_id().encode())
-        return lmdb.open(str(self.path), map_size=INITIAL_MAP_BYTES, subdir=True, lock=True, sync=False, readahead=False)
+        return lmdb.open(
+            str(self.path), map_size=INITIAL_MAP_BYTES, subdir=True, lock=True, sync=False, readahead=False
+        )
 
     def __len__(self) -> int:
         """Kept after every write, so a status report from another thread never touches the
@@ -112,27 +128,33 @@ class LmdbStore:
         return self.decode(bytes(found)) if found is not None else None
 
     def lookup(self, keys: Sequence[str]) -> Mapping[str, Any]:
-        """The value of every key of `keys` (None when absent), read in key order by `LOOKUP_THREADS`
-        readers.
+        """The value of every key of `keys` (None when absent): on this thread while the store's pages
+        are in memory, else the rest in key order by `LOOKUP_THREADS` readers.
 
         Why: under a memory limit most of a large store's pages are not in memory, and reading one
-        waits for the disk (a major fault). One thread waits for each in turn; several threads, each in
-        its own read transaction, keep that many faults in flight, and the disk serves them together
-        (py-lmdb leaves the interpreter lock inside LMDB's calls). Key order puts neighbours that share
-        a page one after the other. Measured in `bench/results/memory-limit.md`.
+        waits for the disk (a major fault). One thread waits for each in turn; several, each in its own
+        read transaction, keep that many faults in flight and the disk serves them together (py-lmdb
+        leaves the interpreter lock inside LMDB's calls), and key order puts keys that share a page
+        one after the other. While the pages are in memory, handing keys to other threads only costs,
+        so the first `LOOKUP_SLICE` keys are read here and the rest go to the readers only if those
+        made this thread wait for the disk. Measured in `bench/results/memory-limit.md`.
         """
-        ordered = sorted(set(keys))
-        if len(ordered) <= LOOKUP_SLICE:
-            return {key: self.get(key) for key in ordered}
-        if self._readers is None:
-            self._readers = ThreadPoolExecutor(LOOKUP_THREADS, thread_name_prefix="lmdb-read")
-        found: dict[str, Any] = {}
-        pieces = [ordered[start : start + LOOKUP_SLICE] for start in range(0, len(ordered), LOOKUP_SLICE)]
-        for piece in self._readers.map(self._read, pieces):
+        asked = list(dict.fromkeys(keys))
+        faults = _major_faults()
+        found = self._read(asked[:LOOKUP_SLICE])
+        rest = asked[LOOKUP_SLICE:]
+        if not rest or _major_faults() == faults:
+            found.update(self._read(rest))
+            return found
+        rest.sort()
+        pieces = [rest[start : start + LOOKUP_SLICE] for start in range(0, len(rest), LOOKUP_SLICE)]
+        for piece in _readers().map(self._read, pieces):
             found.update(piece)
         return found
 
     def _read(self, keys: Sequence[str]) -> dict[str, Any]:
+        if not keys:
+            return {}
         with self.env.begin() as txn:
             return {
                 key: None if (value := txn.get(key.encode())) is None else self.decode(bytes(value))
@@ -233,8 +255,6 @@ class LmdbStore:
     def close(self) -> None:
         """Sync, close, and drop the open marker: a clean stop is trusted after any reboot."""
         self._end_reads()
-        if self._readers is not None:
-            self._readers.shutdown()
         with self._remap:
             self.env.sync(True)
             self.env.close()
