@@ -85,6 +85,9 @@ ENDPOINT_TYPES = ("file", "kafka")
 MemberPhase = Literal["Starting", "Ready", "Restarting", "Lost", "Draining"]
 # How each task keeps its state on the member's volume (the executor's `localstate`).
 LocalStoreKind = Literal["memory", "lmdb"]
+DEFAULT_LOCAL_STORE: LocalStoreKind = "lmdb"
+"""The store that scales: a partition's state may outgrow the member's memory (docs/operations.md,
+"Sizing a member's memory"); `memory` is faster per batch while it fits."""
 AccountScope = Literal["member", "app"]
 
 
@@ -277,12 +280,13 @@ class Pipeline(Model):
         ),
     )
     local_store: LocalStoreKind = field(
-        default="memory",
+        default=DEFAULT_LOCAL_STORE,
         metadata=prop(
-            "How each task keeps its state on the member's volume: memory (a dict checkpointed to a "
-            "file; fastest, a partition's state must fit in the executor's memory) or lmdb (LMDB on the "
-            "volume, for state larger than memory). Either way a restarted member with its volume "
-            "replays only what was committed since its checkpoint."
+            "How each task keeps its state on the member's volume: lmdb (LMDB on the volume, for state "
+            "larger than memory: only its hot pages need the pod's memory) or memory (a dict "
+            "checkpointed to a file; faster per batch, but a partition's whole state must fit in the "
+            "executor's memory). Either way a restarted member with its volume replays only what was "
+            "committed since its checkpoint."
         ),
     )
     options: dict[str, Any] | None = field(

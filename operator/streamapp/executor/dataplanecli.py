@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE
+from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE, DEFAULT_LOCAL_STORE
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.sink import FileSink
@@ -96,7 +96,10 @@ def add_dataplane_arguments(parser: argparse.ArgumentParser) -> None:
         "without it state is in memory only and every start restores in full",
     )
     parser.add_argument(
-        "--local-store", choices=STORE_KINDS, default="memory", help="memory (default) or lmdb"
+        "--local-store",
+        choices=STORE_KINDS,
+        default=DEFAULT_LOCAL_STORE,
+        help="lmdb (default): state larger than memory; memory: a dict, faster while it fits",
     )
     parser.add_argument(
         "--delta-retention",

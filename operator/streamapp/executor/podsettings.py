@@ -18,6 +18,7 @@ from streamapp.api.names import SPARK_EXECUTORS_ENV, consumer_group
 from streamapp.api.streamapp import (
     DEFAULT_DELTA_RETENTION,
     DEFAULT_DELTA_RETENTION_SIZE,
+    DEFAULT_LOCAL_STORE,
     LocalStoreKind,
     SparkExecutors,
 )
@@ -91,7 +92,7 @@ class PodSettings:
         sink_spec = pipeline.get("sink") or {}
         kafka_sink = _kafka(sink_spec, env, "sink")
         sink = sink_spec.get("path")
-        local_store = pipeline.get("localStore", "memory")
+        local_store = pipeline.get("localStore", DEFAULT_LOCAL_STORE)
         if local_store not in STORE_KINDS:
             raise SetupError(f"STREAMAPP_PIPELINE: localStore must be one of {', '.join(STORE_KINDS)}")
         local = env.get("STREAMAPP_STATE_DIR")
