@@ -202,8 +202,8 @@ class LmdbStore:
         Why: a restore writes a snapshot's runs, each in key order, into an empty store, and appending
         a slice is one call into LMDB where a put per row is a Python call each (a 50M-key member's
         first commit 37-48 s after its start in `bench/results/memory-limit.md`; 50-70 s in single
-        runs before). A row out of order (or a key
-        repeated) is not appended by LMDB; the rows are then put in order, which gives the same state.
+        runs before). A row out of order (or a key repeated) is not appended by LMDB; the rows are then
+        put in order, which gives the same state.
         """
         if not keys or any(value is None for value in values):
             return False
