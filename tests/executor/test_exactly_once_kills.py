@@ -21,6 +21,7 @@ import pytest
 from dataplane_checks import COUNTS, Stores, check_partition
 
 from streamapp import faults
+from streamapp.api.streamapp import DEFAULT_LOCAL_STORE
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.state.history import accepted_manifests
@@ -147,7 +148,7 @@ def test_sigkill_at_every_point_loses_and_duplicates_nothing(
     for partition in (0, 1):
         assert check_partition(layout, stores.outputs, log, partition) > 0
     # The member's local stores, checkpointed through every kill, hold exactly the committed state.
-    local = LocalState(tmp_path / "local")
+    local = LocalState(tmp_path / "local", DEFAULT_LOCAL_STORE)  # the store the executor's CLI keeps
     for partition in (0, 1):
         store, checkpoint, _ = local.open(partition)
         assert checkpoint is not None and checkpoint.head.offset == log.end_offset(partition)
