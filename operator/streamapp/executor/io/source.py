@@ -176,11 +176,7 @@ class FileLog:
 
     def keys_in_process(self, partition: int, start: int, end: int) -> list[str]:
         """`ReadsKeysAhead`: only the key and offset columns of the span's segments are read."""
-        segments = overlapping(self.segments(partition), start, end)
-        if not segments:
-            return []
-        table = pa.concat_tables([pq.read_table(s.path, columns=["offset", "key"]) for s in segments])
-        kept = table.filter(pc.and_(pc.greater_equal(table["offset"], start), pc.less(table["offset"], end)))
+        kept = _records(overlapping(self.segments(partition), start, end), start, end, ["offset", "key"])
         return list(pc.unique(kept["key"]).to_pylist())
 
     def read_arrow(self, partition: int, start: int = 0, end: int | None = None) -> pa.Table:
@@ -212,9 +208,11 @@ def arrow_frame(spark: SparkSession, records: pa.Table) -> DataFrame:
     return spark.createDataFrame(records)
 
 
-def _records(segments: Sequence[Segment], start: int, end: int) -> pa.Table:
-    """The records of `segments` with `start <= offset < end`, read in this process."""
+def _records(segments: Sequence[Segment], start: int, end: int, columns: list[str] | None = None) -> pa.Table:
+    """The records of `segments` with `start <= offset < end` (only `columns` of them, which must
+    include `offset`, when given), read in this process."""
     if not segments:
-        return RECORD_SCHEMA.empty_table()
-    table = pa.concat_tables([pq.read_table(s.path) for s in segments])
+        schema = RECORD_SCHEMA if columns is None else pa.schema([RECORD_SCHEMA.field(c) for c in columns])
+        return schema.empty_table()
+    table = pa.concat_tables([pq.read_table(s.path, columns=columns) for s in segments])
     return table.filter(pc.and_(pc.greater_equal(table["offset"], start), pc.less(table["offset"], end)))
