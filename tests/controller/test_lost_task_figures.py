@@ -86,12 +86,12 @@ def test_a_lost_members_return_is_its_restart_else_the_apps_else_the_pod_start()
         MemberView(2, alive=False),
         MemberView(3, alive=False),
     ]
-    measured = Costs(restart={1: 12.0, 2: 30.0})
-    estimated = {v.id: v.return_seconds for v in costreports.with_return_estimates(views, measured, 40.0)}
+    measured = Costs(restart={1: 12.0, 2: 30.0}, pod_start=40.0)
+    estimated = {v.id: v.return_seconds for v in costreports.with_return_estimates(views, measured)}
     assert estimated == {0: None, 1: 12.0, 2: 30.0, 3: 21.0}
-    alone = {v.id: v.return_seconds for v in costreports.with_return_estimates(views, Costs(), 40.0)}
+    alone = {v.id: v.return_seconds for v in costreports.with_return_estimates(views, Costs(pod_start=40.0))}
     assert alone == {0: None, 1: 40.0, 2: 40.0, 3: 40.0}
-    assert costreports.with_return_estimates(views, Costs(), None)[1].return_seconds is None
+    assert costreports.with_return_estimates(views, Costs())[1].return_seconds is None
 
 
 def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:

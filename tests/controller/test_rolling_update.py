@@ -130,7 +130,7 @@ def test_a_member_restarted_in_place_keeps_its_tasks_for_its_new_pod(protocol: s
         (True, False, False, False),
         (False, False, True, True),
     ]
-    views = costreports.with_return_estimates(views, Costs(restart={1: 10.0}), None)
+    views = costreports.with_return_estimates(views, Costs(restart={1: 10.0}))
     app = AppConfig(4, 2, RebalanceConfig(protocol=protocol))  # type: ignore[arg-type]
     result = plan(app, views, owning(0, 1, 0, 1), 30.0)
     assert [t.active for t in result.assignment.tasks] == [0, 1, 0, 1]

@@ -22,12 +22,14 @@ from streamapp.rebalance import (
 from streamapp.rebalance.costs import Costs
 from streamapp.rebalance.rollout import (
     HANDOFF_FLOOR_SECONDS,
+    WARMING_LIMIT,
     MemberPod,
     RolloutConfig,
     at_rest,
     handoff_left,
     rollout_step,
     settled_step,
+    warming_seconds,
 )
 
 NEW = "new"
@@ -172,6 +174,60 @@ def test_auto_hands_off_a_member_without_a_claim_however_fast_it_restarted() -> 
     in_empty_dir = Costs(restart=FAST.restart, handoff=FAST.handoff, claims=False)
     retiring, delete, why = auto(in_empty_dir)
     assert (retiring, delete) == ({2: 0.0}, ()) and "not on a claim" in why
+
+
+def test_warming_seconds_spreads_a_members_restore_volume_over_its_successors() -> None:
+    """Member 2 owns tasks 0 and 1 (1,000 rows each in full, by its own report); member 0 holds a copy
+    of task 0 100 rows behind. Member 1 restores 100 rows a second, member 0 is not measured and counts
+    at the median: (100 + 1,000) rows over 200 rows a second. A task of unknown size, or successors of
+    unknown throughput, leave the member out; so does a member owning nothing."""
+    tasks = (TaskAssignment(2, 1), TaskAssignment(2, 1), TaskAssignment(0, 1))
+    assignment = replace(Assignment.empty(3), tasks=tasks)
+    views = [
+        MemberView(0, lags={0: 100}),
+        MemberView(1, restore_rate=100.0),
+        MemberView(2, restore_rows={0: 1_000, 1: 1_000}),
+    ]
+    assert warming_seconds(assignment, views, 3)[2] == pytest.approx(5.5)
+    assert 1 not in warming_seconds(assignment, views, 3)
+    unsized = [views[0], views[1], MemberView(2, restore_rows={0: 1_000})]
+    assert 2 not in warming_seconds(assignment, unsized, 3)
+    unmeasured = [views[0], MemberView(1), views[2]]
+    assert warming_seconds(assignment, unmeasured, 3) == {}
+    leaving = [replace(views[0], retiring=True), *views[1:]]
+    assert warming_seconds(assignment, leaving, 3)[2] == pytest.approx(2_000 / 100.0), (
+        "a retiring member takes none"
+    )
+
+
+def test_auto_restarts_in_place_a_member_whose_tasks_would_take_too_long_to_warm_elsewhere() -> None:
+    """A handoff of member 2 expected to warm its tasks in more than `WARMING_LIMIT` times its restart
+    is not worth holding the rollout for: its restart — measured, or else the app's pod start — wins,
+    even against a handoff measured at a second. Within the limit the measured costs decide as before."""
+    claim = Costs(restart={2: 40.0}, handoff=1.0, claims=True)
+    over = {2: WARMING_LIMIT * 40.0 + 1.0}
+    step = rollout_step(three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0, True, claim, warming=over)
+    assert (step.retiring, step.delete) == ({}, (2,))
+    assert step.reasons[2] == "warming its tasks elsewhere would take ~81 s, over 2x its restart (40 s)"
+    within = {2: WARMING_LIMIT * 40.0}
+    assert rollout_step(
+        three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0, True, claim, warming=within
+    ).retiring == {2: 0.0}
+    started = Costs(handoff=1.0, claims=True, pod_start=20.0)
+    assert rollout_step(
+        three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0, True, started, warming={2: 41.0}
+    ).delete == (2,)
+    assert rollout_step(
+        three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0, True, started, warming={2: 40.0}
+    ).retiring == {2: 0.0}
+    empty_dir = replace(claim, claims=False)
+    assert rollout_step(
+        three_old(), 3, NEW, EVERY_TASK, RolloutConfig(), 0.0, True, empty_dir, warming=over
+    ).retiring == {2: 0.0}
+    forced = RolloutConfig(strategy="handoff")
+    assert rollout_step(three_old(), 3, NEW, EVERY_TASK, forced, 0.0, True, claim, warming=over).retiring == {
+        2: 0.0
+    }
 
 
 def test_the_warm_protocol_and_a_successor_come_before_the_costs() -> None:

@@ -32,9 +32,10 @@ class RollingUpdate(Model):
             "members (standbys at once, otherwise warmups), so no task stops for longer than one batch; "
             "inPlace: the pod is deleted at once and its tasks wait for it (reserved, with its volume); "
             "auto: per member, inPlace when no other member is ready, when the protocol is not streamapp, "
-            "or when the member keeps its state on a claim and its measured restart "
-            "(status.members[].restartSeconds) is below the measured handoff (status.handoffSeconds); "
-            "handoff otherwise, including while either is unknown."
+            "or when the member keeps its state on a claim and either warming its tasks on the other "
+            "members (their size over the others' measured restore rate) would take over twice its "
+            "restart, or its measured restart (status.members[].restartSeconds) is below the measured "
+            "handoff (status.handoffSeconds); handoff otherwise, including while these are unknown."
         ),
     )
     max_unavailable: int = field(

@@ -21,7 +21,7 @@ from typing import Any
 
 from streamapp.api.member import report_rows
 from streamapp.api.streamapp import StreamAppStatus
-from streamapp.controller.observe import PodState
+from streamapp.controller.observe import PodState, pod_start_seconds
 from streamapp.rebalance import MemberView
 from streamapp.rebalance.costs import (
     Costs,
@@ -45,7 +45,8 @@ def samples(status: Body) -> list[Sample]:
 
 
 def measured(members: Iterable[Body], pods: Mapping[int, PodState], claims: bool) -> Costs:
-    """The costs the members' current pods report now (`claims`: members keep state on a claim)."""
+    """The costs the members' current pods report now (`claims`: members keep state on a claim), and
+    how long the pods took to become ready."""
     restart: dict[int, float] = {}
     handoffs: list[Sample] = []
     for body in members:
@@ -58,7 +59,7 @@ def measured(members: Iterable[Body], pods: Mapping[int, PodState], claims: bool
         if seconds is not None:
             restart[pod.member] = seconds
         handoffs.extend(found)
-    return Costs(restart, handoff_seconds(handoffs), claims)
+    return Costs(restart, handoff_seconds(handoffs), claims, pod_start_seconds(pods.values()))
 
 
 def remembered(status: StreamAppStatus, claims: bool) -> Costs:
@@ -85,15 +86,13 @@ def with_costs(status: StreamAppStatus, costs: Costs) -> StreamAppStatus:
     return dataclasses.replace(status, members=rows, handoff_seconds=costs.handoff)
 
 
-def with_return_estimates(
-    views: Iterable[MemberView], costs: Costs, pod_start: float | None
-) -> list[MemberView]:
+def with_return_estimates(views: Iterable[MemberView], costs: Costs) -> list[MemberView]:
     """Each member that is not alive, with how long after its loss it is expected to process again
     (`MemberView.return_seconds`, by `rebalance.costs.expected_return`: its measured restart, the
     app's, or the app's pod start)."""
     return [
         v
         if v.alive
-        else dataclasses.replace(v, return_seconds=expected_return(v.id, costs.restart, pod_start))
+        else dataclasses.replace(v, return_seconds=expected_return(v.id, costs.restart, costs.pod_start))
         for v in views
     ]

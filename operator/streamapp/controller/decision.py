@@ -22,7 +22,6 @@ from streamapp.controller.observe import (
     PodState,
     batch_running_since,
     member_views,
-    pod_start_seconds,
     pod_states,
 )
 from streamapp.controller.status import Condition, app_status, foreign, merge_conditions
@@ -92,8 +91,8 @@ def decide(
     )
     handing_off = podrollout.handing_off(views, step)
     views = podrollout.mark_retiring(views, step)
-    pod_start = pod_start_seconds(pods.values())
-    views = costreports.with_return_estimates(views, measured, pod_start)
+    pod_start = measured.pod_start
+    views = costreports.with_return_estimates(views, measured)
     plan = (planner or memo.plan)(config, views, previous, now)
     stamp = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     digests = [memo.digest(member) for member in observed.members]

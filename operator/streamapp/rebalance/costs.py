@@ -24,11 +24,14 @@ class Costs:
     keeps it: per member, how long its tasks stood still when its pod last restarted (the slowest
     task); how long a task handed off to a caught-up copy stood still (the median); and whether the
     members keep their local state on a claim (`executor.storage.size`), without which a restart
-    restores every task in full and the last measured restart says nothing about the next."""
+    restores every task in full and the last measured restart says nothing about the next. Beside
+    them, how long the app's pods take to become ready (`pod_start`, the operator's measure): a
+    member's restart takes at least that, which is what `auto` expects of one never measured."""
 
     restart: Mapping[int, float] = field(default_factory=dict)
     handoff: float | None = None
     claims: bool = False
+    pod_start: float | None = None
 
 
 UNMEASURED = Costs()
@@ -56,7 +59,8 @@ def handoff_seconds(samples: Iterable[Sample]) -> float | None:
 def merged(old: Costs, new: Costs) -> Costs:
     """`new`'s values where it has them, `old`'s otherwise."""
     handoff = new.handoff if new.handoff is not None else old.handoff
-    return Costs({**old.restart, **new.restart}, handoff, new.claims)
+    pod_start = new.pod_start if new.pod_start is not None else old.pod_start
+    return Costs({**old.restart, **new.restart}, handoff, new.claims, pod_start)
 
 
 def expected_return(member: int, restart: Mapping[int, float], pod_start: float | None) -> float | None:

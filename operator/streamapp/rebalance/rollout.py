@@ -10,8 +10,9 @@ handoff that cannot finish never stalls the rollout for good. A handoff still re
 short while its successors are measured to finish it soon (`handoff_left`): a member's restores share
 its throughput, so one that takes several of the member's tasks restores them one share at a time,
 and cutting such a handoff sends the tasks it had not finished down for a restore in full. `inPlace`
-deletes the pod at once and its tasks wait for it under the usual reservation. `auto` chooses per member by what the executors
-measured (`Costs`). Pure: the shell persists when a handoff began (on the pod) and the measured costs
+deletes the pod at once and its tasks wait for it under the usual reservation. `auto` chooses per
+member by what the executors measured (`Costs`) and by the volume a handoff would restore
+(`warming_seconds`). Pure: the shell persists when a handoff began (on the pod) and the measured costs
 (in the app's status), and passes the clock in.
 """
 
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from streamapp.rebalance.costs import UNMEASURED, Costs
+from streamapp.rebalance.costs import UNMEASURED, Costs, expected_return
 from streamapp.rebalance.model import Assignment, MemberView
 from streamapp.rebalance.quotas import quotas
 
@@ -30,6 +31,16 @@ HANDOFF_FLOOR_SECONDS = 1.0
 """Less than a handoff ever stands a task still: the old owner's last batch, the acknowledgement's round
 trip and the new owner's first batch (real executors measured 1.1-1.6 s: bench/results/rollout.md). A
 member measured to restart within it restarts in place even before a handoff is measured."""
+
+WARMING_LIMIT = 2.0
+"""`auto` hands a member off only while its successors are expected to warm copies of its tasks within
+this many times its restart. A handoff stands no task still but holds the rollout on the member while
+its successors restore every task of it in full, over the same links and cores that restore lost tasks;
+a restart in place from a claim stands the member's tasks still for one restart and replays only what
+they missed. Past twice the restart, a member's turn (handoff, then restart) takes over three times an
+in-place one: with 100-s restores, six tasks a member and a 40-s restart, handing every member off
+took 750 s to balance again against 164 in place (bench/scenarios/rolling-restart-large-state.yaml).
+Below it — small state, or standbys already caught up — the handoff is short and no task waits."""
 
 _HANDOFF_SLACK_SECONDS = 30.0
 """How long past its successors' measured end a handoff that outlasted `handoffTimeout` may take: a copy
@@ -111,12 +122,14 @@ def rollout_step(
     costs: Costs = UNMEASURED,
     settled: bool = True,
     left: Mapping[int, float] | None = None,
+    warming: Mapping[int, float] | None = None,
 ) -> RolloutStep:
     """The next step of the rollout to `revision`; `active` counts each member's active tasks
     (revoking ones included: a task is not handed off until its owner let go); `warm` says whether
-    the protocol warms successors before a handoff; `costs` are what `auto` chooses by; `settled`
-    whether the app's assignment is at rest (nothing warming, revoking or held for a lost member);
-    `left` the seconds each handing-off member's handoff is measured to need still (`handoff_left`).
+    the protocol warms successors before a handoff; `costs` and `warming` (`warming_seconds`) are what
+    `auto` chooses by; `settled` whether the app's assignment is at rest (nothing warming, revoking or
+    held for a lost member); `left` the seconds each handing-off member's handoff is measured to need
+    still (`handoff_left`).
 
     Every step chooses again for a member handing off, so a handoff whose successors are gone, or
     one that measured handoffs costlier than the member's restart, ends in a restart in place.
@@ -150,7 +163,8 @@ def rollout_step(
     upcoming: list[int] = []
     for member in sorted(candidates, key=lambda m: _order(pods[m])):
         since = pods[member].retiring_since
-        choice = choose(member, _successor_ready(member, pods, retiring, replicas), config, warm, costs)
+        successor = _successor_ready(member, pods, retiring, replicas)
+        choice = choose(member, successor, config, warm, costs, (warming or {}).get(member))
         if since is None and (busy >= config.max_unavailable or waiting is not None):
             if choice.hands_off and costs.claims and len(upcoming) < config.max_unavailable:
                 upcoming.append(member)
@@ -187,13 +201,53 @@ def settled_step(
     active = dict(Counter(t.active for t in assignment.tasks if t.active is not None))
     settled = at_rest(assignment, views, replicas)
     left = handoff_left(assignment, views)
-    step = rollout_step(pods, replicas, revision, active, config, now, warm, costs, settled, left)
+    warming = warming_seconds(assignment, views, replicas)
+    step = rollout_step(pods, replicas, revision, active, config, now, warm, costs, settled, left, warming)
     if settled or not step.upcoming:
         return step
     marked = [replace(v, upcoming=v.upcoming or v.id in step.upcoming) for v in views]
     if not at_rest(assignment, marked, replicas):
         return step
-    return rollout_step(pods, replicas, revision, active, config, now, warm, costs, True, left)
+    return rollout_step(pods, replicas, revision, active, config, now, warm, costs, True, left, warming)
+
+
+def warming_seconds(assignment: Assignment, views: Iterable[MemberView], replicas: int) -> dict[int, float]:
+    """Per member owning active tasks, about how long the other live members would take to warm copies
+    of all of them: the rows each task's copy lacks on the successor that lacks fewest (its lag there,
+    else a restore in full, `restore_rows`), over the successors' summed restore throughput — a
+    member's restores share its throughput, and a handoff spreads the tasks over every successor. A
+    successor not measured counts at the median of those measured. A member is left out when a task's
+    size or every successor's throughput is unknown: nothing says how long its handoff takes."""
+    views = list(views)
+    rows: dict[int, int] = {}
+    for view in views:
+        for task, count in view.restore_rows.items():
+            rows[task] = max(rows.get(task, 0), count)
+    live = [v for v in views if v.alive and not v.retiring and v.id < replicas]
+    measured = sorted(v.restore_rate for v in live if v.restore_rate)
+    owned: dict[int, list[int]] = {}
+    for task, state in enumerate(assignment.tasks):
+        if state.active is not None and state.revoking_since is None:
+            owned.setdefault(state.active, []).append(task)
+    seconds: dict[int, float] = {}
+    for member, tasks in owned.items():
+        successors = [v for v in live if v.id != member]
+        if not successors or not measured:
+            continue
+        median = measured[len(measured) // 2]
+        rate = sum(v.restore_rate or median for v in successors)
+        lacking = [_lacking(task, successors, rows) for task in tasks]
+        if None not in lacking:
+            seconds[member] = sum(n for n in lacking if n is not None) / rate
+    return seconds
+
+
+def _lacking(task: int, successors: Sequence[MemberView], rows: Mapping[int, int]) -> int | None:
+    """The rows the successor closest to current lacks of `task` (None: no lag there and no size known)."""
+    lags = [v.lags[task] for v in successors if task in v.lags]
+    if lags:
+        return min(lags)
+    return rows.get(task)
 
 
 def handoff_left(assignment: Assignment, views: Iterable[MemberView]) -> dict[int, float]:
@@ -305,13 +359,22 @@ def _successor_ready(
     )
 
 
-def choose(member: int, successor: bool, config: RolloutConfig, warm: bool, costs: Costs) -> Choice:
+def choose(
+    member: int,
+    successor: bool,
+    config: RolloutConfig,
+    warm: bool,
+    costs: Costs,
+    warming: float | None = None,
+) -> Choice:
     """Whether `member` hands its tasks off before its pod goes (`successor`: another ready member
-    stays to take them; `warm`: the protocol warms successors first).
+    stays to take them; `warm`: the protocol warms successors first; `warming`: about how long they
+    would take to warm its tasks, `warming_seconds`).
 
-    `auto` restarts in place only when that is measured to be cheaper: the member keeps its state on
-    a claim, and its measured restart is shorter than the measured handoff. Anything unknown means a
-    handoff, whose goal is that no task waits for a pod; the handoffs of the first rollout measure it.
+    `auto` restarts in place only when that is expected to be cheaper: the member keeps its state on
+    a claim, and either its successors would take more than `WARMING_LIMIT` times its restart to warm
+    its tasks, or its measured restart is shorter than the measured handoff. Anything else unknown means
+    a handoff, whose goal is that no task waits for a pod; the handoffs of the first rollout measure it.
     """
     if config.strategy == "inPlace":
         return Choice(False, "rollingUpdate.strategy is inPlace")
@@ -321,13 +384,22 @@ def choose(member: int, successor: bool, config: RolloutConfig, warm: bool, cost
         return Choice(True, "rollingUpdate.strategy is handoff")
     if not warm:
         return Choice(False, "the protocol does not warm successors, so a handoff would move its tasks cold")
-    return _by_cost(member, costs)
+    return _by_cost(member, costs, warming)
 
 
-def _by_cost(member: int, costs: Costs) -> Choice:
-    """`auto` with a warm protocol and somewhere to go: the cheaper way, by the measured costs."""
+def _by_cost(member: int, costs: Costs, warming: float | None) -> Choice:
+    """`auto` with a warm protocol and somewhere to go: the cheaper way, by the measured costs. A restart
+    not measured is expected to take what the app's others took, or at least a pod start
+    (`expected_return`)."""
     if not costs.claims:
         return Choice(True, "its local state is not on a claim, so a restart would restore it in full")
+    expected = expected_return(member, costs.restart, costs.pod_start)
+    if warming is not None and expected is not None and warming > WARMING_LIMIT * expected:
+        return Choice(
+            False,
+            f"warming its tasks elsewhere would take ~{warming:.0f} s, over {WARMING_LIMIT:g}x "
+            f"its restart ({expected:.0f} s)",
+        )
     restart = costs.restart.get(member)
     if restart is None:
         return Choice(True, "its restart time is not measured yet")

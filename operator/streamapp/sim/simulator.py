@@ -70,7 +70,7 @@ class Simulation:
         # When each task last processed, and on which member (what the commit manifests record).
         self.processed_at: list[float | None] = [None] * scenario.partitions
         self.processed_by: list[int | None] = [None] * scenario.partitions
-        self.costs = Costs(claims=self.work.local_state == "claim")
+        self.costs = Costs(claims=self.work.local_state == "claim", pod_start=self.work.pod_start_seconds)
         self.in_place_restarts = 0
         self.stuck_replacements = 0
         self.pending = list(scenario.events)
