@@ -82,7 +82,7 @@ test-loaded: $(STAMP) system-packages k8s-binaries helm s3server promtool image 
 
 ## test-long: the rollout and the eviction of real executors (about 4-6 min each on a quiet machine; their
 ## short variants in make test: the kwok rollout on the real API server and the drain unit tests), and the
-## full SIGKILL plan on the filesystem store and the S3 store (make test kills once at every point, filesystem), and
+## full SIGKILL plan on the filesystem store (make test kills once at every point on the S3 store), and
 ## ten SIGTERMed leaders handing the Lease over (make test: three), the 2,000-task app on the API server (make test:
 ## 100,000 tasks scaled in onto one member), the capacity split on real executors (make test: the engine's quotas),
 ## a member without a claim restoring in full and a `delay` member restarting (make test: their rules as unit tests),
