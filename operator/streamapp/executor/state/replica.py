@@ -32,6 +32,7 @@ from streamapp.executor.state.expiry import WindowEnds
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import Checkpoint, LocalState, digest
 from streamapp.executor.state.manifest import Head, Kind, Manifest
+from streamapp.executor.state.prefetch import Prefetch, Segments
 from streamapp.executor.state.restores import RestoreMeter
 from streamapp.executor.state.retention import Mark
 from streamapp.executor.state.runs import CorruptRun
@@ -270,17 +271,22 @@ class Replica:
         return 0
 
     def catch_up(self, limit: int | None = None) -> int:
-        """Apply the manifests that follow the head, at most `limit`; returns how many were examined."""
+        """Apply the manifests that follow the head, at most `limit`; returns how many were examined.
+        Manifests and their segments are read ahead while earlier ones apply (`prefetch`)."""
         count = 0
+        ahead = Prefetch(self.layout, self.partition, self.head.next_seq)
         while limit is None or count < limit:
-            found = manifests.read(self.layout, self.partition, self.head.next_seq)
+            found, segments = ahead.take()
             if found is None:
                 if not self._pruned_past():
                     break
                 self._jump_past(self.head.next_seq)
+                ahead.restart(self.head.next_seq)
                 continue
-            self.apply(found)
+            self.apply(found, segments)
             count += 1
+            if ahead.at != self.head.next_seq:  # it jumped to a snapshot
+                ahead.restart(self.head.next_seq)
         return count
 
     def _pruned_past(self) -> bool:
@@ -294,8 +300,9 @@ class Replica:
         self.floor_checked_at = now
         return manifests.floor(self.layout, self.partition).seq >= self.head.next_seq
 
-    def apply(self, found: Manifest) -> bool:
-        """Examine the next manifest; apply its segments if it is accepted. Returns whether it was.
+    def apply(self, found: Manifest, segments: Segments | None = None) -> bool:
+        """Examine the next manifest; apply its segments if it is accepted (from `segments`, their reads
+        under way, when given). Returns whether it was.
 
         A segment that compaction already deleted means a snapshot at or after this manifest exists:
         the replica jumps to it instead.
@@ -304,7 +311,10 @@ class Replica:
         if step.accepted:
             with self.meter.timing() as timed:
                 try:
-                    tables = [changelog.read_table(self.layout, name) for name in found.segments]
+                    if segments is None:
+                        tables = [changelog.read_table(self.layout, name) for name in found.segments]
+                    else:
+                        tables = [segment.result() for segment in segments]
                 except FileNotFoundError:
                     return self._jump_past(found.seq)
                 for table in tables:
