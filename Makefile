@@ -9,7 +9,7 @@ OUT := out
 # (bash's `time`: children included), so make test's log shows what each build and test phase cost.
 TIMED = TIMEFORMAT='make $@: %0R s wall, %0U s user + %0S s system CPU'; time
 
-.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean bench-autoscale bench-memory-limit
+.PHONY: dist demo demo-sim demo-notice test test-loaded test-demo test-long test-node test-autoscaling kind-test node-binaries unit lint bench bench-scale bench-apiscale bench-cluster bench-cluster-large bench-cluster-report chaos crds cluster-up cluster-down kafka-up k8s-binaries helm s3server promtool prometheus keda image system-packages clean bench-autoscale bench-memory-limit bench-replay
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -180,6 +180,12 @@ bench-autoscale: $(STAMP)
 ## memory-limit.md (`$(PY) bench/memorylimit.py --from-raw` writes it again). Not part of make test.
 bench-memory-limit: $(STAMP)
 	$(PY) bench/memorylimit.py --runs $(BENCH_RUNS) $(BENCH_ARGS)
+
+## bench-replay: a copy replaying an hour of a busy task's changelog from the real test S3 server behind a
+## 20-ms round trip, one request at a time against read ahead, and a full restore instead; three runs (~20 min).
+## Writes bench/results/replay.md and replay.json. Not part of make test.
+bench-replay: $(STAMP) s3server
+	$(PY) bench/replay.py --runs $(BENCH_RUNS) --write bench/results/replay.md
 
 ## chaos: the long chaos run (10 min of faults on real executors; STREAMAPP_CHAOS_SECONDS to change), writes bench/results/chaos.md
 chaos: $(STAMP) k8s-binaries
