@@ -104,9 +104,16 @@ class BenchApp:
     def core(self) -> client.CoreV1Api:
         return client.CoreV1Api(self.api)
 
-    def create(self, replicas: int, rebalance: dict[str, Any], local_store: str = "memory") -> None:
+    def create(
+        self,
+        replicas: int,
+        rebalance: dict[str, Any],
+        local_store: str = "memory",
+        delta_retention: str | None = None,
+    ) -> None:
         """The app (its namespace exists); every member keeps its local state on a claim, in
-        `local_store`; with an S3 server, the shared store is the app's bucket there."""
+        `local_store`; with an S3 server, the shared store is the app's bucket there; the changelog
+        after a member's checkpoint, and its local copies of tasks gone, kept `delta_retention`."""
         body = app_on_process_node(APP, self.root.resolve(), self.partitions, replicas, **rebalance)
         # the executor's own report cadence, not the tests' quicker progress figures: as deployed
         del body["spec"]["executor"]["podTemplate"]["spec"]["containers"]
@@ -128,6 +135,8 @@ class BenchApp:
                 "region": REGION,
                 "credentialsSecret": SECRET,
             }
+        if delta_retention is not None:
+            pipeline["stateStore"]["deltaRetention"] = delta_retention
         self.custom().create_namespaced_custom_object(GROUP, VERSION, self.namespace, APPS, body)
 
     def status(self) -> dict[str, Any]:

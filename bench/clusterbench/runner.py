@@ -64,6 +64,12 @@ class Settings:
     # in the permanent loss would count as flapping, and every later scenario would measure the damping
     # instead of itself (the simulator's `flapping` scenarios measure it).
     flap_window: str | None = "0s"
+    # The apps' pipeline.stateStore.deltaRetention (None: the default hour), which is also how long a
+    # member keeps local state of a task that left it. The large regime keeps it to a few minutes: its
+    # phases move tasks among the same members, and a survivor still holding a copy from a phase before
+    # replays only what it missed, so a loss never tests waiting against a cold restore. Longer than a
+    # bounce, so the bounced member still replays only its delta.
+    delta_retention: str | None = None
 
     @staticmethod
     def quick(out: Path) -> Settings:
@@ -83,6 +89,7 @@ class Settings:
             regime="large",
             link_kbit=LARGE_LINK_KBIT,
             local_store="lmdb",
+            delta_retention="3m",
             eta_scale=4.0,  # restores of minutes, pre-load of millions of records (measured: ~70 min a run)
         )
 
@@ -365,7 +372,7 @@ def run_on_cluster(settings: Settings, finish: Callable[[Run], None] = lambda ru
         install_operator(helm, [app.namespace for app in run.apps])
         stack.callback(_remove, helm, api, [app.namespace for app in run.apps], started_here)
         for app in run.apps:
-            app.create(2, rebalance, settings.local_store)
+            app.create(2, rebalance, settings.local_store, settings.delta_retention)
             app.event("app created: 2 members")
         benchmark(run, cluster, progress)
         finish(run)
