@@ -80,10 +80,15 @@ def test_a_copy_at_the_head_reads_one_manifest_a_poll(tmp_path: Path) -> None:
     assert store.reads == 3, "the new manifest, its segment, the next one missing"
 
 
-def test_a_limited_catch_up_stops_at_its_limit_and_the_next_resumes_there(tmp_path: Path) -> None:
-    layout, _ = history(tmp_path)
+def test_a_limited_catch_up_stops_at_its_limit_reads_nothing_past_it_and_the_next_resumes_there(
+    tmp_path: Path,
+) -> None:
+    """A copy tailing in bounded steps (`max_apply_per_step`) reads no manifest past its step's limit."""
+    layout, store = history(tmp_path)
     copy = Replica(layout, 0)
+    store.reads = 0
     assert copy.catch_up(limit=5) == 5 and copy.head.seq == 4
+    assert store.reads == 2 * 5
     assert copy.catch_up(limit=30) == 30 and copy.head.seq == 34
     assert copy.catch_up() == BATCHES - 35
     assert dict(copy.state.items()) == dict(rebuild(layout, 0).state.items())

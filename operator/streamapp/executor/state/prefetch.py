@@ -62,10 +62,12 @@ class Prefetch:
         """The sequence number `take` returns next."""
         return self.pending[0][0] if self.pending else self.next_seq
 
-    def take(self) -> tuple[Manifest | None, Segments]:
+    def take(self, wanted: int | None = None) -> tuple[Manifest | None, Segments]:
         """The manifest at the next sequence number (None: not there) and its segments being read; a
-        failed segment read raises from its future, which only an accepted manifest's applying asks."""
-        self._fill()
+        failed segment read raises from its future, which only an accepted manifest's applying asks.
+        `wanted`: how many manifests the caller will take at most, this one included (none is read
+        ahead past them)."""
+        self._fill(MOST_AHEAD if wanted is None else wanted)
         seq, future = self.pending.popleft()
         found, segments = future.result()
         if found is None:
@@ -79,8 +81,8 @@ class Prefetch:
         self.pending.clear()
         self.next_seq, self.found = seq, 0
 
-    def _fill(self) -> None:
-        while len(self.pending) < min(MOST_AHEAD, max(1, self.found)):
+    def _fill(self, wanted: int) -> None:
+        while len(self.pending) < min(MOST_AHEAD, max(1, self.found), max(1, wanted)):
             self.pending.append((self.next_seq, _readers().submit(self._fetch, self.next_seq)))
             self.next_seq += 1
 

@@ -276,7 +276,7 @@ class Replica:
         count = 0
         ahead = Prefetch(self.layout, self.partition, self.head.next_seq)
         while limit is None or count < limit:
-            found, segments = ahead.take()
+            found, segments = ahead.take(None if limit is None else limit - count)
             if found is None:
                 if not self._pruned_past():
                     break
