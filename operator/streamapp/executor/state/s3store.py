@@ -55,16 +55,24 @@ def parse_uri(uri: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.strip("/")
 
 
+MAX_CONNECTIONS = 32
+"""Connections an executor's S3 client keeps open (see `client_from_env`)."""
+
+
 def client_from_env() -> Any:
     """An S3 client configured by the standard AWS environment.
 
     A custom endpoint (a self-hosted server) gets path-style addressing: such servers are reached by
-    IP or a single host name, where virtual-host buckets (`bucket.host`) do not resolve.
+    IP or a single host name, where virtual-host buckets (`bucket.host`) do not resolve. The pool
+    holds `MAX_CONNECTIONS`: boto3's default of 10 is fewer than the history readers
+    (`prefetch.READERS`) and the lanes and background threads beside them, and a connection beyond
+    it is closed after each request and opened again for the next.
     """
     custom = any(os.environ.get(name) for name in _ENDPOINT_VARS)
     config = Config(
         s3={"addressing_style": "path" if custom else "auto"},
         retries={"mode": "standard", "max_attempts": 5},
+        max_pool_connections=MAX_CONNECTIONS,
     )
     return boto3.session.Session().client("s3", config=config)
 
