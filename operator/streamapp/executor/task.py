@@ -39,13 +39,13 @@ from streamapp.executor.io.sink import Sink
 from streamapp.executor.io.source import ReadsKeysAhead, ReportsPosition, Source
 from streamapp.executor.merge import ReadAhead, fold
 from streamapp.executor.pipeline import Pipeline, keyed_updates
-from streamapp.executor.state import changelog, history, snapshots
+from streamapp.executor.state import changelog, history, holds, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.expiry import Expiry, Sweep, WindowEnds
 from streamapp.executor.state.layout import StateLayout
 from streamapp.executor.state.localstate import LocalState
 from streamapp.executor.state.manifest import Conflict, Fenced, Head, Kind, Manifest
-from streamapp.executor.state.replica import Replica
+from streamapp.executor.state.replica import HistoryGone, Replica
 from streamapp.executor.state.restores import RestoreMeter
 from streamapp.executor.state.retention import Retention
 from streamapp.executor.state.stores import rows_table
@@ -61,6 +61,9 @@ class Role(StrEnum):
 
 # What a checkpoint keeps when the spec says nothing (`stateStore.deltaRetention`, `deltaRetentionSize`).
 DEFAULT_RETENTION = Retention(DEFAULT_DELTA_RETENTION_SECONDS, DEFAULT_DELTA_RETENTION_BYTES)
+RESTORE_AGAIN_SECONDS = 10.0
+"""How long a copy whose history was gone under it waits before it restores again: the owner publishes
+a newer snapshot within its snapshot interval, and a store that lost everything is not read in a loop."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +236,8 @@ class Task:
         # when that was: the batch lane gives takeovers made together a moment to join one round.
         self.came_warm = False
         self.activated_at: float | None = None
+        # When a copy whose history was gone restores again (monotonic; see `step`).
+        self.restore_again_at = float("-inf")
 
     @property
     def head(self) -> Head:
@@ -258,12 +263,24 @@ class Task:
         """Do one unit of work for the current role; returns keys restored + manifests applied + records.
 
         A batch that lost its manifest race to an equal epoch (a second incarnation of this owner) is
-        dropped and the winner's commit applied instead; the next step retries from there.
+        dropped and the winner's commit applied instead; the next step retries from there. A copy whose
+        history is gone (`HistoryGone`) restores again from its next step on.
         """
-        done = self.restore()
-        if self.role is Role.ACTIVE and self.fenced_by is None:
-            return done + self.racing(self.process_batch if self.owning else self.take_over)
-        return done + self.tail()
+        if time.monotonic() < self.restore_again_at:
+            return 0
+        try:
+            done = self.restore()
+            if self.role is Role.ACTIVE and self.fenced_by is None:
+                return done + self.racing(self.process_batch if self.owning else self.take_over)
+            return done + self.tail()
+        except HistoryGone as gone:
+            if self.owning:
+                raise
+            # A copy or a takeover whose restore found no snapshot to start from (one the owner pruned
+            # as it read): the replica starts over at its next catch-up; the member's other tasks go on.
+            log.warning("%s; restoring again from the newest snapshot in %.0f s", gone, RESTORE_AGAIN_SECONDS)
+            self.restore_again_at = time.monotonic() + RESTORE_AGAIN_SECONDS
+            return 0
 
     def racing(self, work: Callable[[], int]) -> int:
         """Run work that publishes manifests; a lost race is settled: after an equal epoch's win the
@@ -590,7 +607,8 @@ class Task:
         layout, partition, config = self.ctx.layout, self.partition, self.ctx.config
         written = snapshots.write(layout, partition, head, self.ctx.pipeline.value_type)
         faults.reached("snapshot.written")
-        covered = snapshots.prune(layout, partition, config.keep_snapshots)
+        held = holds.held(layout, partition, time.time())
+        covered = snapshots.prune(layout, partition, config.keep_snapshots, held)
         changelog.compact(layout, partition, covered, config.retention, time.time())
         history.prune(layout, partition, history.readers_start(layout, partition, covered))
         return SnapshotWritten(head.seq, written.rows, rows_before)

@@ -9,6 +9,7 @@
                                             manifests pruned beside them (archive-<seq>[-from-<seq>].json);
                                             floor.json: the newest floor's copy, read per commit
 <state>/checkpoints/p=<P>/<member>.json     marks: which seq a member's local checkpoint holds, and when
+<state>/holds/p=<P>/<member>.json           holds: which snapshot a member is restoring from (`holds`)
 <state>/owner.json                          the app whose root this is (`owner`)
 <sink>/p=<P>/<seq>-e<epoch>-<id>-sha256-<digest>.parquet    outputs (the default file sink)
 ```
@@ -79,3 +80,9 @@ class StateLayout:
 
     def mark(self, partition: int, member: str) -> str:
         return f"{self.marks(partition)}/{member}.json"
+
+    def holds(self, partition: int) -> str:
+        return partition_dir("holds", partition)
+
+    def hold(self, partition: int, member: str) -> str:
+        return f"{self.holds(partition)}/{member}.json"

@@ -12,7 +12,8 @@ and times them into the executor's `RestoreMeter`. It also keeps how many rows a
 state would restore now (`cold_rows`: the newest snapshot's rows plus every segment row after it), which
 its task reports as owner: the size side of a lost task's restore estimate.
 
-Each local checkpoint is also marked in the shared store under the member's name (`retention`), so
+A member reading a snapshot holds it (`holds`) until it has replayed the history after it, so the
+owner's pruning cannot delete it part way however slow the read. Each local checkpoint is also marked in the shared store under the member's name (`retention`), so
 compaction keeps the changelog after it; a copy that had local state but must restore in full anyway
 counts it with its reason (`full_restores`, the executor's `RestoreMeter`): never a silent fallback.
 """
@@ -26,7 +27,7 @@ from concurrent.futures import Future, wait
 from typing import Any, Literal
 
 from streamapp import faults
-from streamapp.executor.state import changelog, snapshots
+from streamapp.executor.state import changelog, holds, snapshots
 from streamapp.executor.state import manifest as manifests
 from streamapp.executor.state.expiry import WindowEnds
 from streamapp.executor.state.layout import StateLayout
@@ -45,8 +46,16 @@ FullRestoreReason = Literal["checkpoint-unusable", "history-changed", "delta-exp
 
 log = logging.getLogger(__name__)
 FLOOR_CHECK_SECONDS = 30.0
+LOAD_PASSES = 3
+"""Passes over the snapshots a restore makes when one was deleted while it read it (see `holds`)."""
 Submit = Callable[[str, Callable[[], None]], Future[None]]
 """Runs named work on a background thread (`executor.background.Background.submit`)."""
+
+
+class HistoryGone(RuntimeError):
+    """The manifests after the replica's head are gone and no snapshot covers them. The replica is
+    left empty at the start of the history, so its next catch-up restores from the newest snapshot
+    again (a copy's `Task` retries so, without stopping the member)."""
 
 
 class Replica:
@@ -93,6 +102,10 @@ class Replica:
         self.submit = submit
         self.checkpointing: Future[None] | None = None
         self.floor_checked_at = float("-inf")
+        # The snapshot sequence this replica holds while it restores from it (`holds`), and when the
+        # hold was last renewed (monotonic).
+        self.holding: int | None = None
+        self.hold_renewed = float("-inf")
 
     def resume(self) -> bool:
         """Open the local store; True when its checkpoint is trusted and the head moved to it.
@@ -216,7 +229,9 @@ class Replica:
         return manifests.anchor(self.layout, self.partition, head) if head is not None else None
 
     def close(self) -> None:
-        """Checkpoint and release the local store (the task left this member or the member stops)."""
+        """Checkpoint and release the local store (the task left this member or the member stops), and
+        the snapshot it held."""
+        self.release_hold()
         if self.opened and self.local is not None:
             self.checkpoint()
             self.state.close()
@@ -239,9 +254,24 @@ class Replica:
         """Start from the newest trustworthy snapshot; returns the rows loaded (0 if none).
 
         A snapshot is trusted when manifest `seq` still exists with the snapshot's epoch and offset
-        (`snapshots.trusted`). One pruned while being read, or with a run that fails its checksum, is
-        skipped for the next older one, and what it applied is cleared.
+        (`snapshots.trusted`). The member holds it while reading (`holds`). One with a run that fails
+        its checksum is skipped for the next older one, and what it applied is cleared; when one was
+        deleted part way anyway (pruned before the hold was seen), the pass starts again from the
+        newest, which the owner's next prune keeps.
         """
+        for _ in range(LOAD_PASSES):
+            loaded, pruned_under = self._load_newest()
+            if loaded is not None:
+                return loaded
+            if not pruned_under:
+                break
+        self.release_hold()
+        return 0
+
+    def _load_newest(self) -> tuple[int | None, bool]:
+        """One pass over the snapshots, newest first: the rows loaded from the first that restores
+        (None when none did), and whether one was deleted while it was read."""
+        pruned_under = False
         for name in snapshots.newest_first(self.layout, self.partition):
             try:
                 found = snapshots.read(self.layout, name)
@@ -249,6 +279,7 @@ class Replica:
                 continue
             if not snapshots.trusted(self.layout, self.partition, found):
                 continue
+            self._hold(found.head.seq)
             self.settle_checkpoint()
             if self.local is not None and self.opened:
                 self.local.forget(self.partition)
@@ -260,15 +291,33 @@ class Replica:
                         rows = self.state.apply_table(table)
                         timed.append(rows)
                         loaded += rows
+                        self._renew_hold()
             except (FileNotFoundError, CorruptRun) as error:
                 log.warning("partition %d: snapshot %s not restored (%s)", self.partition, name, error)
                 self.state.clear()
+                pruned_under = pruned_under or isinstance(error, FileNotFoundError)
                 continue
             self._restored(loaded)
             self.cold_rows = loaded
             self.head, self.windows = found.head, None
-            return loaded
-        return 0
+            return loaded, False
+        return None, pruned_under
+
+    def _hold(self, seq: int) -> None:
+        """Hold the snapshot after commit `seq` against pruning (none without a member name: tools)."""
+        if self.member:
+            holds.write(self.layout, self.partition, holds.Hold(self.member, seq, time.time()))
+            self.holding, self.hold_renewed = seq, time.monotonic()
+
+    def _renew_hold(self) -> None:
+        if self.holding is not None and time.monotonic() - self.hold_renewed >= holds.RENEW_SECONDS:
+            self._hold(self.holding)
+
+    def release_hold(self) -> None:
+        """Let pruning have the snapshot this replica restored from: it has caught up, or left."""
+        if self.holding is not None:
+            holds.release(self.layout, self.partition, self.member)
+            self.holding = None
 
     def catch_up(self, limit: int | None = None) -> int:
         """Apply the manifests that follow the head, at most `limit`; returns how many were examined.
@@ -279,11 +328,13 @@ class Replica:
             found, segments = ahead.take(None if limit is None else limit - count)
             if found is None:
                 if not self._pruned_past():
+                    self.release_hold()  # caught up: the snapshot it started from is not needed
                     break
                 self._jump_past(self.head.next_seq)
                 ahead.restart(self.head.next_seq)
                 continue
             self.apply(found, segments)
+            self._renew_hold()
             count += 1
             if ahead.at != self.head.next_seq:  # it jumped to a snapshot
                 ahead.restart(self.head.next_seq)
@@ -334,7 +385,10 @@ class Replica:
             self._fell_back("delta-expired")
         self.load_snapshot()
         if self.head.seq < seq:
-            raise RuntimeError(
+            self.settle_checkpoint()
+            self.state.clear()
+            self.head, self.windows, self.cold_rows = Head(), None, 0
+            raise HistoryGone(
                 f"partition {self.partition}: the history at seq {seq} is gone and no snapshot covers it"
             )
         return True

@@ -260,9 +260,10 @@ def _deltas(layout: StateLayout, partition: int, base: Head, head: Head) -> Iter
         yield runs.newest_per_key(group, drop_tombstones=False)
 
 
-def prune(layout: StateLayout, partition: int, keep: int) -> int:
-    """Delete all but the `keep` newest snapshots, and the runs none of those lists; returns the
-    sequence of the oldest kept one (what a restore needs segments after), -1 when there is none.
+def prune(layout: StateLayout, partition: int, keep: int, held: frozenset[int] = frozenset()) -> int:
+    """Delete all but the `keep` newest snapshots and those a reader holds (`held`: their sequences,
+    `holds`), and the runs none of the kept ones lists; returns the sequence of the oldest kept one
+    (what a restore needs segments after), -1 when there is none.
 
     A run nobody lists whose sequence is above the newest kept snapshot may belong to a snapshot being
     written (a previous owner's, still running): it stays until a newer snapshot is kept.
@@ -270,15 +271,16 @@ def prune(layout: StateLayout, partition: int, keep: int) -> int:
     names = newest_first(layout, partition)
     if not names:
         return -1
+    kept = [name for index, name in enumerate(names) if index < keep or seq_of(name) in held]
     listed: set[str] = set()
-    for name in names[:keep]:
+    for name in kept:
         if not name.endswith(SUFFIX):
             continue
         try:
             listed.update(run.name for run in read(layout, name).runs)
         except FileNotFoundError:
             continue
-    for name in names[keep:]:
+    for name in set(names) - set(kept):
         layout.store.delete(name)
     folder = layout.runs(partition)
     newest = seq_of(names[0])
@@ -286,5 +288,4 @@ def prune(layout: StateLayout, partition: int, keep: int) -> int:
         name = f"{folder}/{entry}"
         if entry.endswith(runs.SUFFIX) and name not in listed and changelog.file_seq(entry) <= newest:
             layout.store.delete(name)
-    kept = names[:keep]
     return seq_of(kept[-1]) if kept else -1
