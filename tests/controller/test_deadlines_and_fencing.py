@@ -102,13 +102,13 @@ def test_the_pod_of_a_member_that_timed_out_is_deleted_once() -> None:
     assert kube.calls == [], "a terminating pod is not deleted again, nor replaced before it is gone"
 
 
-def test_a_refused_pod_holds_up_no_other_member_and_the_refusal_is_raised_after() -> None:
+def test_a_refused_pod_holds_up_no_other_member_and_the_refusal_is_raised_after_as_a_block() -> None:
     kube = RecordingKube(refusing="counts-0")
     draining = Plan(Assignment(generation=2), False, None, (), (5,), "")
     members = [{"spec": {"memberId": 5}}]
-    with pytest.raises(ApiException) as refused:
+    with pytest.raises(reconcile.PodCreateRefused) as refused:
         reconcile._manage_pods(kube, MODEL, AppConfig(4, 2), draining, {}, members)  # type: ignore[arg-type]
-    assert refused.value.status == 403
+    assert str(refused.value) == "the API server refuses member 0's pod: 403 Forbidden"
     assert ("create", "Pod", "counts-1") in kube.calls, "the next member's pod is still created"
     assert ("delete_member", "counts-5") in kube.calls, "a drained member is still removed"
     kube = RecordingKube(refusing="counts-0")

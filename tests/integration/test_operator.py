@@ -296,6 +296,54 @@ def test_a_member_pod_the_api_server_refuses_is_the_apps_condition_and_nothing_i
         assert refusal() is None
 
 
+def test_a_pod_a_quota_refuses_is_the_apps_condition_with_one_event_however_often_it_reconciles(
+    api_client: client.ApiClient, namespace: str, operators: Operators
+) -> None:
+    """A namespace quota admits one of the app's two pods. The dry run passes (a quota counts only
+    what exists), so the refusal comes when member 1's pod is created: the app says PodRefused with
+    the quota's own message, and the operator posts one Event for it however many reconciles meet it
+    again (a large run had posted one every second, 421 in all). With the quota raised, the pod is
+    created and the condition clears."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_resource_quota(
+        namespace, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}}
+    )
+    wait_for(
+        lambda: (core.read_namespaced_resource_quota("pods", namespace).status.used or {}).get("pods") == "0",
+        60,
+        "the quota counted by the controller-manager",
+    )
+    operators.start()
+    create_app(api_client, namespace, replicas=2, partitions=4)
+
+    def refusal() -> str | None:
+        conditions = (app(api_client, namespace).get("status") or {}).get("conditions") or []
+        degraded = next((c for c in conditions if c["type"] == "Degraded"), {})
+        return str(degraded.get("message")) if degraded.get("reason") == "PodRefused" else None
+
+    with Fleet(api_client, namespace, APP) as fleet:
+        message = wait_for(refusal, 120, "the PodRefused condition")
+        assert "member 1's pod" in message and "exceeded quota" in message, message
+        for delay in ("4m", "3m", "2m"):  # three more reconciles, each meeting the refusal again
+            patch_app(api_client, namespace, {"spec": {"rebalance": {"scheduledRebalanceMaxDelay": delay}}})
+            generation = app(api_client, namespace)["metadata"]["generation"]
+            wait_for(
+                lambda generation=generation: (
+                    (app(api_client, namespace).get("status") or {}).get("observedGeneration") == generation
+                    and refusal() is not None
+                ),
+                60,
+                f"generation {generation} reconciled",
+            )
+        posted = reasons(api_client, namespace)
+        assert posted.count("PodRefused") == 1 and "ReconcileFailed" not in posted, posted
+        core.patch_namespaced_resource_quota("pods", namespace, {"spec": {"hard": {"pods": "2"}}})
+        wait_for(
+            lambda: balanced(api_client, namespace, fleet, 2, 4), 180, "the app up once the quota allows"
+        )
+        assert refusal() is None
+
+
 def test_scale_in_drains_before_removing(
     api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:

@@ -193,7 +193,7 @@ class Kube:
         except ApiException as error:
             if error.status is None or not 400 <= error.status < 500 or error.status == 409:
                 raise
-            return _message(error)
+            return server_message(error)
         return None
 
     def patch_role_rules(self, namespace: str, name: str, rules: list[dict[str, Any]], *, uid: str) -> None:
@@ -347,7 +347,7 @@ class Kube:
             raise NotLeading("this replica no longer holds the lease")
 
 
-def _message(error: ApiException) -> str:
+def server_message(error: ApiException) -> str:
     """The API server's own message for a refusal (its Status body), else the reason."""
     try:
         return str(json.loads(error.body or "{}").get("message") or error.reason)[:1000]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -23,7 +22,7 @@ from streamapp.controller import backoff
 from streamapp.controller.admission import STRICT, PodPolicy
 from streamapp.controller.conflicts import Streak, conflicting_object
 from streamapp.controller.health import Health
-from streamapp.controller.kube import Kube
+from streamapp.controller.kube import Kube, server_message
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import Observed
@@ -154,12 +153,12 @@ class AppLoops:
                     retry_at = self.clock() + CONFLICT_RETRY_SECONDS
                     outcome = Outcome(retry_at, None)
                     if conflicts.conflicted(conflicting_object(error.body)):
-                        outcome = await self._report(key, conflicts.message(_body(error)), retry_at)
+                        outcome = await self._report(key, conflicts.message(server_message(error)), retry_at)
                 else:
                     failures += 1
                     log.warning("reconcile of %s/%s failed (%s %s)", *key, error.status, error.reason)
                     outcome = await self._failed(
-                        key, failures, f"{error.status} {error.reason}: {_body(error)}"
+                        key, failures, f"{error.status} {error.reason}: {server_message(error)}"
                     )
             except Exception as error:
                 failures += 1
@@ -221,14 +220,6 @@ def _on_cpu(step: Callable[..., Outcome], *args: Any) -> tuple[Outcome, float]:
     started = time.thread_time()
     outcome = step(*args)
     return outcome, time.thread_time() - started
-
-
-def _body(error: ApiException) -> str:
-    """The API server's message (a Status object's `message`), else its raw body."""
-    try:
-        return str(json.loads(error.body or "{}").get("message") or error.body)
-    except ValueError:
-        return str(error.body)
 
 
 def _newer_or_same(current: Body | None, candidate: Body) -> bool:

@@ -27,7 +27,7 @@ from streamapp.api.streamapp import StreamApp, StreamAppStatus
 from streamapp.controller import children, claims, enact, servicejoins, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.decision import Decision, decide
-from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict
+from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict, server_message
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
 from streamapp.controller.observe import Observed, PodState, pod_states
@@ -172,7 +172,8 @@ def _act(
         _manage_pods(kube, app, decision.config, result, pods, observed.members)
     except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
-        # Nothing else is touched meanwhile: no pod is created or deleted, running ones keep running.
+        # Nothing else is touched meanwhile: no pod is created or deleted, running ones keep running
+        # (a create refused by the server comes after the other members' pods were made).
         # A member target too large for etcd is refused before any member is written, so no wave of
         # a handoff goes out without the other.
         reason = (
@@ -200,6 +201,11 @@ def _act(
 
 class PodRefused(RuntimeError):
     """The API server refuses the member pod the current spec renders (a server-side dry run)."""
+
+
+class PodCreateRefused(PodRefused):
+    """The API server refuses to create a member's pod or claim although the dry run passed (a
+    namespace quota counts only what exists)."""
 
 
 class ClaimRefused(PodRefused):
@@ -399,12 +405,13 @@ def _manage_pods(
 
     A member whose pod or claim the API server refuses (a namespace quota, a LimitRange, an
     admission webhook: 4xx) does not hold up the others: every other member's pod is still created
-    and drained members still removed, then the first refusal is raised, so the reconcile counts as
-    failing (retried with back-off, and shown as Degraded/ReconcileFailed with the server's message)
-    while the member — without a pod — is lost to the engine like any other.
+    and drained members still removed, then the first refusal is raised as `PodCreateRefused`, which
+    blocks the app like a refused dry run (Degraded/PodRefused with the server's message, one Event
+    while it stays the same, a retry every `BLOCKED_RETRY_SECONDS` or wake), while the member —
+    without a pod — is lost to the engine like any other.
     """
     name, namespace = app.metadata.name, str(app.metadata.namespace)
-    refused: ApiException | None = None
+    refused: PodCreateRefused | None = None
     for member in result.timed_out:
         late = pods.get(member)
         if late is not None and not late.terminating:
@@ -423,7 +430,10 @@ def _manage_pods(
                 if error.status is None or not 400 <= error.status < 500:
                     raise
                 log.warning("%s/%s: member %d's pod refused: %s", namespace, name, member, error.reason)
-                refused = refused or error
+                message = (
+                    f"the API server refuses member {member}'s pod: {error.status} {server_message(error)}"
+                )
+                refused = refused or PodCreateRefused(message)
     member_uids = {
         int(m["spec"]["memberId"]): str((m.get("metadata") or {}).get("uid") or "")
         for m in members
