@@ -108,7 +108,7 @@ def test_a_refused_pod_holds_up_no_other_member_and_the_refusal_is_raised_after_
     members = [{"spec": {"memberId": 5}}]
     with pytest.raises(reconcile.PodCreateRefused) as refused:
         reconcile._manage_pods(kube, MODEL, AppConfig(4, 2), draining, {}, members)  # type: ignore[arg-type]
-    assert str(refused.value) == "the API server refuses member 0's pod: 403 Forbidden"
+    assert str(refused.value) == "the API server refuses member 0's Pod: 403 Forbidden"
     assert ("create", "Pod", "counts-1") in kube.calls, "the next member's pod is still created"
     assert ("delete_member", "counts-5") in kube.calls, "a drained member is still removed"
     kube = RecordingKube(refusing="counts-0")

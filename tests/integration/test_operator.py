@@ -323,7 +323,7 @@ def test_a_pod_a_quota_refuses_is_the_apps_condition_with_one_event_however_ofte
 
     with Fleet(api_client, namespace, APP) as fleet:
         message = wait_for(refusal, 120, "the PodRefused condition")
-        assert "member 1's pod" in message and "exceeded quota" in message, message
+        assert "member 1's Pod" in message and "exceeded quota" in message, message
         for delay in ("4m", "3m", "2m"):  # three more reconciles, each meeting the refusal again
             patch_app(api_client, namespace, {"spec": {"rebalance": {"scheduledRebalanceMaxDelay": delay}}})
             generation = app(api_client, namespace)["metadata"]["generation"]

@@ -1,5 +1,6 @@
-"""A reconcile that keeps failing is never silent: the API server refusing a member's claim shows as
-Degraded/ReconcileFailed with the server's message and a Warning Event, and clears once the cause goes."""
+"""Refusals are never silent: the API server refusing a member's claim shows as Degraded/PodRefused
+with the server's message and a Warning Event, and clears once the cause goes; a damaged intent is
+rebuilt."""
 
 from __future__ import annotations
 
@@ -41,16 +42,17 @@ def test_a_refused_claim_is_reported_and_the_app_recovers(
 
     def reported() -> dict[str, Any] | None:
         found = degraded(api_client, namespace)
-        return found if found.get("reason") == "ReconcileFailed" else None
+        return found if found.get("reason") == "PodRefused" else None
 
-    condition = wait_for(reported, 120, "Degraded with reason ReconcileFailed")
+    condition = wait_for(reported, 120, "Degraded with reason PodRefused")
     assert condition["status"] == "True"
-    assert "storage" in condition["message"] and "403" in condition["message"], condition["message"]
-    assert "ReconcileFailed" in reasons(api_client, namespace)
+    message = condition["message"]
+    assert "member 0's PersistentVolumeClaim: 403" in message and "storage" in message, message
+    assert "PodRefused" in reasons(api_client, namespace)
 
     core.delete_namespaced_limit_range("small-claims", namespace)
     wait_for(
-        lambda: degraded(api_client, namespace).get("reason") not in (None, "ReconcileFailed"),
+        lambda: degraded(api_client, namespace).get("reason") not in (None, "PodRefused"),
         120,
         "the failure cleared once the claim is accepted",
     )

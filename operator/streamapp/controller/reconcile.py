@@ -421,19 +421,13 @@ def _manage_pods(
         if pod is not None and pod.finished and not pod.terminating:
             kube.delete_pod(namespace, pod.name, uid=pod.uid)
         if pod is None:
-            try:
-                claim = children.state_claim(app, member)
-                if claim is not None:
-                    kube.create(namespace, claim)
-                kube.create(namespace, children.pod(app, member))
-            except ApiException as error:
-                if error.status is None or not 400 <= error.status < 500:
-                    raise
-                log.warning("%s/%s: member %d's pod refused: %s", namespace, name, member, error.reason)
-                message = (
-                    f"the API server refuses member {member}'s pod: {error.status} {server_message(error)}"
-                )
-                refused = refused or PodCreateRefused(message)
+            claim = children.state_claim(app, member)
+            bodies = ([claim] if claim is not None else []) + [children.pod(app, member)]
+            for body in bodies:  # no pod without its claim
+                refusal = _create_member_child(kube, app, member, body)
+                if refusal is not None:
+                    refused = refused or refusal
+                    break
     member_uids = {
         int(m["spec"]["memberId"]): str((m.get("metadata") or {}).get("uid") or "")
         for m in members
@@ -450,6 +444,31 @@ def _manage_pods(
                 kube.delete_claim(namespace, state_claim_name(name, member), str(app.metadata.uid))
     if refused is not None:
         raise refused
+
+
+def _create_member_child(
+    kube: Kube, app: StreamApp, member: int, body: dict[str, Any]
+) -> PodCreateRefused | None:
+    """Create a member's pod or claim; the refusal when the API server refuses it (4xx), raised
+    by the caller once the other members are done. A server error stops the step at once."""
+    try:
+        kube.create(str(app.metadata.namespace), body)
+    except ApiException as error:
+        if error.status is None or not 400 <= error.status < 500:
+            raise
+        kind = body["kind"]
+        log.warning(
+            "%s/%s: member %d's %s refused: %s",
+            app.metadata.namespace,
+            app.metadata.name,
+            member,
+            kind,
+            error.reason,
+        )
+        return PodCreateRefused(
+            f"the API server refuses member {member}'s {kind}: {error.status} {server_message(error)}"
+        )
+    return None
 
 
 _EVENT_NAMES: Mapping[str, str] = {"TasksAssigned": "TasksReassigned"}
