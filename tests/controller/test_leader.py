@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import re
 import threading
 import time
 from typing import Any
@@ -22,9 +23,11 @@ from streamapp.controller.leader import (
     LeaseLock,
     Renewals,
     lead,
+    micro_time,
 )
 
-LONG_AGO = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+LONG_AGO = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)  # no microseconds: written as the server parses it
+MICRO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)")
 
 
 class LeaseStore:
@@ -58,10 +61,16 @@ class LeaseStore:
         """Another replica renews (its clock may be far off ours)."""
         lease = self.read_namespaced_lease("", "")
         lease.spec.holder_identity = holder
-        lease.spec.renew_time = renew_time
+        lease.spec.renew_time = micro_time(renew_time)
         self.replace_namespaced_lease("", "", lease)
 
     def _store(self, body: client.V1Lease) -> None:
+        """Refuse what the API server refuses: a Lease time not in its MicroTime layout, six
+        fractional digits (`2006-01-02T15:04:05.000000Z07:00`), as the client would send it."""
+        sent = client.ApiClient().sanitize_for_serialization(body)["spec"]
+        for field in ("acquireTime", "renewTime"):
+            if field in sent and not MICRO_TIME.fullmatch(str(sent[field])):
+                raise ApiException(status=400, reason=f"parsing time {sent[field]!r}")
         self.version += 1
         stored = copy.deepcopy(body)
         stored.metadata.resource_version = str(self.version)

@@ -79,6 +79,7 @@ class LeaseLock:
             spec.holder_identity = c.identity
         spec.renew_time = now
         spec.lease_duration_seconds = int(c.lease_duration)
+        _micro_times(spec)
         try:
             self.api.replace_namespaced_lease(c.name, c.namespace, lease, _request_timeout=c.request_timeout)
         except ApiException as error:
@@ -114,6 +115,7 @@ class LeaseLock:
                     return False  # not ours (any more): nothing to give up
                 spec.holder_identity = None
                 spec.renew_time = None
+                _micro_times(spec)
                 self.api.replace_namespaced_lease(
                     c.name, c.namespace, lease, _request_timeout=c.request_timeout
                 )
@@ -134,8 +136,8 @@ class LeaseLock:
             spec=client.V1LeaseSpec(
                 holder_identity=c.identity,
                 lease_duration_seconds=int(c.lease_duration),
-                acquire_time=now,
-                renew_time=now,
+                acquire_time=micro_time(now),
+                renew_time=micro_time(now),
                 lease_transitions=0,
             ),
         )
@@ -264,3 +266,28 @@ def lead(
             renewals.settle()
             if renewals.lock.release():
                 log.info("released lease %s/%s", config.namespace, config.name)
+
+
+class MicroTime(dt.datetime):
+    """A Lease time as the API server parses it (`MicroTime`): always six fractional digits. The client
+    writes a datetime with `isoformat`, which leaves them out when the microseconds are zero, and the
+    server refuses the write (a renewal failed so, at 03:20:32.000000, in a bench run). The client's
+    models turn a string back into a datetime, so the spelling is the datetime's own."""
+
+    def isoformat(self, sep: str = "T", timespec: str = "microseconds") -> str:
+        return super().isoformat(sep, "microseconds")
+
+
+def micro_time(moment: dt.datetime) -> MicroTime:
+    """`moment` as a `MicroTime`."""
+    at = moment.astimezone(dt.UTC)
+    return MicroTime(at.year, at.month, at.day, at.hour, at.minute, at.second, at.microsecond, dt.UTC)
+
+
+def _micro_times(spec: client.V1LeaseSpec) -> None:
+    """Make the spec's times `MicroTime`s before a write: `acquire_time` comes back from a read as a
+    plain datetime, and is written again with every renewal."""
+    for field in ("acquire_time", "renew_time"):
+        moment = getattr(spec, field)
+        if isinstance(moment, dt.datetime):
+            setattr(spec, field, micro_time(moment))
