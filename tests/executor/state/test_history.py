@@ -240,3 +240,18 @@ def test_an_observer_behind_the_floor_goes_on_from_the_archives(tmp_path: Path) 
             seen.append(found.seq)
         head = step.head
     assert seen == whole and head.seq == 29
+
+
+def test_a_copy_restoring_its_first_snapshot_reports_the_owners_offset_not_zero(tmp_path: Path) -> None:
+    """Until its snapshot is in, a new copy has applied nothing; with the first manifests pruned it
+    found no manifest after its empty head and reported the owner at offset 0, i.e. caught up."""
+    layout = StateLayout(tmp_path)
+    head = a_history(layout)
+    history.prune(layout, 0, below=21)
+    fresh = Replica(layout, 0)
+    assert fresh.head == Head()
+    assert fresh.owner_offset() == head.offset
+    assert manifests.lag(fresh.owner_offset(), fresh.head) == head.offset
+    for seq in range(21, head.seq + 1):  # every manifest above the floor gone as well
+        layout.store.delete(layout.manifest(0, seq))
+    assert fresh.owner_offset() == manifests.floor(layout, 0).offset > 0

@@ -404,10 +404,18 @@ class Replica:
         self._applied()
 
     def owner_offset(self) -> int:
-        """The input offset of the newest manifest (the owner's committed position), without applying it."""
-        latest = manifests.latest_seq(self.layout, self.partition, self.head.seq)
-        newest = manifests.read(self.layout, self.partition, latest) if latest > self.head.seq else None
-        return newest.end if newest is not None else self.head.offset
+        """The input offset of the newest manifest (the owner's committed position), without applying it.
+
+        A copy that has applied nothing yet (restoring its first snapshot, which can take minutes)
+        looks for it above the history's floor: the manifests after its empty head are pruned in any
+        partition that ran a while, so it found none and reported the owner at offset 0 — no lag —
+        and the engine handed it the task as if it were caught up (the task then stood still for the
+        whole restore)."""
+        floor = manifests.floor_copy(self.layout, self.partition) if self.head.seq < 0 else self.head
+        after = max(self.head.seq, floor.seq)
+        latest = manifests.latest_seq(self.layout, self.partition, after)
+        newest = manifests.read(self.layout, self.partition, latest) if latest > after else None
+        return newest.end if newest is not None else max(floor.offset, self.head.offset)
 
 
 def rebuild(layout: StateLayout, partition: int) -> Replica:
