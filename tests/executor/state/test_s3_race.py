@@ -4,7 +4,10 @@ commit protocol assumes."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -112,3 +115,55 @@ def test_large_blobs_stream_in_parts_and_appear_only_whole(s3_uri: str) -> None:
     assert [u for u in uploads if u["Key"].endswith("torn.arrows")] == [], "and is aborted"
     with pytest.raises(FileNotFoundError), store.reader("runs/p=0/none.arrows"):
         pass
+
+
+@pytest.mark.long
+def test_a_blob_over_a_gibibyte_streams_through_in_bounded_memory(s3_uri: str) -> None:
+    """A snapshot run of a large state is one blob: 1.1 GiB goes up in `PART_BYTES` parts and comes
+    back byte for byte, while the process holds about one part at a time, not the blob."""
+    store = s3store.S3Store.from_uri(s3_uri)
+    chunk, chunks = 1 << 20, 1_100  # 1.1 GiB
+    written, read = hashlib.sha256(), hashlib.sha256()
+    with ResidentPeak() as peak:
+        with store.writer("runs/p=0/huge.arrows") as stream:
+            for _ in range(chunks):
+                data = os.urandom(chunk)
+                written.update(data)
+                stream.write(data)
+            parts = len(stream.parts)
+        with store.reader("runs/p=0/huge.arrows") as stream:
+            size = 0
+            while data := stream.read(chunk):
+                read.update(data)
+                size += len(data)
+    assert parts == chunk * chunks // s3store.PART_BYTES
+    assert size == chunk * chunks and read.hexdigest() == written.hexdigest()
+    assert peak.growth < 4 * s3store.PART_BYTES, f"resident memory grew by {peak.growth >> 20} MiB"
+
+
+class ResidentPeak:
+    """The most this process's resident set grew above where it stood on entry, sampled every 20 ms
+    on a thread of its own."""
+
+    def __init__(self) -> None:
+        self.growth = 0
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+
+    @staticmethod
+    def _resident() -> int:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+
+    def _sample(self) -> None:
+        base = self._resident()
+        while not self._stop.wait(0.02):
+            self.growth = max(self.growth, self._resident() - base)
+
+    def __enter__(self) -> ResidentPeak:
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._sampler.join()
