@@ -49,7 +49,8 @@ def test_restore_sizes_and_rates_count_from_any_report() -> None:
 def test_a_missing_pod_or_one_the_operator_deletes_to_restart_is_returning() -> None:
     """The operator re-creates a wanted member's missing pod in the same reconcile, and deletes a pod
     with its restart mark only to re-create it: both are on their way back. A pod someone else is
-    deleting is not, nor is a member beyond `replicas` without a pod."""
+    deleting is not, nor is a member beyond `replicas` without a pod, nor one whose pod the API
+    server refused at the last try."""
     restarting = pod(0, "p0", ready=False, deleting=True)
     restarting["metadata"]["annotations"] = {"streamapp.dev/operator-restart": "1"}
     evicted = pod(2, "p2", ready=False, deleting=True)
@@ -58,6 +59,8 @@ def test_a_missing_pod_or_one_the_operator_deletes_to_restart_is_returning() -> 
     }
     assert views[0].returning and views[1].returning
     assert not views[2].returning and not views[3].returning
+    refused = {v.id: v for v in member_views([restarting, evicted], [], {}, wanted=3, refused=frozenset({1}))}
+    assert not refused[1].returning, "a missing pod the API server refused to create is not coming back"
 
 
 def test_pod_start_is_read_from_creation_or_the_containers_last_start_to_ready() -> None:

@@ -296,18 +296,19 @@ def test_a_member_pod_the_api_server_refuses_is_the_apps_condition_and_nothing_i
         assert refusal() is None
 
 
-def test_a_pod_a_quota_refuses_is_the_apps_condition_with_one_event_however_often_it_reconciles(
+def test_a_member_whose_pod_a_quota_refuses_is_lost_its_tasks_move_and_one_event_says_why(
     api_client: client.ApiClient, namespace: str, operators: Operators
 ) -> None:
-    """A namespace quota admits one of the app's two pods. The dry run passes (a quota counts only
-    what exists), so the refusal comes when member 1's pod is created: the app says PodRefused with
-    the quota's own message, and the operator posts one Event for it however many reconciles meet it
-    again (a large run had posted one every second, 421 in all). With the quota raised, the pod is
-    created and the condition clears."""
+    """A balanced app of two members; the namespace quota is lowered to one pod and member 1's pod
+    deleted. Its replacement is refused on create (the dry run, made once per revision, passed: a quota
+    counts only what exists), so member 1 is not on its way back: it shows Lost, not Restarting, and
+    its tasks are restored on member 0 instead of waiting for it. The app says PodRefused with the
+    quota's own message, and the operator posts an Event only when that message changes, however many
+    reconciles meet it again (a large run had posted one every second, 421 in all). With the quota raised, the pod is created,
+    the app balances again and the condition clears."""
     core = client.CoreV1Api(api_client)
-    core.create_namespaced_resource_quota(
-        namespace, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "1"}}}
-    )
+    quota = {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}}
+    core.create_namespaced_resource_quota(namespace, quota)
     wait_for(
         lambda: (core.read_namespaced_resource_quota("pods", namespace).status.used or {}).get("pods") == "0",
         60,
@@ -321,9 +322,26 @@ def test_a_pod_a_quota_refuses_is_the_apps_condition_with_one_event_however_ofte
         degraded = next((c for c in conditions if c["type"] == "Degraded"), {})
         return str(degraded.get("message")) if degraded.get("reason") == "PodRefused" else None
 
+    def phase(member: int) -> str | None:
+        rows = (app(api_client, namespace).get("status") or {}).get("members") or []
+        return next((str(row.get("phase")) for row in rows if row.get("id") == member), None)
+
     with Fleet(api_client, namespace, APP) as fleet:
+        wait_for(lambda: balanced(api_client, namespace, fleet, 2, 4), 120, "a balanced app of two")
+        core.patch_namespaced_resource_quota("pods", namespace, {"spec": {"hard": {"pods": "1"}}})
+        core.delete_namespaced_pod(f"{APP}-1", namespace, grace_period_seconds=0)
         message = wait_for(refusal, 120, "the PodRefused condition")
         assert "member 1's Pod" in message and "exceeded quota" in message, message
+        wait_for(lambda: phase(1) == "Lost", 60, "member 1 shown Lost, not Restarting")
+        wait_for(
+            lambda: set(owners(fleet).values()) == {0} and len(owners(fleet)) == 4,
+            120,
+            "member 1's tasks restored on member 0",
+        )
+        # The quota's message names its "used" count, which falls to 1 once the controller-manager no
+        # longer counts the deleted pod: an Event per message, so count from the settled one on.
+        wait_for(lambda: "used: pods=1" in (refusal() or ""), 120, "the refusal with the quota settled")
+        before = reasons(api_client, namespace).count("PodRefused")
         for delay in ("4m", "3m", "2m"):  # three more reconciles, each meeting the refusal again
             patch_app(api_client, namespace, {"spec": {"rebalance": {"scheduledRebalanceMaxDelay": delay}}})
             generation = app(api_client, namespace)["metadata"]["generation"]
@@ -336,7 +354,7 @@ def test_a_pod_a_quota_refuses_is_the_apps_condition_with_one_event_however_ofte
                 f"generation {generation} reconciled",
             )
         posted = reasons(api_client, namespace)
-        assert posted.count("PodRefused") == 1 and "ReconcileFailed" not in posted, posted
+        assert posted.count("PodRefused") == before and "ReconcileFailed" not in posted, posted
         core.patch_namespaced_resource_quota("pods", namespace, {"spec": {"hard": {"pods": "2"}}})
         wait_for(
             lambda: balanced(api_client, namespace, fleet, 2, 4), 180, "the app up once the quota allows"

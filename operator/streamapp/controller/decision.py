@@ -74,6 +74,7 @@ def decide(
         config.replicas,
         app.spec.executor.capacity_overrides(),
         reports,
+        memo.refused,
     )
     running = batch_running_since(observed.pods, observed.members, reports)
     step = podrollout.step(

@@ -77,6 +77,9 @@ class Memo:
     plans_reused: int = 0
     # What stopped the last reconcile from touching pods (reason, message), shown in the conditions
     blocked: tuple[str, str] | None = None
+    # Members whose pod (or claim) the API server refused to create at the last try: they have no pod
+    # and are not on their way back (`observe.member_views`)
+    refused: frozenset[int] = frozenset()
     # The last revision whose member pod was put to the API server (dry run), and its refusal if any
     admitted: tuple[str, str | None] | None = None
     # The last revision whose template labels were checked against the namespace's Services, and why

@@ -333,10 +333,13 @@ def member_views(
     wanted: int,
     capacities: Mapping[int, float] | None = None,
     parse: Callable[[Body], StreamAppMemberStatus] | None = None,
+    refused: frozenset[int] = frozenset(),
 ) -> list[MemberView]:
     """One view per member that has a pod, a StreamAppMember, or an id below `wanted`; `capacities`
     overrides what the pods' CPU requests say for the members it names (`spec.executor.memberCapacity`);
-    `parse` reads a member's report (`member_status`, or a memo of it: `controller.memo`)."""
+    `parse` reads a member's report (`member_status`, or a memo of it: `controller.memo`). A wanted
+    member without a pod is returning (this reconcile creates it) unless the API server `refused` its
+    pod at the last try (a namespace quota, say): then nothing brings it back soon."""
     parse = parse or member_status
     pod_by_id: dict[int, PodState] = {}
     for body in pods:
@@ -356,7 +359,7 @@ def member_views(
             acked_by_id.get(i, 0),
             zones,
             overrides.get(i),
-            i < wanted,
+            i < wanted and i not in refused,
         )
         for i in ids
     ]
@@ -407,8 +410,10 @@ def _view(
     acked: int,
     zones: Mapping[str, str],
     capacity: float | None,
-    wanted: bool,
+    recreated: bool,
 ) -> MemberView:
+    """`recreated`: whether a missing pod of the member is being created again (it is wanted, and the
+    API server did not refuse it)."""
     alive = pod is not None and (pod.alive or pod.draining)
     fresh = pod is not None and pod.made(status.pod_uid, status.started_at)
     reports = status.tasks
@@ -424,7 +429,7 @@ def _view(
         store_epochs=store_epochs(reports),
         fenced=frozenset(t.task for t in reports if fresh and t.role == "active" and t.fenced_by),
         retiring=pod is not None and pod.draining,
-        returning=pod.returning if pod is not None else wanted,
+        returning=pod.returning if pod is not None else recreated,
         restore_rows={t.task: max(0, t.restore_rows) for t in reports if t.restore_rows is not None},
         restore_rate=status.restore_rate,
         reported=fresh,

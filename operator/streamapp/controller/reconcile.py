@@ -170,6 +170,7 @@ def _act(
         enact.rollout(kube, name, namespace, step, pods)
         enact.announce(kube, meta, step, pods, decision.owned)
         _manage_pods(kube, app, decision.config, result, pods, observed.members)
+        memo.refused = frozenset()
     except (NameConflict, PodRefused, TargetTooLarge) as blocked:
         # Shown from the next reconcile's status on (this one's is written); an Event when it is new.
         # Nothing else is touched meanwhile: no pod is created or deleted, running ones keep running
@@ -187,6 +188,7 @@ def _act(
             if isinstance(blocked, ServiceJoinRefused)
             else POD_REFUSED
         )
+        memo.refused = blocked.members if isinstance(blocked, PodCreateRefused) else memo.refused
         if memo.blocked != (reason, str(blocked)):
             kube.event(meta, reason, str(blocked), warning=True)
         memo.blocked = (reason, str(blocked))
@@ -205,7 +207,11 @@ class PodRefused(RuntimeError):
 
 class PodCreateRefused(PodRefused):
     """The API server refuses to create a member's pod or claim although the dry run passed (a
-    namespace quota counts only what exists)."""
+    namespace quota counts only what exists); `members`: every member refused so."""
+
+    def __init__(self, message: str, members: frozenset[int] = frozenset()) -> None:
+        super().__init__(message)
+        self.members = members
 
 
 class ClaimRefused(PodRefused):
@@ -411,7 +417,7 @@ def _manage_pods(
     without a pod — is lost to the engine like any other.
     """
     name, namespace = app.metadata.name, str(app.metadata.namespace)
-    refused: PodCreateRefused | None = None
+    refused: list[tuple[int, PodCreateRefused]] = []
     for member in result.timed_out:
         late = pods.get(member)
         if late is not None and not late.terminating:
@@ -426,7 +432,7 @@ def _manage_pods(
             for body in bodies:  # no pod without its claim
                 refusal = _create_member_child(kube, app, member, body)
                 if refusal is not None:
-                    refused = refused or refusal
+                    refused.append((member, refusal))
                     break
     member_uids = {
         int(m["spec"]["memberId"]): str((m.get("metadata") or {}).get("uid") or "")
@@ -442,8 +448,8 @@ def _manage_pods(
                 kube.delete_member(namespace, member_name(name, member), uid=member_uids[member])
             if not retain:
                 kube.delete_claim(namespace, state_claim_name(name, member), str(app.metadata.uid))
-    if refused is not None:
-        raise refused
+    if refused:
+        raise PodCreateRefused(str(refused[0][1]), frozenset(member for member, _ in refused))
 
 
 def _create_member_child(
