@@ -229,6 +229,26 @@ def test_backoff_doubles_up_to_its_cap_with_jitter(failures: int) -> None:
     assert (low, high) == (step / 2, step)
 
 
+def test_a_prober_that_left_before_the_answer_is_no_error_but_a_fault_still_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server = serve("127.0.0.1", 0, CollectorRegistry(), lambda: True)
+    try:
+        for gone in (BrokenPipeError(), ConnectionResetError()):
+            try:
+                raise gone
+            except OSError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a fault of the handler")
+        except ValueError:
+            server.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a fault of the handler" in capsys.readouterr().err
+    finally:
+        server.server_close()
+
+
 def test_readiness_follows_the_watch_and_liveness_does_not() -> None:
     following = [True]
     server = serve("127.0.0.1", 0, CollectorRegistry(), lambda: following[0])
