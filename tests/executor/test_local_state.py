@@ -247,6 +247,25 @@ def test_local_state_of_tasks_long_gone_is_pruned(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.glob("p=*")] == ["p=1"]
 
 
+@pytest.mark.parametrize("kind", ["memory", "lmdb"])
+def test_a_store_still_held_by_a_retiring_task_is_not_pruned_under_it(tmp_path: Path, kind: str) -> None:
+    """A copy dropped in the middle of a long restore still holds its store and checkpoints it when its
+    unit ends: pruning must wait, or the checkpoint lands beside an emptied store that is trusted."""
+    local = LocalState(tmp_path, kind)  # type: ignore[arg-type]
+    store, _, _ = local.open(0)
+    store.upsert(["a", "b"], [1, 2])
+    assert local.prune(set(), idle_seconds=0) == [], "held: not pruned"
+    local.save(store.persister(), Checkpoint(kind, 0, Head(seq=3, offset=30, epoch=1), "h", 3, "h"))  # type: ignore[arg-type]
+    store.close()
+    local.release(0)
+    reopened, checkpoint, _ = local.open(0)
+    assert checkpoint is not None and dict(reopened.items()) == {"a": 1, "b": 2}
+    reopened.close()
+    local.release(0)
+    assert local.prune(set(), idle_seconds=0) == [0], "released: pruned"
+    assert not local.directory(0).exists()
+
+
 def test_an_lmdb_store_left_open_by_another_boot_is_not_trusted(tmp_path: Path) -> None:
     """Unsynced LMDB pages survive a process crash, not a machine crash or a move to another node."""
     local = LocalState(tmp_path, "lmdb")
