@@ -15,6 +15,7 @@ from dataplane_checks import commit
 from streamapp.executor.state import changelog, history, holds, snapshots
 from streamapp.executor.state.blobstore import FileStore
 from streamapp.executor.state.layout import StateLayout
+from streamapp.executor.state.localstate import CHECKPOINT, LocalState
 from streamapp.executor.state.manifest import Head
 from streamapp.executor.state.replica import HistoryGone, Replica, rebuild
 from streamapp.executor.state.retention import Retention
@@ -169,3 +170,33 @@ def test_a_copy_whose_history_is_gone_starts_over_empty(
     copy.catch_up()
     assert copy.head == owner.head
     assert dict(copy.state.items()) == dict(rebuild(layout, 0).state.items())
+
+
+def test_a_copy_with_local_state_whose_history_is_gone_leaves_no_checkpoint_beside_its_emptied_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("streamapp.executor.state.replica.FLOOR_CHECK_SECONDS", 0.0)
+    layout = StateLayout(tmp_path / "shared")
+    owner = Busy(layout)
+    view = Unlisted(tmp_path / "shared")
+    local = LocalState(tmp_path / "local", "lmdb")
+    copy = Replica(StateLayout(view), 0, local=local, member="copy")
+    assert not copy.resume()
+    copy.load_snapshot()
+    copy.catch_up()
+    copy.checkpoint()
+    assert (local.directory(0) / CHECKPOINT).exists()
+    changelog.delete_mark(layout, 0, "copy")  # its mark expired: the owner prunes past the checkpoint
+    owner.go_on(KEEP + 1)
+    view.hidden = True
+    with pytest.raises(HistoryGone):
+        copy.catch_up()
+    assert not (local.directory(0) / CHECKPOINT).exists(), "a checkpoint would name rows no longer there"
+    copy.close()
+    view.hidden = False
+    again = Replica(StateLayout(view), 0, local=local, member="copy")
+    assert not again.resume()
+    again.load_snapshot()
+    again.catch_up()
+    assert dict(again.state.items()) == dict(rebuild(layout, 0).state.items())
+    again.close()

@@ -13,9 +13,10 @@ state would restore now (`cold_rows`: the newest snapshot's rows plus every segm
 its task reports as owner: the size side of a lost task's restore estimate.
 
 A member reading a snapshot holds it (`holds`) until it has replayed the history after it, so the
-owner's pruning cannot delete it part way however slow the read. Each local checkpoint is also marked in the shared store under the member's name (`retention`), so
-compaction keeps the changelog after it; a copy that had local state but must restore in full anyway
-counts it with its reason (`full_restores`, the executor's `RestoreMeter`): never a silent fallback.
+owner's pruning cannot delete it part way however slow the read. Each local checkpoint is also marked
+in the shared store under the member's name (`retention`), so compaction keeps the changelog after it;
+a copy that had local state but must restore in full anyway counts it with its reason
+(`full_restores`, the executor's `RestoreMeter`): never a silent fallback.
 """
 
 from __future__ import annotations
@@ -386,6 +387,8 @@ class Replica:
         self.load_snapshot()
         if self.head.seq < seq:
             self.settle_checkpoint()
+            if self.local is not None and self.opened:
+                self.local.forget(self.partition)  # no checkpoint beside the store about to be cleared
             self.state.clear()
             self.head, self.windows, self.cold_rows = Head(), None, 0
             raise HistoryGone(
