@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from playedinput import PlayedInput
-from streamapp.api.member import StreamAppMemberSpec, TaskReport, TaskRole
+from streamapp.api.member import LocalCopy, StreamAppMemberSpec, TaskReport, TaskRole
 
 
 @dataclass
@@ -77,6 +77,10 @@ class SimulatedDataPlane:
 
     def restore_rate(self) -> float:
         return self.rate
+
+    def local_copies(self) -> tuple[LocalCopy, ...]:
+        """Simulated copies leave no local state behind."""
+        return ()
 
     def set_restore_rate(self, rate: float) -> None:
         """Copies catch up at `rate` from now on (what they restored so far at the old rate stays)."""

@@ -188,6 +188,7 @@ def test_member_round_trip_and_wire_names() -> None:
             "tasks": [
                 {"task": 1, "role": "active", "epoch": 3, "appliedSeq": 10, "appliedOffset": 99, "lag": 0}
             ],
+            "localCopies": [{"task": 4, "appliedOffset": 70}],
         },
     }
     member = StreamAppMember.from_resource(body)

@@ -137,6 +137,7 @@ def test_status_shape() -> None:
         "startedAt",
         "reportedAt",
         "tasks",
+        "localCopies",
         "setupError",
         "restoreRate",
         "processedRecords",

@@ -46,6 +46,27 @@ def test_restore_sizes_and_rates_count_from_any_report() -> None:
     assert by_id[1].restore_rows == {1: 200_000, 3: 0} and by_id[1].restore_rate is None
 
 
+def test_local_state_a_member_keeps_of_a_task_it_does_not_run_counts_as_the_input_since() -> None:
+    """A copy given up leaves its checkpoint on the member's volume; reported (`localCopies`), it is
+    the member's lag for that task: the furthest position any report gives the task, lost owner
+    included, minus the copy's. A task the member runs keeps the lag its copy reports, and a report
+    from an earlier pod says nothing of the volume now."""
+    survivor = reporting(0, "p0", {0: 10}, 5_000.0)
+    survivor["status"]["localCopies"] = [
+        {"task": 1, "appliedOffset": 900},
+        {"task": 0, "appliedOffset": 1},
+        {"task": 2, "appliedOffset": 50},
+    ]
+    lost = reporting(1, "p1-gone", {1: 200_000}, None)
+    lost["status"]["tasks"][0]["appliedOffset"] = 1_539
+    standby = {"task": 2, "role": "standby", "appliedOffset": 70, "lag": 30}
+    lost["status"]["tasks"].append(standby)
+    views = {v.id: v for v in member_views([pod(0, "p0")], [survivor, lost], {}, wanted=2)}
+    assert views[0].lags == {1: 639, 2: 50}, "task 0 runs there: its own report says"
+    restarted = {v.id: v for v in member_views([pod(0, "p0-new")], [survivor, lost], {}, wanted=2)}
+    assert restarted[0].lags == {}
+
+
 def test_a_missing_pod_or_one_the_operator_deletes_to_restart_is_returning() -> None:
     """The operator re-creates a wanted member's missing pod in the same reconcile, and deletes a pod
     with its restart mark only to re-create it: both are on their way back. A pod someone else is

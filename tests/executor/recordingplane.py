@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from streamapp.api.member import StreamAppMemberSpec, TaskReport
+from streamapp.api.member import LocalCopy, StreamAppMemberSpec, TaskReport
 
 
 class RecordingPlane:
@@ -22,6 +22,9 @@ class RecordingPlane:
 
     def restore_rate(self) -> float | None:
         return None
+
+    def local_copies(self) -> tuple[LocalCopy, ...]:
+        return ()
 
     def batch_running_since(self) -> float | None:
         return None

@@ -5,6 +5,7 @@ committed state either way."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -340,3 +341,48 @@ def test_an_lmdb_read_on_another_thread_holds_off_a_resize(
     assert not grow.is_alive() and len(store) == 51_000
     assert len(keys) == 1_000, "the read saw the store as it was when it began"
     store.close()
+
+
+def test_the_local_state_kept_of_tasks_not_running_is_listed_newest_first(tmp_path: Path) -> None:
+    """What a member reports of copies it gave up (`localCopies`): the offset each checkpoint names,
+    the newest first up to the limit; not a running task's, a held one's, another store kind's or a
+    torn one's."""
+    local = LocalState(tmp_path, "lmdb")
+
+    def checkpoint(partition: int, offset: int, kind: str = "lmdb", mtime: int = 0) -> None:
+        local.directory(partition).mkdir(parents=True)
+        marker = local.directory(partition) / CHECKPOINT
+        head = Head(seq=offset // 10, offset=offset, epoch=1)
+        marker.write_bytes(Checkpoint(kind, partition, head, "h", 0, "a").to_json())  # type: ignore[arg-type]
+        os.utime(marker, ns=(mtime, mtime))
+
+    checkpoint(0, 100, mtime=10**18)
+    checkpoint(1, 200, mtime=2 * 10**18)
+    checkpoint(2, 300, kind="memory")
+    checkpoint(3, 400)
+    (local.directory(3) / CHECKPOINT).write_bytes(b'{"torn')
+    checkpoint(4, 500, mtime=3 * 10**18)
+    local.open(4)
+    checkpoint(5, 600, mtime=4 * 10**18)
+    assert local.kept(running={5}, limit=10) == {1: 200, 0: 100}
+    assert list(local.kept(running=set(), limit=2).items()) == [(5, 600), (1, 200)]
+    checkpoint(6, 700, mtime=5 * 10**18)
+    assert local.kept(running=set(), limit=1) == {6: 700}
+
+
+@pytest.mark.spark
+def test_an_executor_reports_the_local_state_of_a_task_it_gave_up_until_it_runs_it_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The figure the operator counts a restore on this member by (`localCopies`): the offset the
+    task's checkpoint names once the task left, nothing while it runs here."""
+    del spark
+    log = FileLog(tmp_path / "log")
+    generate(log, spec(2_000, 1))
+    executor = run_member(tmp_path, log, "a", tmp_path / "local-a", "lmdb", epoch=1)
+    assert executor.kept_copies(10) == {}
+    executor.apply(Target())
+    assert executor.kept_copies(10) == {0: 2_000}
+    executor.apply(Target(active={0: 2}))
+    assert executor.kept_copies(10) == {}
+    stop(executor)

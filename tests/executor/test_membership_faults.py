@@ -24,7 +24,7 @@ from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 
 from handclock import HandClock
 from localcluster.waiting import wait_for
-from streamapp.api.member import StreamAppMemberSpec, TaskReport
+from streamapp.api.member import LocalCopy, StreamAppMemberSpec, TaskReport
 from streamapp.executor.membership import MembershipClient
 from streamapp.executor.memberwatch import ClientSettings, backoff_delay
 from streamapp.executor.probes import serve
@@ -278,6 +278,7 @@ class Progressing(RecordingPlane):
     def __init__(self) -> None:
         super().__init__()
         self.input_lag, self.warmup_lag = 0, 500
+        self.kept: tuple[LocalCopy, ...] = ()
 
     def reports(self) -> list[TaskReport]:
         active = [
@@ -285,6 +286,9 @@ class Progressing(RecordingPlane):
             for t in (self.applied[-1].active if self.applied else ())
         ]
         return [*active, TaskReport(task=9, role="warmup", epoch=0, lag=self.warmup_lag)]
+
+    def local_copies(self) -> tuple[LocalCopy, ...]:
+        return self.kept
 
 
 def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the_operator_acts_on_at_once() -> (
@@ -311,6 +315,13 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     clock.now += 0.1
     membership.notice(member(3))  # a new target is acknowledged at once, whatever the intervals
     assert [w["observedGeneration"] for w in api.writes][-1] == 3
+    clock.now += 2.5
+    plane.kept = (LocalCopy(task=4, applied_offset=700),)  # a copy given up earlier, pruned or kept
+    membership.report()
+    assert len(api.writes) == 4, "local copies alone are progress: they wait for its interval"
+    clock.now += FAST.progress_interval
+    membership.report()
+    assert api.writes[-1]["localCopies"] == [{"task": 4, "appliedOffset": 700}]
 
 
 class Hanging(RecordingPlane):

@@ -300,3 +300,18 @@ def test_optional_warmups_give_way_on_a_destination_restoring_down_tasks() -> No
     }
     assert restoring
     assert not {m for t in draining for m in world.assignment.tasks[t].warmups} & restoring
+
+
+def test_a_survivor_keeping_local_state_of_a_lost_task_takes_it_over_by_its_delta() -> None:
+    """The large cluster run's permanent loss: a survivor kept the local state of a task it gave up
+    earlier (no copy of it running), 639 records behind, while a restore from nothing takes 100 s.
+    The task goes to that survivor at once, which replays the delta while active — not warmed up and
+    promoted at a restore's estimate, nor sent where a full restore would run."""
+    world = settled(4, 2, rate=1_000.0)
+    owned = lose(world, 1, returning=False, expected=70.0)
+    task = owned[0]
+    world.members[0].lags[task] = 639
+    world.replan()
+    t = world.assignment.tasks[task]
+    assert t.active == 0 and not t.warmups
+    assert EventKind.RESTORED_ELSEWHERE in kinds(world)

@@ -464,6 +464,22 @@ class TaskReport(Model):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class LocalCopy(Model):
+    """A task's local state the member keeps but does not run."""
+
+    task: int = field(metadata=prop("Task (partition) number.", minimum=0))
+    applied_offset: int = field(
+        metadata=prop("Input offset up to which the kept local state is current.", minimum=0)
+    )
+
+
+LOCAL_COPIES_REPORTED = 256
+"""The most local copies a report lists (the newest checkpointed first): a member that gave up
+thousands of tasks within `deltaRetention` must not outgrow its object. What it leaves out the
+operator estimates as a restore in full, as it did before members reported them."""
+
+
 ROLES: tuple[TaskRole, ...] = typing.get_args(TaskRole)
 
 
@@ -601,6 +617,19 @@ class StreamAppMemberStatus(Model):
     tasks: tuple[TaskReport, ...] = field(
         default=(),
         metadata=prop("One report per copy (task and role).", list_map_keys=("task", "role"), atomic=True),
+    )
+    local_copies: tuple[LocalCopy, ...] = field(
+        default=(),
+        metadata=prop(
+            "Tasks this member keeps local state of but does not run: copies it gave up, left "
+            "checkpointed on its volume until stateStore.deltaRetention prunes them, each with the "
+            "input offset it is current to (at most "
+            f"{LOCAL_COPIES_REPORTED}, the newest). Given such a task again, the member replays only "
+            "the changelog since, so the operator estimates its restore there as that delta.",
+            list_map_keys=("task",),
+            atomic=True,
+            max_items=LOCAL_COPIES_REPORTED,
+        ),
     )
     restore_rate: float | None = field(
         default=None,

@@ -351,6 +351,7 @@ def member_views(
     acked_by_id = {int(m["spec"]["memberId"]): acked_generation(m) for m in members}
     ids = sorted(set(pod_by_id) | set(status_by_id) | set(range(wanted)))
     overrides = capacities or {}
+    committed = committed_offsets(status_by_id.values())
     return [
         _view(
             i,
@@ -360,9 +361,25 @@ def member_views(
             zones,
             overrides.get(i),
             i < wanted and i not in refused,
+            committed,
         )
         for i in ids
     ]
+
+
+def committed_offsets(statuses: Iterable[StreamAppMemberStatus]) -> dict[int, int]:
+    """Per task, the furthest input offset any report says its owner committed: an active copy's
+    applied offset, or a copy's applied offset plus its lag (the owner's position as the copy last
+    read it). A report from a lost owner still counts: its last commit is where its task stands. A
+    packed report carries no positions: its tasks count only through other members' rows."""
+    committed: dict[int, int] = {}
+    for status in statuses:
+        for report in status.tasks:
+            if report.applied_offset is None:
+                continue
+            end = report.applied_offset + (0 if report.role == "active" else report.lag or 0)
+            committed[report.task] = max(end, committed.get(report.task, end))
+    return committed
 
 
 def batch_running_since(
@@ -411,13 +428,20 @@ def _view(
     zones: Mapping[str, str],
     capacity: float | None,
     recreated: bool,
+    committed: Mapping[int, int],
 ) -> MemberView:
     """`recreated`: whether a missing pod of the member is being created again (it is wanted, and the
-    API server did not refuse it)."""
+    API server did not refuse it). Local state the member keeps of tasks it does not run counts among
+    its lags as the input since (`committed`: `committed_offsets`), as the design wants of every task
+    the member has local state of: its restore there is that delta, not the task's whole state."""
     alive = pod is not None and (pod.alive or pod.draining)
     fresh = pod is not None and pod.made(status.pod_uid, status.started_at)
     reports = status.tasks
     lags = {t.task: t.lag for t in reports if fresh and t.lag is not None}
+    running = {t.task for t in reports}
+    for kept in status.local_copies if fresh else ():
+        if kept.task not in running and (end := committed.get(kept.task)) is not None:
+            lags[kept.task] = max(0, end - kept.applied_offset)
     zone = zones.get(pod.node) if pod is not None and pod.node else None
     return MemberView(
         id=member,

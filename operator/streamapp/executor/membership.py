@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from kubernetes import client
 
 from streamapp.api.fields import ValidationError
-from streamapp.api.member import StreamAppMemberSpec, StreamAppMemberStatus, TaskReport
+from streamapp.api.member import LocalCopy, StreamAppMemberSpec, StreamAppMemberStatus, TaskReport
 from streamapp.api.names import member_name
 from streamapp.executor.memberwatch import ClientSettings, MemberWatch, backoff_delay, describe
 
@@ -71,6 +71,9 @@ class DataPlane(Protocol):
 
     def reports(self) -> list[TaskReport]:
         """Current per-task progress."""
+
+    def local_copies(self) -> tuple[LocalCopy, ...]:
+        """Tasks it keeps local state of but does not run (copies it gave up), newest first."""
 
     def restore_rate(self) -> float | None:
         """Rows a second this member restores state at, all its restores together, once measured."""
@@ -119,6 +122,7 @@ class MembershipClient:
         self._seen: queue.Queue[Mapping[str, Any]] = queue.Queue()
         self._uid: str | None = None
         self._reported: tuple[TaskReport, ...] | None = None
+        self._reported_copies: tuple[LocalCopy, ...] = ()
         self._reported_round: str | None = None
         self._next_report = 0.0
         self._next_progress = 0.0
@@ -180,9 +184,13 @@ class MembershipClient:
         caught_up_at = self.seen.caught_up_at() if self.seen is not None else (0,)
         since = self.data_plane.batch_running_since()
         running = None if since is None else _stamp(since)
+        # copies given up and pruned are progress too: the task that left changed `tasks` already
+        kept = self.data_plane.local_copies()
         progress = progress_only(self._reported, tasks, caught_up_at) and running == self._reported_round
         allowed = self._next_progress if progress else self._next_report
-        changed = (tasks != self._reported or running != self._reported_round) and now >= allowed
+        changed = (
+            tasks != self._reported or running != self._reported_round or kept != self._reported_copies
+        ) and now >= allowed
         if not changed and now < self._reassert_at:
             return
         processing = self.data_plane.processing()
@@ -192,6 +200,7 @@ class MembershipClient:
             started_at=self.started_at,
             reported_at=_now(),
             tasks=tasks,
+            local_copies=kept,
             restore_rate=self.data_plane.restore_rate(),
             processed_records=processing[0] if processing is not None else None,
             busy_seconds=round(processing[1], 3) if processing is not None else None,
@@ -207,6 +216,7 @@ class MembershipClient:
             return
         self._write_failures = 0
         self._reported = tasks
+        self._reported_copies = kept
         self._reported_round = running
         self._next_report = now + self.report_interval
         self._next_progress = now + self.settings.progress_interval

@@ -225,6 +225,12 @@ class Executor:
     def status(self) -> list[TaskStatus]:
         return [slot.task.status() for _, slot in self._slots()]
 
+    def kept_copies(self, limit: int) -> dict[int, int]:
+        """Per task this executor does not run but keeps local state of, the input offset that state
+        is current to; the `limit` newest (`LocalState.kept`). Empty without local state."""
+        local = self.context.local
+        return {} if local is None else local.kept(set(self.tasks), limit)
+
     def restore_rate(self) -> float | None:
         """Rows a second this executor restores at, all its copies' restores together, once enough rows
         were restored (`restores`)."""

@@ -13,7 +13,14 @@ from prometheus_client import (
     Histogram,
 )
 
-from streamapp.api.member import BATCH_NOTICE_SECONDS, StreamAppMemberSpec, TaskReport, TaskRole
+from streamapp.api.member import (
+    BATCH_NOTICE_SECONDS,
+    LOCAL_COPIES_REPORTED,
+    LocalCopy,
+    StreamAppMemberSpec,
+    TaskReport,
+    TaskRole,
+)
 from streamapp.executor.runtime import Executor, Target
 from streamapp.executor.task import Role, TaskStatus
 from streamapp.processmetrics import register_process_metrics
@@ -101,6 +108,10 @@ class RuntimeDataPlane:
 
     def restore_rate(self) -> float | None:
         return self.executor.restore_rate()
+
+    def local_copies(self) -> tuple[LocalCopy, ...]:
+        kept = self.executor.kept_copies(LOCAL_COPIES_REPORTED)
+        return tuple(LocalCopy(task=task, applied_offset=offset) for task, offset in kept.items())
 
     def processing(self) -> tuple[int, float] | None:
         """Records committed and seconds of batch rounds since start (busy time: a round with nothing

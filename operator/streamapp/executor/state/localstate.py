@@ -30,7 +30,7 @@ import shutil
 import threading
 import time
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -129,6 +129,7 @@ class LocalState:
         self._lock = _lock(root)
         self._held: set[int] = set()
         self._released = threading.Condition()
+        self._kept: dict[int, tuple[int, int | None]] = {}
 
     def close(self) -> None:
         """Release the directory (the executor stops; its tasks have checkpointed)."""
@@ -186,6 +187,36 @@ class LocalState:
         persist()
         faults.reached("checkpoint.persisted")
         storage.write_atomic(self.directory(checkpoint.partition) / CHECKPOINT, checkpoint.to_json())
+
+    def kept(self, running: Collection[int], limit: int) -> dict[int, int]:
+        """Per partition not `running` here whose checkpoint is on the volume, the input offset its
+        store is current to; the `limit` newest checkpoints. What the member reports of copies it gave
+        up (`LocalCopy`), so that the operator counts a restore on this member as the delta since
+        them, as Kafka Streams' assignor counts a client's task directories. A checkpoint of another
+        store kind, or one that does not parse, is left out: opening it would restore in full. Parsed
+        once per change of the file."""
+        with self._released:
+            held = set(self._held)
+        found: list[tuple[int, int, int]] = []
+        seen: dict[int, tuple[int, int | None]] = {}
+        for marker in self.root.glob(f"p=*/{CHECKPOINT}"):
+            partition = int(marker.parent.name.removeprefix("p="))
+            if partition in running or partition in held:
+                continue
+            try:
+                changed = marker.stat().st_mtime_ns
+                cached = self._kept.get(partition)
+                if cached is None or cached[0] != changed:
+                    checkpoint = Checkpoint.parse(marker.read_bytes())
+                    usable = checkpoint.store == self.kind and checkpoint.partition == partition
+                    cached = (changed, checkpoint.head.offset if usable else None)
+            except (OSError, ValueError):  # pruned or rewritten meanwhile, or torn: not a copy to count
+                continue
+            seen[partition] = cached
+            if cached[1] is not None:
+                found.append((cached[0], partition, cached[1]))
+        self._kept = seen
+        return {partition: offset for _, partition, offset in sorted(found, reverse=True)[:limit]}
 
     def prune(self, keep: set[int], idle_seconds: float) -> list[int]:
         """Delete the local state of partitions not in `keep` whose checkpoint is older than
