@@ -315,3 +315,16 @@ def test_a_survivor_keeping_local_state_of_a_lost_task_takes_it_over_by_its_delt
     t = world.assignment.tasks[task]
     assert t.active == 0 and not t.warmups
     assert EventKind.RESTORED_ELSEWHERE in kinds(world)
+
+
+def test_a_restore_rate_no_live_member_measured_yet_is_the_one_last_reported() -> None:
+    """Mid-rollout the one survivor has just restarted and measured nothing yet: the lost member's
+    last measured rate stands in, so a 100-s restore against a member back in 40 s waits for it
+    instead of being restored elsewhere unmeasured."""
+    world = settled(2, 2, rate=1_000.0)
+    world.members[0].restore_rate = None
+    owned = lose(world, 1, returning=True, expected=40.0)
+    world.replan()
+    assert all(world.assignment.tasks[t].active == 1 for t in owned)
+    report = lost_member(world, 1)
+    assert report.choice == "Wait" and report.restore_seconds == 100.0

@@ -393,6 +393,10 @@ def test_an_assignment_is_at_rest_once_every_live_member_owns_its_share() -> Non
     assert not at_rest(warming, views, 3), "a handoff in flight"
     ahead = [MemberView(0, upcoming=True), MemberView(1), MemberView(2)]
     assert at_rest(warming, ahead, 3), "a copy warmed ahead of member 0's handoff waits for its turn"
+    restoring = [MemberView(0, lags={3: 120_000}), MemberView(1), MemberView(2)]
+    assert not at_rest(owning(0, 1, 2, 0, 1, 2), restoring, 3), "member 0 still restores task 3"
+    processing = [MemberView(0, lags={3: 0}), MemberView(1, lags={0: 50}), MemberView(2)]
+    assert at_rest(owning(0, 1, 2, 0, 1, 2), processing, 3), "a copy's lag is not an owner's restore"
 
 
 def test_the_members_handed_off_next_are_upcoming_when_state_is_on_claims() -> None:

@@ -262,10 +262,16 @@ def _expected_back(roster: Roster, member: int, lost_at: float, now: float, flap
 
 
 def _rates(roster: Roster) -> float | None:
-    """The median restore rate the live members measured: the rate of a member that has not measured
-    its own yet."""
-    known = [v.restore_rate for m in roster.live if (v := roster.members[m]).restore_rate]
-    return statistics.median(known) if known else None
+    """The median restore rate the live members measured, else the one any member last reported: the
+    rate of a member that has not measured its own yet. A restarted executor reports none until it has
+    restored enough: in a large cluster run's rollout the one live member had just restarted, and
+    every restore of the next member's tasks was "not measured", so restored elsewhere whatever it
+    cost. The lost member's last report speaks for the same app on the same network."""
+    for members in (roster.live, sorted(roster.members)):
+        known = [v.restore_rate for m in members if (v := roster.members[m]).restore_rate]
+        if known:
+            return statistics.median(known)
+    return None
 
 
 def _explain(weighed: Weighed, restoring: tuple[int, ...], queued: int, insured: int) -> LostMember:
