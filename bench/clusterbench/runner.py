@@ -31,7 +31,9 @@ RELEASE_NAMESPACE = "streamapp-system"
 POLL_S = 1.0
 PROGRESS_S = 15.0
 PRELOAD_ESTIMATE_S = 300.0  # executors starting and the pre-load committed, on 2 shared cores
-LARGE_LINK_KBIT = 1200  # 150 kB/s: a task's snapshot of ~1.26M keys (29 MB of runs) in about 3.3 minutes
+# 100 kB/s. At 1,200 kbit/s a cold restore took 120 s against a 71-s pod start (run 1 at a3f346b: 1.7x,
+# where the issue asks for at least 2x); two thirds of that rate, for about 180 s if the link bounds it.
+LARGE_LINK_KBIT = 800
 
 
 @dataclass(frozen=True)
