@@ -86,7 +86,8 @@ test-loaded: $(STAMP) system-packages k8s-binaries helm s3server promtool image 
 ## ten SIGTERMed leaders handing the Lease over (make test: three), the 2,000-task app on the API server (make test:
 ## 100,000 tasks scaled in onto one member), the capacity split on real executors (make test: the engine's quotas),
 ## a member without a claim restoring in full and a `delay` member restarting (make test: their rules as unit tests),
-## two members whose JVM is stopped replaced one at a time (make test: the simulator's stuck-members and unit tests)
+## two members whose JVM is stopped replaced one at a time (make test: the simulator's stuck-members and unit tests),
+## and the 900-task headline scenario checked for double ownership (make test: every other scenario)
 test-long: $(STAMP) k8s-binaries helm
 	$(PY) -m pytest -m "long and not node"
 

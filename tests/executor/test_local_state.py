@@ -157,8 +157,8 @@ def test_state_it_cannot_trust_is_restored_in_full(
     check_partition(StateLayout(tmp_path / "state"), tmp_path / "outputs", log, 0)
 
 
-def away(tmp_path: Path, batches: int, retention: Retention) -> tuple[FileLog, Checkpoint]:
-    """Member a processes 2,000 records and leaves; member b then commits `batches` batches of 50
+def away(tmp_path: Path, batches: int, retention: Retention, batch: int = 50) -> tuple[FileLog, Checkpoint]:
+    """Member a processes 2,000 records and leaves; member b then commits `batches` batches of `batch`
     records, snapshotting every 4 and compacting with `retention` (as if that much time passed while
     a was down: a process that stays up deletes its local state of a task gone that long); a's
     checkpoint."""
@@ -166,23 +166,25 @@ def away(tmp_path: Path, batches: int, retention: Retention) -> tuple[FileLog, C
     generate(log, spec(2_000, 1))
     stop(run_member(tmp_path, log, "a", tmp_path / "local-a", "memory", epoch=1))
     checkpoint = Checkpoint.parse((tmp_path / "local-a" / "p=0" / CHECKPOINT).read_bytes())
-    generate(log, spec(50 * batches, 2))
-    b = run_member(tmp_path, log, "b", tmp_path / "local-b", "memory", epoch=2, batch=50, retention=retention)
+    generate(log, spec(batch * batches, 2))
+    b = run_member(
+        tmp_path, log, "b", tmp_path / "local-b", "memory", epoch=2, batch=batch, retention=retention
+    )
     assert b.status()[0].applied_seq >= checkpoint.head.seq + batches
     stop(b)
     return log, checkpoint
 
 
 @pytest.mark.spark
-def test_a_member_returning_after_200_batches_within_its_retention_finds_its_delta_and_takes_the_cheaper_way(
+def test_a_member_returning_after_60_batches_within_its_retention_finds_its_delta_and_takes_the_cheaper_way(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Fifty snapshots and compactions ran while it was away: they kept the changelog after its
+    """Fifteen snapshots and compactions ran while it was away: they kept the changelog after its
     checkpoint, which its mark in the shared store names, instead of compacting it into the snapshots.
-    Its 10,000 changed rows are more than the state's keys, so restoring in full reads less than
+    Its ~9,000 changed rows are more than the state's keys, so restoring in full reads less than
     replaying them: it does, and says why (`delta-larger`)."""
     del spark
-    log, checkpoint = away(tmp_path, 200, DEFAULT_RETENTION)
+    log, checkpoint = away(tmp_path, 60, DEFAULT_RETENTION, batch=150)
     layout = StateLayout(tmp_path / "state")
     assert [(m.member, m.seq) for m in changelog.read_marks(layout, 0) if m.member == "a"] == [
         ("a", checkpoint.head.seq)

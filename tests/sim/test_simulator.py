@@ -27,7 +27,14 @@ def run(name: str, protocol: str) -> SimResult:
     return simulate(scenario.with_protocol(protocol))[0]  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def _scenario_param(path: Path) -> object:
+    """A scenario as a test parameter; the 900-task headline (~18 s a protocol, the slowest of the
+    unbuilt tests on a cold make test) runs in make test-long."""
+    marks = [pytest.mark.long] if path.stem == "headline-900" else []
+    return pytest.param(path, id=path.stem, marks=marks)
+
+
+@pytest.mark.parametrize("path", [_scenario_param(p) for p in sorted(SCENARIOS.glob("*.yaml"))])
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_no_protocol_ever_double_owns(path: Path, protocol: str) -> None:
     result, _ = simulate(load_scenario(path).with_protocol(protocol))  # type: ignore[arg-type]
