@@ -352,6 +352,7 @@ def run_on_cluster(settings: Settings, finish: Callable[[Run], None] = lambda ru
         cluster.up()
         if started_here:
             stack.callback(cluster.down)
+        stack.callback(keep_logs, cluster, settings.out)
         api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
         stack.callback(api.close)
         workdir = settings.out / "cluster-bench"
@@ -379,6 +380,22 @@ def run_on_cluster(settings: Settings, finish: Callable[[Run], None] = lambda ru
         benchmark(run, cluster, progress)
         finish(run)
     return run
+
+
+def keep_logs(cluster: LocalCluster, out: Path) -> None:
+    """Copy the run's logs — every executor's and the control plane's — to
+    `out/cluster-bench-logs/<start>`: the next cluster's start deletes them, and a run that fails or
+    measures something odd is explained by them (a large run's exactly-once failure was diagnosed
+    without its executors' logs, which the next run had deleted)."""
+    kept = out / "cluster-bench-logs" / time.strftime("%Y%m%d-%H%M%S")
+    for name, source in (("executors", cluster.layout.process_node), ("control-plane", cluster.layout.logs)):
+        if source.exists():
+            shutil.copytree(source, kept / name, ignore=_not_logs, dirs_exist_ok=True, symlinks=True)
+
+
+def _not_logs(directory: str, names: list[str]) -> set[str]:
+    """What `keep_logs` leaves: files that are not logs (sockets, pid files, data)."""
+    return {n for n in names if not n.endswith(".log") and not (Path(directory) / n).is_dir()}
 
 
 def _remove(helm: Helm, api: client.ApiClient, namespaces: list[str], started_here: bool) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 from clusterbench import series
 from clusterbench.analysis import choices
 from clusterbench.apps import BenchApp
-from clusterbench.runner import Run, Settings, Window
+from clusterbench.runner import Run, Settings, Window, keep_logs
+from localcluster.controlplane import LocalCluster
 
 
 def test_each_regime_has_a_series_of_its_own(tmp_path: Path) -> None:
@@ -72,3 +73,19 @@ def test_the_choices_in_a_window_are_timed_from_its_action(tmp_path: Path) -> No
             [2.5, "RestoredElsewhere", "task 1 restored on 1"],
         ]
     }
+
+
+def test_a_runs_logs_are_kept_beside_its_output(tmp_path: Path) -> None:
+    """The next cluster's start deletes the executors' logs: the run copies them out first, logs only."""
+    cluster = LocalCluster(tmp_path / "cluster")
+    pod = cluster.layout.process_node / "pods" / "ns" / "counts-0" / "executor"
+    pod.mkdir(parents=True)
+    (pod / "executor.log").write_text("took over task 1\n")
+    (pod / "executor.pid").write_text("42")
+    cluster.layout.logs.mkdir(parents=True)
+    (cluster.layout.logs / "kube-apiserver.log").write_text("serving\n")
+    keep_logs(cluster, tmp_path / "out")
+    (kept,) = (tmp_path / "out" / "cluster-bench-logs").iterdir()
+    executor = kept / "executors" / "pods" / "ns" / "counts-0" / "executor"
+    assert sorted(p.name for p in executor.iterdir()) == ["executor.log"]
+    assert (kept / "control-plane" / "kube-apiserver.log").read_text() == "serving\n"
