@@ -43,7 +43,12 @@ demo-sim: $(STAMP)
 ## (tests/conftest.py marks the others `built`); then those run while the rest builds at low priority
 ## (nice 19) in the background, and the tests that need the rest come last (they wait on its build lock if it
 ## is not done). Build output: out/test-build-first.log and out/test-build-late.log, shown as each ends.
+## The built tests run as two sessions side by side: those on the local clusters and the Kafka broker (one
+## session: they share them), and the rest (chart, alerts, the S3 server's, the image's), whose output is
+## out/test-built-apart.log, shown when both end. The cluster tests mostly wait on pods and conditions (a cold
+## run: 31 min of wall time for 21 min of CPU on two cores), so the rest fits in beside them.
 TEST_MARKS := not demo and not long and not autoscaling
+APART := not integration and not node and not kafka
 test: $(STAMP)
 	@mkdir -p $(OUT)
 	@echo "make test: building the control plane ($(OUT)/test-build-first.log); at low priority lint, helm, promtool,"
@@ -55,11 +60,16 @@ test: $(STAMP)
 	time $(PY) -m pytest -m "not built and $(TEST_MARKS)"; unbuilt=$$?; \
 	echo "make test: the control plane's build:"; tail -n +1 -f --pid=$$first $(OUT)/test-build-first.log; \
 	if ! wait $$first; then echo "make test: that build failed"; wait $$late; exit 1; fi; \
-	TIMEFORMAT="make test: the tests that need the builds: %0R s wall, %0U s user + %0S s system CPU"; \
-	time $(PY) -m pytest -m "built and $(TEST_MARKS)"; built=$$?; \
+	echo "make test: the built tests that need no cluster run beside the others ($(OUT)/test-built-apart.log)"; \
+	( TIMEFORMAT="make test: the built tests that need no cluster: %0R s wall, %0U s user + %0S s system CPU"; \
+	  time $(PY) -m pytest -p no:cacheprovider --basetemp=$(OUT)/pytest-apart -m "built and $(APART) and $(TEST_MARKS)" ) \
+	  > $(OUT)/test-built-apart.log 2>&1 & apart=$$!; \
+	TIMEFORMAT="make test: the tests on the local clusters and Kafka: %0R s wall, %0U s user + %0S s system CPU"; \
+	time $(PY) -m pytest -m "built and not ($(APART)) and $(TEST_MARKS)"; built=$$?; \
+	wait $$apart; away=$$?; echo "make test: the built tests that need no cluster:"; cat $(OUT)/test-built-apart.log; \
 	echo "make test: lint and the low-priority builds:"; tail -n +1 -f --pid=$$late $(OUT)/test-build-late.log; \
 	if ! wait $$late; then echo "make test: lint or a build failed (above)"; exit 1; fi; \
-	exit $$(( unbuilt || built ))
+	exit $$(( unbuilt || built || away ))
 
 ## test-loaded: find flakiness before users do. make test's built phase (the real control plane, executors,
 ## Kafka, S3, the real node) with a busy process on every core beside it (e2e/cpuhog), then the fault tests
