@@ -7,6 +7,7 @@ rebalance costs the machine, the others feel too, at the same moments.
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 import time
@@ -23,6 +24,7 @@ from clusterbench.shapedlink import Link, shaped_server
 from demo.install import CHART, LOCAL_VALUES, RELEASE, Helm
 from localcluster.controlplane import LocalCluster
 from realapps import committed_everything
+from streamapp.api.names import GROUP, MEMBERS, VERSION
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.source import FileLog
 
@@ -237,6 +239,7 @@ def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number:
     checks = {app.protocol: (lambda app=app: phase.done(app, ctx)) for app in run.apps}
     with _full_speed(run, not phase.measured):
         for app in run.apps:
+            record_members(app, settings.out / "cluster-bench-members" / f"{phase.name}-{app.protocol}.json")
             windows[app.protocol] = Window(phase.name, app.protocol, phase.members, time.time())
             ctx.settled_at.pop(app.protocol, None)
             phase.start(app, ctx)
@@ -253,6 +256,15 @@ def go_through(run: Run, phase: Phase, ctx: Context, progress: Progress, number:
         for window in windows.values():
             window.ended = ended
             run.windows.append(window)
+
+
+def record_members(app: BenchApp, path: Path) -> None:
+    """The app's StreamAppMembers — targets and reports — as they stood just before a phase's action,
+    in `path` (beside the run's output, not recorded in the results): what the operator weighed when
+    it chose, which a large run's permanent loss could not be explained without."""
+    found = app.custom().list_namespaced_custom_object(GROUP, VERSION, app.namespace, MEMBERS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(found.get("items", []), indent=1, sort_keys=True))
 
 
 @contextmanager

@@ -215,6 +215,8 @@ class MembershipClient:
             self._next_report = self._next_progress = self._reassert_at = now + delay
             return
         self._write_failures = 0
+        if kept != self._reported_copies:  # what the operator weighs a lost task's restore here by
+            log.info("%s: local state kept of tasks not run here: %s", self.name, _kept_words(kept))
         self._reported = tasks
         self._reported_copies = kept
         self._reported_round = running
@@ -237,6 +239,10 @@ def report_setup_error(
         MemberWatch(api(), namespace, member_name(app, member)).write_status(status.merge_patch())
     except Exception as error:  # the log and the exit code still say it
         log.warning("could not report the setup error in the member's status: %s", describe(error))
+
+
+def _kept_words(kept: tuple[LocalCopy, ...]) -> str:
+    return ", ".join(f"{c.task} (at offset {c.applied_offset})" for c in kept) or "none"
 
 
 def _now() -> str:
