@@ -12,7 +12,7 @@ from dataplane_checks import COUNTS, generated_log
 from kubernetes import client
 from pyspark.sql import SparkSession
 
-from streamapp.api.member import StreamAppMemberSpec, TaskReport
+from streamapp.api.member import LocalCopy, StreamAppMemberSpec, TaskReport
 from streamapp.executor import pipeline as pipelines
 from streamapp.executor.io.generate import GenerateSpec, generate
 from streamapp.executor.io.sink import FileSink
@@ -77,6 +77,9 @@ class TwoTasks:
 
     def restore_rate(self) -> float | None:
         return None
+
+    def local_copies(self) -> tuple[LocalCopy, ...]:
+        return ()
 
     def batch_running_since(self) -> float | None:
         return None

@@ -255,3 +255,23 @@ def test_a_copy_restoring_its_first_snapshot_reports_the_owners_offset_not_zero(
     for seq in range(21, head.seq + 1):  # every manifest above the floor gone as well
         layout.store.delete(layout.manifest(0, seq))
     assert fresh.owner_offset() == manifests.floor(layout, 0).offset > 0
+
+
+def test_a_copy_whose_next_manifests_were_pruned_reports_the_owner_ahead_not_caught_up(
+    tmp_path: Path,
+) -> None:
+    """A copy kept at seq 5 (a checkpoint left on a member's volume) while the history after it was
+    compacted into a snapshot: the manifest after its head is gone, and probing for newer ones from
+    there found none — it reported lag 0, caught up, and was promoted with a full restore ahead of it."""
+    layout = StateLayout(tmp_path)
+    newest = a_history(layout)
+    head = Head()
+    for found, step in published_after(layout, 0, head):
+        head = step.head
+        if found.seq == 5:
+            break
+    history.prune(layout, 0, below=21)
+    kept = Replica(layout, 0)
+    kept.head = head
+    assert kept.owner_offset() == newest.offset
+    assert manifests.lag(kept.owner_offset(), kept.head) == newest.offset - head.offset > 0

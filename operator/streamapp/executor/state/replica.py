@@ -409,12 +409,22 @@ class Replica:
     def owner_offset(self) -> int:
         """The input offset of the newest manifest (the owner's committed position), without applying it.
 
-        A copy that has applied nothing yet (restoring its first snapshot, which can take minutes)
-        looks for it above the history's floor: the manifests after its empty head are pruned in any
-        partition that ran a while, so it found none and reported the owner at offset 0 — no lag —
-        and the engine handed it the task as if it were caught up (the task then stood still for the
-        whole restore)."""
-        floor = manifests.floor_copy(self.layout, self.partition) if self.head.seq < 0 else self.head
+        Probing for newer manifests starts at the copy's head, and existence is monotone only above
+        the history's floor. So a copy whose next manifests are gone looks for the newest above the
+        floor instead: one that has applied nothing yet (restoring its first snapshot, which can take
+        minutes), and one whose head is below the floor (a checkpoint kept on a member's volume while
+        the history after it was compacted into a snapshot). Either found none after its head, reported
+        the owner at its own offset — no lag — and the engine handed it the task as if it were caught
+        up: the task then stood still for the whole restore. A head whose manifest still exists costs
+        one more probe, and only when nothing newer is found."""
+        if self.head.seq >= 0:
+            latest = manifests.latest_seq(self.layout, self.partition, self.head.seq)
+            newest = manifests.read(self.layout, self.partition, latest) if latest > self.head.seq else None
+            if newest is not None:
+                return newest.end
+            if self.layout.store.exists(self.layout.manifest(self.partition, self.head.seq)):
+                return self.head.offset
+        floor = manifests.floor_copy(self.layout, self.partition)
         after = max(self.head.seq, floor.seq)
         latest = manifests.latest_seq(self.layout, self.partition, after)
         newest = manifests.read(self.layout, self.partition, latest) if latest > after else None
