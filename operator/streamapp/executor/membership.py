@@ -184,8 +184,10 @@ class MembershipClient:
         caught_up_at = self.seen.caught_up_at() if self.seen is not None else (0,)
         since = self.data_plane.batch_running_since()
         running = None if since is None else _stamp(since)
-        # copies given up and pruned are progress too: the task that left changed `tasks` already
-        kept = self.data_plane.local_copies()
+        # Copies given up and pruned are progress too (the task that left changed `tasks` already), so
+        # the volume is read only when a progress report may go out, not at every pass of the loop.
+        due = now >= self._next_progress or now >= self._reassert_at
+        kept = self.data_plane.local_copies() if due else self._reported_copies
         progress = progress_only(self._reported, tasks, caught_up_at) and running == self._reported_round
         allowed = self._next_progress if progress else self._next_report
         changed = (
