@@ -118,6 +118,58 @@ def test_a_lost_members_return_is_its_restart_else_the_apps_else_the_pod_start()
     assert costreports.with_return_estimates(views, Costs())[1].return_seconds is None
 
 
+def test_the_apps_restore_rate_is_kept_when_the_members_that_measured_it_leave() -> None:
+    """The median of the members' rates, from any report, written to the app's status; once the
+    members that measured it are scaled in (their StreamAppMembers deleted) the status keeps it. A
+    rate that is not a positive number is not a measure."""
+    app = app_model()
+    state = PodState.of(pod(0, "p0"))
+    assert state is not None
+    members = [
+        reporting(0, "p0", {}, 4_000.0),
+        reporting(1, "p1-gone", {}, 6_000.0),
+        reporting(2, "p2", {}, None),
+        reporting(3, "p3", {}, -1.0),
+        reporting(4, "p4", {}, "fast"),  # type: ignore[arg-type]
+    ]
+    known = costreports.known(app.status, members, {0: state}, claims=True)
+    assert known.restore_rate == 5_000.0
+    status = costreports.with_costs(app.status, known)
+    assert status.to_dict()["restoreRate"] == 5_000.0
+    later = costreports.known(status, [reporting(2, "p2", {}, None)], {}, claims=True)
+    assert later.restore_rate == 5_000.0, "the members that measured it are gone; the app keeps it"
+    assert costreports.known(status, [reporting(2, "p2", {}, 800.0)], {}, claims=True).restore_rate == 800.0
+
+
+def test_a_member_that_has_not_measured_its_rate_restores_at_the_apps() -> None:
+    """Without it, a bounce after a scale-in was weighed with no rate ("not measured") and its tasks
+    restored elsewhere whatever that cost; with it, the engine waits for a member back sooner than
+    a restore would end."""
+    views = [MemberView(0, restore_rate=2_000.0), MemberView(1), MemberView(2, alive=False)]
+    filled = costreports.with_restore_rates(views, Costs(restore_rate=1_000.0))
+    assert [v.restore_rate for v in filled] == [2_000.0, 1_000.0, 1_000.0]
+    assert costreports.with_restore_rates(views, Costs()) == views
+
+    app = AppConfig(4, 2, RebalanceConfig())
+    first = plan(app, [MemberView(0), MemberView(1)], Assignment(), 0.0).assignment
+    bounce = [
+        MemberView(0, lags={0: 0, 2: 0}, acked_generation=1, restore_rows={0: 100_000, 2: 100_000}),
+        MemberView(
+            1,
+            alive=False,
+            returning=True,
+            return_seconds=40.0,
+            acked_generation=1,
+            restore_rows={1: 100_000, 3: 100_000},
+        ),
+    ]
+    [blind] = plan(app, bounce, first, 10.0).lost
+    assert blind.choice == "Restore" and "not measured" in blind.reason
+    known = costreports.with_restore_rates(bounce, Costs(restore_rate=1_000.0))
+    [weighed] = plan(app, known, first, 10.0).lost
+    assert weighed.choice == "Wait" and weighed.restore_seconds == 100.0
+
+
 def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:
     """Member 1 of 2 lost, visibly returning in 40 s; restores would take 100 s: its tasks wait. Member
     0 reports its own tasks caught up (a copy it held without a report would count as a restore in

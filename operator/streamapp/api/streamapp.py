@@ -836,6 +836,15 @@ class StreamAppStatus(Model):
             "restart of the app is measured."
         ),
     )
+    restore_rate: float | None = field(
+        default=None,
+        metadata=prop(
+            "Rows a second the app's members restore state at from the shared store: the median of their "
+            "restoreRate reports, kept when the members that measured it are scaled in; a member that "
+            "has not measured its own is expected to restore at this rate.",
+            minimum=0,
+        ),
+    )
     last_rebalance: LastRebalance | None = field(
         default=None, metadata=prop("The most recent assignment change.")
     )

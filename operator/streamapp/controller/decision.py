@@ -76,6 +76,7 @@ def decide(
         reports,
         memo.refused,
     )
+    views = costreports.with_restore_rates(views, measured)
     running = batch_running_since(observed.pods, observed.members, reports)
     step = podrollout.step(
         pods,

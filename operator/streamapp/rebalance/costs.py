@@ -26,12 +26,16 @@ class Costs:
     members keep their local state on a claim (`executor.storage.size`), without which a restart
     restores every task in full and the last measured restart says nothing about the next. Beside
     them, how long the app's pods take to become ready (`pod_start`, the operator's measure): a
-    member's restart takes at least that, which is what `auto` expects of one never measured."""
+    member's restart takes at least that, which is what `auto` expects of one never measured. And how
+    fast the app's members restore (`restore_rate`, rows a second: the median of their measures), which
+    a member keeps only while it exists: a scale-in removes the one that measured it, and the next loss
+    would otherwise be weighed with no rate at all."""
 
     restart: Mapping[int, float] = field(default_factory=dict)
     handoff: float | None = None
     claims: bool = False
     pod_start: float | None = None
+    restore_rate: float | None = None
 
 
 UNMEASURED = Costs()
@@ -60,7 +64,8 @@ def merged(old: Costs, new: Costs) -> Costs:
     """`new`'s values where it has them, `old`'s otherwise."""
     handoff = new.handoff if new.handoff is not None else old.handoff
     pod_start = new.pod_start if new.pod_start is not None else old.pod_start
-    return Costs({**old.restart, **new.restart}, handoff, new.claims, pod_start)
+    rate = new.restore_rate if new.restore_rate is not None else old.restore_rate
+    return Costs({**old.restart, **new.restart}, handoff, new.claims, pod_start, rate)
 
 
 def expected_return(member: int, restart: Mapping[int, float], pod_start: float | None) -> float | None:
