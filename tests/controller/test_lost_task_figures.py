@@ -138,7 +138,7 @@ def test_the_apps_restore_rate_is_kept_when_the_members_that_measured_it_leave()
     assert status.to_dict()["restoreRate"] == 5_000.0
     later = costreports.known(status, [reporting(2, "p2", {}, None)], {}, claims=True)
     assert later.restore_rate == 5_000.0, "the members that measured it are gone; the app keeps it"
-    assert costreports.known(status, [reporting(2, "p2", {}, 800.0)], {}, claims=True).restore_rate == 800.0
+    assert costreports.known(status, [reporting(2, "p2", {}, 812.37)], {}, claims=True).restore_rate == 812.0
 
 
 def test_a_member_that_has_not_measured_its_rate_restores_at_the_apps() -> None:

@@ -69,7 +69,9 @@ def measured(members: Iterable[Body], pods: Mapping[int, PodState], claims: bool
         if seconds is not None:
             restart[pod.member] = seconds
         handoffs.extend(found)
-    rate = round(statistics.median(rates), 1) if rates else None
+    # Three significant figures: an estimate needs no more, and a status that changed with every report
+    # of a restore under way would be written at every reconcile.
+    rate = float(f"{statistics.median(rates):.3g}") if rates else None
     return Costs(restart, handoff_seconds(handoffs), claims, pod_start_seconds(pods.values()), rate)
 
 
