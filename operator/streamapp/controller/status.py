@@ -62,6 +62,7 @@ STEP_FIELDS = (
     "members",
     "handoffSeconds",
     "podStartSeconds",
+    "restoreRate",
     "conditions",
     "intent",
     "autoscaling",
