@@ -159,19 +159,8 @@ def test_a_member_that_has_not_measured_its_rate_restores_at_the_apps() -> None:
     assert [v.restore_rate for v in filled] == [2_000.0, 1_000.0, 1_000.0]
     assert costreports.with_restore_rates(views, Costs()) == views
 
-    app = AppConfig(4, 2, RebalanceConfig())
-    first = plan(app, [MemberView(0), MemberView(1)], Assignment(), 0.0).assignment
-    bounce = [
-        MemberView(0, lags={0: 0, 2: 0}, acked_generation=1, restore_rows={0: 100_000, 2: 100_000}),
-        MemberView(
-            1,
-            alive=False,
-            returning=True,
-            return_seconds=40.0,
-            acked_generation=1,
-            restore_rows={1: 100_000, 3: 100_000},
-        ),
-    ]
+    app, first, measured = lost_views()
+    bounce = [replace(v, restore_rate=None) for v in measured]
     [blind] = plan(app, bounce, first, 10.0).lost
     assert blind.choice == "Restore" and "not measured" in blind.reason
     known = costreports.with_restore_rates(bounce, Costs(restore_rate=1_000.0))
@@ -179,10 +168,10 @@ def test_a_member_that_has_not_measured_its_rate_restores_at_the_apps() -> None:
     assert weighed.choice == "Wait" and weighed.restore_seconds == 100.0
 
 
-def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:
-    """Member 1 of 2 lost, visibly returning in 40 s; restores would take 100 s: its tasks wait. Member
-    0 reports its own tasks caught up (a copy it held without a report would count as a restore in
-    full ahead of theirs), and warms one of them as insurance: a second would share its throughput."""
+def lost_views() -> tuple[AppConfig, Assignment, list[MemberView]]:
+    """Member 1 of 2 lost, visibly returning in 40 s; member 0 restores 1,000 rows a second, so
+    restores of its 100,000-row tasks would take 100 s. Member 0 reports its own tasks caught up (a
+    copy it held without a report would count as a restore in full ahead of theirs)."""
     app = AppConfig(4, 2, RebalanceConfig())
     first = plan(app, [MemberView(0), MemberView(1)], Assignment(), 0.0).assignment
     views = [
@@ -202,6 +191,13 @@ def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:
             restore_rows={1: 100_000, 3: 100_000},
         ),
     ]
+    return app, first, views
+
+
+def lost_plan() -> tuple[list[MemberView], Assignment, tuple[LostMember, ...]]:
+    """The lost member's tasks wait (back in 40 s, restores 100 s), and member 0 warms one of them
+    as insurance: a second would share its throughput."""
+    app, first, views = lost_views()
     result = plan(app, views, first, 10.0)
     return views, result.assignment, result.lost
 
