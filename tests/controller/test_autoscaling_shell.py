@@ -36,6 +36,36 @@ def test_rates_count_a_task_only_between_reports_of_one_process() -> None:
     assert rates.member_rate(0) is None, "a new process's counters start again"
 
 
+def test_the_newest_input_is_read_between_each_tasks_own_reports() -> None:
+    """Reports every 10 s, reconciles every 2.5 s: the newest third of the window read at reconcile
+    times could span one report's movement or two; between the reports' own times it is exact. The
+    input steps from 100 to 300 rec/s at 60 s."""
+
+    def end(second: float) -> int:
+        return round(100 * min(second, 60) + 300 * max(0.0, second - 60))
+
+    rates = Rates()
+    seen = []
+    for tick in range(0, 29):
+        at = tick * 2.5 + 0.5
+        reported = float(int(at // 10) * 10)
+        rates.add(Sample(at, {0: TaskSample("a", end(reported), 0, reported)}, {}))
+        seen.append(rates.recent_input_rate())
+    assert seen[:4] == [None] * 4, "no report a third of a window older yet"
+    assert set(seen[4:]) == {100.0, 300.0}
+    assert seen[-1] == 300.0
+    window = rates.input_rate()
+    assert window is not None and window < 300.0, "the window's mean still holds the slower input"
+    moved = Rates()
+    moved.add(Sample(0.0, {0: TaskSample("a", 0, 0, 0.0)}, {}))
+    moved.add(Sample(20.0, {0: TaskSample("b", 900, 0, 20.0)}, {}))
+    assert moved.recent_input_rate() is None, "no older report of the same process"
+    unstamped = Rates()
+    unstamped.add(Sample(0.0, {0: TaskSample("a", 0, 0)}, {}))
+    unstamped.add(Sample(20.0, {0: TaskSample("a", 900, 0)}, {}))
+    assert unstamped.recent_input_rate() is None
+
+
 def test_anchors_stay_few_and_span_a_window() -> None:
     rates = Rates()
     for second in range(0, 600):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from streamapp.rebalance import RebalanceConfig
 from streamapp.rebalance.autoscaler import (
+    RISE_FACTOR,
     AutoscalerConfig,
     AutoscalerState,
     MemberRate,
@@ -63,6 +64,22 @@ def test_the_size_is_computed_from_rates_not_stepped() -> None:
     decision = run(facts(2, 10_800), config=RATE_ONLY)
     assert (decision.action, decision.replicas, decision.needed) == ("ScaleOut", 6, 6)
     assert "10,800 rec/s" in decision.reason and "2,500 rec/s" in decision.reason
+
+
+def test_a_step_up_is_sized_at_its_newest_rate_not_the_windows_mean() -> None:
+    """11 s into a 3x step the window's mean says 6,023 rec/s, its newest third 10,800: sized at the
+    mean, the scale-out went to six members for 6,023 and a second one followed for the backlog the
+    first left (the step trace: 2 -> 6 -> 12). A newest third within `RISE_FACTOR` of the mean is
+    noise, and a fall is read at the mean."""
+    stepped = run(facts(2, 6_023, lag=60_000, throughput=5_000, recent_input_rate=10_800), config=RATE_ONLY)
+    assert (stepped.action, stepped.replicas) == ("ScaleOut", 6)
+    assert "10,800 rec/s" in stepped.reason
+    mean_only = run(facts(2, 6_023, lag=60_000, throughput=5_000), config=RATE_ONLY)
+    assert mean_only.replicas == 4 and "6,023 rec/s" in mean_only.reason
+    noise = run(facts(2, 3_700, recent_input_rate=3_700 * RISE_FACTOR))
+    assert (noise.action, noise.replicas) == ("Hold", 2) and "3,700 rec/s" in noise.reason
+    falling = run(facts(6, 10_800, recent_input_rate=3_600), config=RATE_ONLY)
+    assert "10,800 rec/s" in falling.reason
 
 
 def test_a_member_that_lowers_no_members_load_is_never_added() -> None:

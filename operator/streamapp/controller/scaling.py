@@ -7,7 +7,9 @@ module adds is what only the operator sees:
 - **Rates from consecutive reports.** The input rate is how fast the tasks' source ends move (an active
   copy's applied offset plus its input lag), the throughput how fast their applied offsets do, each
   member's true rate its processed records over its busy seconds (the counters its executor reports,
-  `processedRecords` and `busySeconds`), all over `RATE_WINDOW` seconds. A task is counted only between
+  `processedRecords` and `busySeconds`), all over `RATE_WINDOW` seconds; the input also over the newest
+  third of it, between each task's own reports (`Rates.recent_input_rate`), so that a step up is seen
+  before the whole window has seen it. A task is counted only between
   two reports of the same active copy's figures, so a task that moved is not read as a jump; a member
   only between two reports of the same process (its counters start again with it). The samples live in
   the app's loop (`Rates`, kept on its `Memo`): after an operator restart nothing is decided until a
@@ -44,11 +46,13 @@ RATE_WINDOW = 30.0
 @dataclass(frozen=True)
 class TaskSample:
     """A task's active copy's figures in one report: the process that made it, where the source ends
-    (applied offset plus input lag), and its applied offset."""
+    (applied offset plus input lag), its applied offset, and when the report was written
+    (`reportedAt`, epoch seconds; None when it does not say)."""
 
     process: str
     end: int
     applied: int
+    reported: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,33 @@ class Rates:
     def input_rate(self) -> float | None:
         """Records a second arriving at the sources of the tasks reported at both ends of the window."""
         return self._task_rate(lambda t: t.end)
+
+    def recent_input_rate(self) -> float | None:
+        """Records a second arriving over the newest third of the window, task by task between two of
+        its reports (their own times, not the reconciles'): a span of one report interval read at
+        reconcile times could count one report's movement or two. None unless every task of the newest
+        sample has a report at least a third of a window older from the same process."""
+        if not self.anchors:
+            return None
+        total = 0.0
+        for task, now in self.anchors[-1].tasks.items():
+            if now.reported is None:
+                return None
+            then = next(
+                (
+                    old
+                    for sample in reversed(self.anchors[:-1])
+                    if (old := sample.tasks.get(task)) is not None
+                    and old.process == now.process
+                    and old.reported is not None
+                    and old.reported <= now.reported - RATE_WINDOW / 3
+                ),
+                None,
+            )
+            if then is None or then.reported is None:
+                return None
+            total += max(0, now.end - then.end) / (now.reported - then.reported)
+        return total if self.anchors[-1].tasks else None
 
     def throughput(self) -> float | None:
         """Records a second the active copies processed."""
@@ -134,13 +165,22 @@ def sample(
         if pod is None or not pod.made(status.pod_uid, status.started_at):
             continue
         process = f"{status.pod_uid}/{status.started_at}"
+        reported = _seconds(status.reported_at)
         if status.processed_records is not None and status.busy_seconds is not None:
             counters[member] = (process, status.processed_records, status.busy_seconds)
         for report in status.tasks:
             if report.role == "active" and report.applied_offset is not None and report.input_lag is not None:
                 end = report.applied_offset + report.input_lag
-                tasks[report.task] = TaskSample(process, end, report.applied_offset)
+                tasks[report.task] = TaskSample(process, end, report.applied_offset, reported)
     return Sample(now, tasks, counters)
+
+
+def _seconds(stamp: str | None) -> float | None:
+    """An RFC 3339 time in epoch seconds (None when absent or garbled)."""
+    try:
+        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+    except ValueError:
+        return None
 
 
 def facts(
@@ -166,6 +206,7 @@ def facts(
         replicas=app.spec.replicas,
         partitions=app.spec.partitions,
         input_rate=rates.input_rate(),
+        recent_input_rate=rates.recent_input_rate(),
         throughput=rates.throughput(),
         input_lag=input_lag,
         members=tuple(MemberRate(v.id, v.alive, active.get(v.id, 0), rates.member_rate(v.id)) for v in views),

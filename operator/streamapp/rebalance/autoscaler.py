@@ -68,6 +68,11 @@ EFFECTIVE_FRACTION = 0.1
 """A settled scale-out whose measured capacity gain is below this share of the gain it expected did not
 work (Flink's autoscaler uses the same tenth for its effectiveness check)."""
 
+RISE_FACTOR = 1.25
+"""The input over the newest third of the rate window (`ScaleFacts.recent_input_rate`) replaces the
+window's mean only above this multiple of it: below, the difference is within what a steady input's
+noise and the reports' whole-second times make of a third of a window."""
+
 Action = Literal["ScaleOut", "ScaleIn", "Hold", "Wait"]
 
 
@@ -126,7 +131,8 @@ class ScaleFacts:
     """What the shell measured, all of it from reports and pods.
 
     `replicas` is `spec.replicas` as it stands; `input_rate` and `throughput` records a second into and
-    out of the app over the shell's window; `input_lag` the records not yet processed; `restore_rows`
+    out of the app over the shell's window, `recent_input_rate` the input over its newest third (a rise
+    beyond `RISE_FACTOR` counts at it: `_measure`); `input_lag` the records not yet processed; `restore_rows`
     what a copy without local state of a typical task restores (the owners' reports) and `restore_rate`
     the members' measured rows a second; `pod_start_seconds` how long the app's pods take to become
     ready; `revision` what member pods are made from (an ineffective scale-out is not repeated until it
@@ -136,6 +142,7 @@ class ScaleFacts:
     replicas: int
     partitions: int
     input_rate: float | None = None
+    recent_input_rate: float | None = None
     throughput: float | None = None
     input_lag: int | None = None
     members: tuple[MemberRate, ...] = ()
@@ -714,12 +721,18 @@ def _measure(facts: ScaleFacts) -> _Measured | str:
         return "no member's processing rate is measured yet"
     member_rate = statistics.median(rates)
     capacity = _capacity(facts, member_rate)
-    throughput = facts.throughput if facts.throughput is not None else min(facts.input_rate, capacity)
+    # An input that rose within the window counts at its newest rate: read at the window's mean, a step
+    # up sized the scale-out for the input half-way up, and a second scale-out followed for the backlog
+    # the first one's too few members let build (the step trace: 2 -> 6 -> 12 members). A fall counts
+    # at the mean: a scale-in waits for the input to stay low anyway.
+    recent = facts.recent_input_rate
+    inflow = recent if recent is not None and recent > RISE_FACTOR * facts.input_rate else facts.input_rate
+    throughput = facts.throughput if facts.throughput is not None else min(inflow, capacity)
     return _Measured(
-        input_rate=facts.input_rate,
+        input_rate=inflow,
         member_rate=member_rate,
         lag=float(facts.input_lag or 0),
-        growth=facts.input_rate - throughput,
+        growth=inflow - throughput,
     )
 
 

@@ -109,6 +109,15 @@ class _Window:
     def seconds(self) -> float:
         return sum(s.tick for s in self.ticks)
 
+    def recent_input_rate(self) -> float | None:
+        """Records a second arriving over the newest third of the window (the operator's newest pair of
+        rate anchors spans about that)."""
+        if not self.ticks:
+            return None
+        newest = [s for s in self.ticks if s.now > self.ticks[-1].now - RATE_WINDOW / 3]
+        seconds = sum(s.tick for s in newest)
+        return sum(s.arrived for s in newest) / seconds if seconds else None
+
     def rate(self, member: int) -> float | None:
         """A member's true rate: records processed over seconds busy (None when it was never busy)."""
         processed = busy = 0.0
@@ -167,6 +176,7 @@ class StreamAppScaler:
             replicas=snapshot.replicas,
             partitions=snapshot.partitions,
             input_rate=sum(s.arrived for s in ticks) / seconds if seconds else None,
+            recent_input_rate=self.window.recent_input_rate(),
             throughput=sum(m.processed for s in ticks for m in s.members) / seconds if seconds else None,
             input_lag=round(snapshot.input_lag),
             members=tuple(
