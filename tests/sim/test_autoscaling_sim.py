@@ -141,14 +141,14 @@ def test_the_operators_autoscaler_sizes_the_step_at_once_and_waits_for_its_warmu
     lets build up included), no second scale-out follows while its warmups catch up, and the app
     returns to its base size once the input falls.
 
-    The size it needs is six, the members that carry the raised input, not the maximum: twelve would
-    be in no sooner (each new member restores one round of tasks either way) and get the lag back
-    within target only seconds earlier. (The first sizing asked for the fewest that work the backlog
-    off within 20 s of the move, which only twelve did: this test expected 12.)"""
+    The size it needs is twelve: read at its newest rate, the step's 10,800 rec/s outrun two members
+    by 5,800 rec/s for the whole move, and six would then take minutes longer to work that backlog
+    down. (Read at the window's mean, 6,023 rec/s eleven seconds into the step, the scale-out went to
+    six and a second one to twelve followed: this test expected 6 and allowed the second.)"""
     simulation = run("step", "streamapp")
     sizes = simulation.meter.sizes
-    assert sizes[0] == 2 and sizes[1] == 6 and sizes[-1] == 2
-    assert sizes == sorted(sizes[:2]) + sorted(sizes[2:], reverse=True)  # out once, then only in
+    assert sizes[0] == 2 and sizes[1] == 12 and sizes[-1] == 2
+    assert sizes == sizes[:1] + sorted(sizes[1:], reverse=True)  # out once, then only in
     scaler = simulation.scaler
     assert isinstance(scaler, StreamAppScaler)
     actions = [d.action for _, d in scaler.decisions]
