@@ -145,9 +145,9 @@ class PodState:
             forced=meta.get("deletionGracePeriodSeconds") == 0,
             starting=_starting(status),
             start_seconds=_start_seconds(meta, status) if ready else None,
-            ready_since=_time(_ready_condition(status).get("lastTransitionTime")) if ready else None,
+            ready_since=epoch_seconds(_ready_condition(status).get("lastTransitionTime")) if ready else None,
             problem=None if ready else pod_problem(status),
-            executor_started=_time(_running(status).get("startedAt")),
+            executor_started=epoch_seconds(_running(status).get("startedAt")),
         )
 
     def made(self, pod_uid: str | None, started_at: str | None) -> bool:
@@ -159,7 +159,7 @@ class PodState:
         without `startedAt`, a container not running) leaves the UID to decide."""
         if pod_uid != self.uid:
             return False
-        started = _time(started_at)
+        started = epoch_seconds(started_at)
         return started is None or self.executor_started is None or started >= self.executor_started
 
     @property
@@ -230,7 +230,7 @@ def _recent_crashes(container: Body, state: Body, is_init: bool) -> int:
     if total < 2:
         return total
     run = state.get("terminated") or (container.get("lastState") or {}).get("terminated") or {}
-    began, ended = _time(run.get("startedAt")), _time(run.get("finishedAt"))
+    began, ended = epoch_seconds(run.get("startedAt")), epoch_seconds(run.get("finishedAt"))
     long_run = began is not None and ended is not None and ended - began >= CRASH_LOOP_RUN_SECONDS
     return 1 if long_run else 2
 
@@ -275,7 +275,7 @@ def _start_seconds(meta: Body, status: Body) -> float | None:
         if int(_executor(status).get("restartCount") or 0) > 0
         else meta.get("creationTimestamp")
     )
-    start, end = _time(began), _time(ready.get("lastTransitionTime"))
+    start, end = epoch_seconds(began), epoch_seconds(ready.get("lastTransitionTime"))
     return None if start is None or end is None or end < start else round(end - start, 1)
 
 
@@ -293,7 +293,7 @@ def _ready_condition(status: Body) -> Body:
     return next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
 
 
-def _time(value: object) -> float | None:
+def epoch_seconds(value: object) -> float | None:
     """Epoch seconds of an RFC 3339 time as Kubernetes writes it; None when absent or malformed."""
     try:
         return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() if value else None
@@ -403,7 +403,7 @@ def batch_running_since(
         member = int(body["spec"]["memberId"])
         status = parse(body)
         pod = pod_by_id.get(member)
-        since = _time(status.batch_running_since)
+        since = epoch_seconds(status.batch_running_since)
         if pod is not None and since is not None and pod.made(status.pod_uid, status.started_at):
             running[member] = since
     return running

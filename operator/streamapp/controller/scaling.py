@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from streamapp.api.member import StreamAppMemberStatus
 from streamapp.api.streamapp import AutoscalingStatus, StreamApp
-from streamapp.controller.observe import Body, PodState
+from streamapp.controller.observe import Body, PodState, epoch_seconds
 from streamapp.rebalance import Assignment, MemberView
 from streamapp.rebalance.autoscaler import (
     AutoscalerState,
@@ -165,7 +165,7 @@ def sample(
         if pod is None or not pod.made(status.pod_uid, status.started_at):
             continue
         process = f"{status.pod_uid}/{status.started_at}"
-        reported = _seconds(status.reported_at)
+        reported = epoch_seconds(status.reported_at)
         if status.processed_records is not None and status.busy_seconds is not None:
             counters[member] = (process, status.processed_records, status.busy_seconds)
         for report in status.tasks:
@@ -173,14 +173,6 @@ def sample(
                 end = report.applied_offset + report.input_lag
                 tasks[report.task] = TaskSample(process, end, report.applied_offset, reported)
     return Sample(now, tasks, counters)
-
-
-def _seconds(stamp: str | None) -> float | None:
-    """An RFC 3339 time in epoch seconds (None when absent or garbled)."""
-    try:
-        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
-    except ValueError:
-        return None
 
 
 def facts(
