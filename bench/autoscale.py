@@ -372,15 +372,13 @@ NOTES = [
     "- Why it moves less: a decision waits for the warmups it started (their lag is the decision working, "
     "not new demand), sizes for the backlog its own move lets build up, and follows neither a dip nor a "
     "bump shorter than the move that would follow it, unless members fall behind.",
-    "- Where it pays: in time over the lag target. A scale-out for a backlog goes to the size that gets the "
-    "lag back within target for the fewest member-seconds, each second over target priced at maxReplicas "
-    "(12) members; on the step and the spike that is the 6 members the raised input needs, not the 12 that "
-    "alone work the backlog off within 20 s once in: both come in after the same move (one restore round "
-    "per new member), and the 12 would have made the time over target seconds shorter by the decision's "
-    "estimate, for 6 more members through the recovery and the way back down. The estimate is made from "
-    "a 30-s window that has seen only part of the step, so the 6 members' spare turns out smaller than it "
-    "expected and the backlog takes them minutes. On a spike the input is gone before its members are in, "
-    "and they are paid for until the scale-in's handoff is done.",
+    "- How it sizes a step: the input over the newest third of its 30-s rate window (read between each "
+    "task's own reports) counts when it is over 1.25x the window's mean, so eleven seconds into the 3x "
+    "step it reads 10,683 rec/s, not the 6,023 of the mean, and goes to the size that gets the lag back "
+    "within target for the fewest member-seconds: twelve at once, one move. Read at the mean, it went to "
+    "six, whose spare rate was too small for the backlog, and a second scale-out to twelve followed (358 s "
+    "over the lag target and 81 task-s of downtime, against 106 s and 70.2 now). On a spike the input is "
+    "gone before its members are in, and they are paid for until the scale-in's handoff is done.",
     "- The *floor* is the fewest executor-seconds any autoscaler could spend on the same input and still "
     "hold the utilization target (80 %): at every 10-s sample the fewest members that keep the busiest "
     "within it, resized at once, with no pod start, move or backlog (`floor` in bench/autoscale.py). With "
