@@ -388,8 +388,9 @@ NOTES = [
     "behind it (their seconds over the lag target).",
     "- What the simulator leaves out: restores take no processing capacity from the members that run them "
     "(real ones do), the HPA and KEDA answer at once (no API server in between), and every member is as fast "
-    "as every other. The real-executor run of the step trace and the control-plane test of the waiting "
-    "decision are still to come (`where: cluster` rows).",
+    "as every other. The step trace has not run on real executors yet (no `where: cluster` rows); the "
+    "waiting decision is tested on the real control plane with played members "
+    "(tests/integration/test_autoscaler_on_cluster.py).",
 ]
 
 
