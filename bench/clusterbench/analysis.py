@@ -169,13 +169,20 @@ def calibration(
         if r["restored_blocking"] > 0 and r["gaps"]["stall_s"] > 0
     ]
     restore_rate = statistics.median(reported) if reported else max(candidates) if candidates else None
-    # one planned handoff's wait, as the simulator charges it to each move: the mean excess over the
-    # cadence of the gaps across a change of owner in streamapp's planned moves (scale-out and
-    # scale-in: warm handoffs that restore nothing while blocking). Not the phases' summed stall, which
-    # also holds every batch slowed by a new executor's JVM, nor the longest gap alone (one move)
-    planned = [by_protocol.get(("streamapp", phase)) for phase in ("scale-out", "scale-in")]
-    excess = sum(r["gaps"].get("moves_stall_s", 0.0) for r in planned if r)
-    moves = sum(r["gaps"].get("moves", 0) for r in planned if r)
+
+    # one handoff's wait between two running members, as the simulator charges it to each move: the mean
+    # excess over the cadence of the gaps across a change of owner in the scale-in, every protocol's
+    # whose moves restored less than a second's worth while blocking (warm or nearly). Not the
+    # scale-out's moves: their new member's first batches are slow as well, which the contention model
+    # takes (a fresh executor's stretch), and counted twice they made every move after a loss cost the
+    # simulator twice what it measured. Not the phases' summed stall (every batch slowed by a new JVM).
+    def warm(row: dict[str, Any]) -> bool:
+        blocking = row["restored_blocking"]
+        return blocking == 0 or (restore_rate is not None and blocking < restore_rate)
+
+    handed = [r for r in measured if r["phase"] == "scale-in" and warm(r)]
+    excess = sum(r["gaps"].get("moves_stall_s", 0.0) for r in handed)
+    moves = sum(r["gaps"].get("moves", 0) for r in handed)
     handoff = excess / moves if moves else 0.0
     found = [s for app in run.apps for s in occupancy.stretches(app)]
     cadence = statistics.median(r["usual_gap_s"] for r in measured) if measured else 1.0

@@ -402,8 +402,9 @@ def calibration_section(
         f"- restore rate {_fmt(cal['restore_rate_per_task'])} rows/s per task: {rate_source};",
         f"- state {cal['state_rows_per_task']:,} rows per task (distinct keys per task of the input);",
         f"- handoff {cal.get('handoff_s', 0.0):.1f} s (`reassignSeconds`, what a task waits each time it "
-        "moves): the mean excess over the cadence of the gaps across a change of owner in streamapp's "
-        "scale-out and scale-in (warm handoffs);",
+        "moves between running members): the mean excess over the cadence of the gaps across a change of "
+        "owner in the scale-in, every protocol's whose moves restored under a second's worth while blocking "
+        "(a move to a new member also meets its fresh executor's slow first batches: the contention model's);",
         f"- detection {cal.get('detect_s', 0.0):.1f} s (`detectSeconds`) in the bounce: how long after the "
         "SIGKILL the app's status first showed the member lost (the quickest of the apps; polled every "
         f"second); {cal.get('detect_deleted_s', 0.0):.1f} s in the permanent losses, the same after the "

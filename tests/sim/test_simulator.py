@@ -505,3 +505,30 @@ def test_stuck_members_are_replaced_one_at_a_time_once_their_round_outlasts_the_
     assert streamapp.task_downtime_seconds < min(
         r.task_downtime_seconds for p, r in results.items() if p != "streamapp"
     )
+
+
+@pytest.mark.parametrize("at", [0, 5])
+def test_a_move_in_the_first_tick_is_a_handoff_like_any_later_one(at: int) -> None:
+    """The app ran before time 0, so a task moved by an action at t=0 waits the handoff as one moved
+    later does (it used to move for free: nothing had processed it yet in the simulation)."""
+    doc = {
+        "name": "scale-in",
+        "partitions": 4,
+        "members": 2,
+        "duration": 30,
+        "workload": {
+            "localState": "claim",
+            "inputRate": 10,
+            "processRate": 70,
+            "restoreRate": 250_000,
+            "stateRecords": 33_000,
+            "reassignSeconds": 4,
+        },
+        "rebalance": {"protocol": "eager"},
+        "events": [{"at": at, "scale": 1}],
+    }
+    result, _ = simulate(parse_scenario(doc))
+    assert result.task_movements == 2
+    # each moved task: the handoff's 4 s and a fraction of a second for its restore and first batch
+    assert 4 <= result.max_task_downtime_seconds < 5
+    assert 8 <= result.task_downtime_seconds < 10

@@ -137,6 +137,11 @@ class Simulation:
         self.base_generation = self.assignment.generation
         self.movements = 0
         self.wasted_warmups = 0
+        # Running before time 0 means each task last processed on its owner just now: a move in the first
+        # tick is a handoff like any later one (without this, an action at t=0 moved tasks for free).
+        for task, state in enumerate(self.assignment.tasks):
+            if state.active is not None:
+                self.processed_at[task], self.processed_by[task] = 0.0, state.active
 
     def _tick(self, now: float) -> None:
         self.now = now
