@@ -85,7 +85,8 @@ def test_the_spec_the_operator_writes_is_the_target_the_executor_applies() -> No
     plane = RecordingPlane()
     membership, _ = executor(plane)
     membership.notice({"metadata": {"uid": "m"}, "spec": spec})
-    [applied] = plane.applied
+    held_back, applied = plane.applied  # taken up only once confirmed (membership.confirm)
+    assert not held_back.active
     assert applied.to_dict() == spec, "the executor's parse loses nothing the operator wrote"
     assert (applied.generation, applied.active_epochs(), applied.revoking_epochs()) == (
         7,
@@ -103,7 +104,7 @@ def test_every_spec_field_reaches_the_executor() -> None:
     plane = RecordingPlane()
     membership, _ = executor(plane)
     membership.notice({"metadata": {"uid": "m"}, "spec": spec.to_dict()})
-    assert plane.applied == [spec]
+    assert plane.applied[-1] == spec
 
 
 def test_every_status_field_the_executor_writes_reaches_the_operator() -> None:
@@ -111,7 +112,7 @@ def test_every_status_field_the_executor_writes_reaches_the_operator() -> None:
     membership, api = executor(RecordingPlane([report]))
     target = filled(StreamAppMemberSpec)
     membership.notice({"metadata": {"uid": "m"}, "spec": target.to_dict()})
-    [written] = api.statuses
+    written = api.statuses[-1]
     spec = {"memberId": 2, "generation": target.generation}
     body = {"metadata": {"name": "counts-2"}, "spec": spec, "status": written}
     expected = StreamAppMemberStatus(

@@ -91,7 +91,9 @@ class SpecKube:
 
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any], *, uid: str) -> None:
+    def patch_member_spec(
+        self, namespace: str, name: str, spec: dict[str, Any], *, uid: str, version: str | None = None
+    ) -> None:
         self.specs[name] = spec
 
     def create_member(self, namespace: str, body: dict[str, Any]) -> None:

@@ -1,10 +1,13 @@
 """A step that takes a task from one member and gives it to another at the next epoch writes the
 member giving it up first (controller/reconcile.py, `_write_member_specs`): written side by side, a
 reader could find the new owner's target while the old one's still named the task active at the older
-epoch — what the chaos observer caught after a lost member's tasks were restored elsewhere."""
+epoch — what the chaos observer caught after a lost member's tasks were restored elsewhere. A lost
+member is written only at the version the plan saw, and while a process of it may still run an older
+target, the new owner is not told (`controller.handover`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -14,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from test_controller_core import MODEL
 
 from streamapp.controller import children
+from streamapp.controller.observe import PodState
 from streamapp.controller.reconcile import _write_member_specs
 from streamapp.rebalance import Assignment, member_targets
 from streamapp.rebalance.model import TaskAssignment
@@ -25,13 +29,17 @@ class RecordingKube:
 
     patched: list[str] = field(default_factory=list)
     uids: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str | None] = field(default_factory=dict)
     refuse: str | None = None
 
-    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any], *, uid: str) -> None:
+    def patch_member_spec(
+        self, namespace: str, name: str, spec: dict[str, Any], *, uid: str, version: str | None = None
+    ) -> None:
         if name == self.refuse:
             raise ApiException(status=500, reason="refused")
         self.patched.append(name)
         self.uids[name] = uid
+        self.versions[name] = version
 
     def create_member(self, namespace: str, body: dict[str, Any]) -> None:
         self.patched.append(body["metadata"]["name"])
@@ -44,6 +52,7 @@ def members_of(assignment: Assignment) -> list[dict[str, Any]]:
         spec = children.member_spec("counts", member, target, assignment.generation, False, ())
         body = children.member_object(MODEL, member, spec)
         body["metadata"]["uid"] = f"uid-of-{body['metadata']['name']}"
+        body["metadata"]["resourceVersion"] = f"{700 + member}"
         bodies.append(body)
     return bodies
 
@@ -105,3 +114,94 @@ def test_a_giver_the_watch_shows_as_already_written_is_still_written_first() -> 
         plan = SimpleNamespace(assignment=AFTER)
         _write_member_specs(kube, MODEL, plan, lagging, frozenset(), previous=BEFORE)  # type: ignore[arg-type]
         assert kube.patched == ["counts-1", "counts-0"]
+
+
+NOW = 1_800_000_000.0
+
+
+def stamp(seconds: float) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def restarting(started: float | None = NOW - 30, finished: float | None = None) -> dict[int, PodState]:
+    """Member 0 Ready; member 1's pod not Ready, its executor container running since `started` (or,
+    with None, not running, its last run ended at `finished`)."""
+    return {
+        0: PodState(member=0, name="counts-0", uid="pod-0", ready=True, terminating=False, node="n"),
+        1: PodState(
+            member=1,
+            name="counts-1",
+            uid="pod-1",
+            ready=False,
+            terminating=False,
+            node="n",
+            executor_started=started,
+            executor_finished=finished,
+        ),
+    }
+
+
+def reported(bodies: list[dict[str, Any]], generation: int, started: float) -> list[dict[str, Any]]:
+    """`bodies` with member 1's report: generation acknowledged by a process of pod-1 started then."""
+    for body in bodies:
+        if body["spec"]["memberId"] == 1:
+            body["status"] = {
+                "observedGeneration": generation,
+                "podUID": "pod-1",
+                "startedAt": stamp(started),
+                "reportedAt": stamp(NOW - 1),
+            }
+    return bodies
+
+
+def write(
+    kube: RecordingKube,
+    bodies: list[dict[str, Any]],
+    pods: dict[int, PodState],
+    previous: Assignment = BEFORE,
+) -> tuple[int, ...]:
+    plan = SimpleNamespace(assignment=AFTER)
+    return _write_member_specs(kube, MODEL, plan, bodies, frozenset(), previous=previous, pods=pods, now=NOW)  # type: ignore[arg-type]
+
+
+def test_a_lost_member_is_written_only_at_the_version_the_plan_saw() -> None:
+    kube = RecordingKube()
+    assert write(kube, members_of(BEFORE), restarting()) == ()
+    assert kube.patched == ["counts-1", "counts-0"]
+    assert kube.versions == {"counts-1": "701", "counts-0": None}
+
+
+def test_the_new_owner_waits_while_the_lost_members_restarted_process_may_run_the_task() -> None:
+    """Member 1's executor restarted in place (its pod not Ready yet) and acknowledged the target
+    that names task 1 active: it may run it, so member 0 is not given task 1 until it let go."""
+    kube = RecordingKube()
+    assert write(kube, reported(members_of(BEFORE), 4, NOW - 20), restarting()) == (1,)
+    assert kube.patched == ["counts-1"]
+    lost = [m for m in members_of(AFTER) if m["spec"]["memberId"] == 1]
+    waiting = reported(lost, 4, NOW - 20) + [m for m in members_of(BEFORE) if m["spec"]["memberId"] == 0]
+    kube = RecordingKube()
+    assert write(kube, waiting, restarting()) == (1,), "written, not yet acknowledged"
+    assert "counts-0" not in kube.patched
+    kube = RecordingKube()
+    assert write(kube, waiting, restarting(), previous=AFTER) == (1,), (
+        "the plan already made, the giver unchanged"
+    )
+    assert kube.patched == []
+    kube = RecordingKube()
+    acknowledged = reported(lost, 5, NOW - 20) + [m for m in members_of(BEFORE) if m["spec"]["memberId"] == 0]
+    assert write(kube, acknowledged, restarting()) == ()
+    assert kube.patched == ["counts-1", "counts-0"], "the giver as the previous step wrote it, first"
+
+
+def test_a_report_from_a_process_that_ended_or_from_before_the_restart_holds_nothing_up() -> None:
+    for pods, started in (
+        (restarting(started=NOW - 30), NOW - 60),  # made before the container's current run
+        (restarting(started=None, finished=NOW - 10), NOW - 20),  # its run ended after it started
+    ):
+        kube = RecordingKube()
+        assert write(kube, reported(members_of(BEFORE), 4, started), pods) == ()
+        assert kube.patched == ["counts-1", "counts-0"]
+    kube = RecordingKube()
+    stale = reported(members_of(BEFORE), 4, NOW - 20)
+    stale[1]["status"]["reportedAt"] = stamp(NOW - 600)  # deaf to the API server for long
+    assert write(kube, stale, restarting()) == ()

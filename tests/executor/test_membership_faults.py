@@ -25,7 +25,7 @@ from urllib3.exceptions import MaxRetryError, ProtocolError, ReadTimeoutError
 from handclock import HandClock
 from localcluster.waiting import wait_for
 from streamapp.api.member import LocalCopy, StreamAppMemberSpec, TaskReport
-from streamapp.executor.membership import MembershipClient
+from streamapp.executor.membership import MembershipClient, holding_back
 from streamapp.executor.memberwatch import ClientSettings, backoff_delay
 from streamapp.executor.probes import serve
 
@@ -87,6 +87,7 @@ class ScriptedApi:
         self.write_failures: list[Exception] = []
         self.current = member(1)
         self.writes: list[dict[str, Any]] = []
+        self.versions: list[str | None] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.lock = threading.Lock()
 
@@ -109,6 +110,13 @@ class ScriptedApi:
             if self.write_failures:
                 raise self.write_failures.pop(0)
             self.writes.append(args[-1]["status"])
+            self.versions.append((args[-1].get("metadata") or {}).get("resourceVersion"))
+
+    def get_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> Any:
+        del args
+        with self.lock:
+            self.calls.append(("get", kwargs))
+            return self.current
 
 
 def client_with(api: ScriptedApi, clock: HandClock | None = None) -> tuple[MembershipClient, RecordingPlane]:
@@ -128,6 +136,18 @@ def seen(membership: MembershipClient, body: dict[str, Any]) -> None:
 
 def generations(plane: RecordingPlane) -> list[int]:
     return [t.generation for t in plane.applied]
+
+
+def taken_up(membership: MembershipClient, api: ScriptedApi, body: dict[str, Any]) -> None:
+    """Notice a target that gives the member a task: its confirmation (conditional on the object's
+    version) goes out before the task starts, then the report that shows it running; the confirmation
+    is dropped from `api.writes`, so the test counts reports from here."""
+    before = len(api.writes)
+    membership.notice(body)
+    assert len(api.writes) == before + 2
+    assert api.versions[before] == body["metadata"]["resourceVersion"]
+    assert api.versions[before + 1] is None
+    del api.writes[before], api.versions[before]
 
 
 def test_the_watch_outlives_every_failure_class_and_follows_afterwards() -> None:
@@ -179,7 +199,9 @@ def test_an_expired_version_lists_again_and_a_clean_end_resumes_from_the_last_ve
 def test_a_failed_acknowledgement_is_written_again_after_a_backoff() -> None:
     api, clock = ScriptedApi(), HandClock()
     api.write_failures = [FAILURES[0], ApiException(status=500, reason="Internal Server Error")]
-    membership, _ = client_with(api, clock)
+    plane = RecordingPlane([TaskReport(task=2, role="active", epoch=1)])  # it runs the task already
+    membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 0.05, FAST, clock)
+    membership.watch.custom = api  # type: ignore[assignment]
     membership.notice(member(2))
     assert api.writes == []
     membership.report()
@@ -192,11 +214,40 @@ def test_a_failed_acknowledgement_is_written_again_after_a_backoff() -> None:
     assert [w["observedGeneration"] for w in api.writes] == [2]
 
 
+def test_a_target_is_confirmed_before_its_task_starts_and_read_again_when_it_cannot_be() -> None:
+    """An executor takes up a task only once the API server accepted its acknowledgement at the
+    version it read the target from: refused (409: the object changed since), the member is read again
+    at once and what it holds then is followed; failed otherwise, read again after a backoff."""
+    api, clock = ScriptedApi(), HandClock()
+    api.write_failures = [ApiException(status=409, reason="Conflict")]
+    api.current = member(3)  # what the operator wrote meanwhile
+    membership, plane = client_with(api, clock)
+    membership.notice(member(2))
+    assert [t.active_epochs() for t in plane.applied] == [{}], "task 2 started unconfirmed"
+    assert api.writes == []
+    membership.catch_up()
+    assert [t.active_epochs() for t in plane.applied][-1] == {3: 1}
+    assert 2 not in {task for t in plane.applied for task in t.active_epochs()}
+    assert api.writes[0]["observedGeneration"] == 3 and api.versions[0] == "103"
+
+    api, clock = ScriptedApi(), HandClock()
+    api.write_failures = [FAILURES[1]]
+    api.current = member(2)
+    membership, plane = client_with(api, clock)
+    membership.notice(member(2))
+    membership.catch_up()
+    assert not [c for c in api.calls if c[0] == "get"], "read again before the backoff"
+    clock.now += FAST.backoff_max
+    membership.catch_up()
+    assert [t.active_epochs() for t in plane.applied][-1] == {2: 1}
+    assert api.writes[0]["observedGeneration"] == 2
+
+
 def test_the_report_is_asserted_again_periodically_and_at_once_for_a_new_or_empty_member() -> None:
     api, clock = ScriptedApi(), HandClock()
     membership, _ = client_with(api, clock)
     reported = {"observedGeneration": 2, "podUID": "pod-1"}
-    membership.notice(member(2, status=reported))
+    taken_up(membership, api, member(2, status=reported))
     assert len(api.writes) == 1
     clock.now += 1
     seen(membership, member(2, status=reported))
@@ -298,7 +349,7 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     plane = Progressing()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]
-    membership.notice(member(2))
+    taken_up(membership, api, member(2))
     assert len(api.writes) == 1
     for lag in (10, 20, 30):  # input keeps coming: progress only
         clock.now += 2.5
@@ -313,7 +364,7 @@ def test_progress_alone_is_reported_at_most_every_progress_interval_and_what_the
     membership.report()
     assert len(api.writes) == 3 and api.writes[-1]["tasks"][-1]["lag"] == 0
     clock.now += 0.1
-    membership.notice(member(3))  # a new target is acknowledged at once, whatever the intervals
+    taken_up(membership, api, member(3))  # a new target is acknowledged at once, whatever the intervals
     assert [w["observedGeneration"] for w in api.writes][-1] == 3
     clock.now += 2.5
     plane.kept = (LocalCopy(task=4, applied_offset=700),)  # a copy given up earlier, pruned or kept
@@ -342,7 +393,7 @@ def test_a_hanging_batch_round_is_reported_within_the_report_interval_and_cleare
     plane = Hanging()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]
-    membership.notice(member(2))
+    taken_up(membership, api, member(2))
     assert len(api.writes) == 1 and api.writes[-1].get("batchRunningSince") is None
     plane.since = 1767225600.0
     clock.now += 2.5
@@ -376,7 +427,7 @@ def test_the_processing_counters_ride_along_with_the_reports() -> None:
     plane = Measuring()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]
-    membership.notice(member(2))
+    taken_up(membership, api, member(2))
     assert (api.writes[-1]["processedRecords"], api.writes[-1]["busySeconds"]) == (1_200, 0.6)
     plane.counters = (2_400, 1.2)
     clock.now += 2.5
@@ -395,7 +446,7 @@ def test_a_copy_reaching_the_apps_handoff_lag_is_reported_at_once_not_with_progr
     plane = Progressing()
     membership = MembershipClient(client.ApiClient(), "ns", "counts", 0, "pod-1", plane, 2.0, FAST, clock)
     membership.watch.custom = api  # type: ignore[assignment]
-    membership.notice(member(2, lag_thresholds=(100, 1_000)))
+    taken_up(membership, api, member(2, lag_thresholds=(100, 1_000)))
     assert len(api.writes) == 1
     clock.now += 2.5
     plane.warmup_lag = 400  # still above both thresholds: progress only
@@ -436,3 +487,25 @@ def test_watches_the_server_ends_at_once_and_empty_are_backed_off_not_spun() -> 
     runner.join(10)
     watches = sum(kind == "watch" for kind, _ in api.calls)
     assert 1 <= watches <= 8, f"{watches} watches in 1.5 s"
+
+
+def test_a_target_held_back_takes_nothing_up_and_keeps_every_role_it_has() -> None:
+    """What is applied before the confirmation: the target's revocations and copies as given; of the
+    tasks it makes active, those running here at that epoch stay, a copy stays a copy, an owner at an
+    older epoch keeps it, and one not here is listed as revoked (kept away, its local state kept)."""
+    target = StreamAppMemberSpec.of("counts", 0, 7, {1: 3, 2: 4, 3: 5, 4: 2, 5: 6}, {6: 1}, (8,), (9,))
+    running = [
+        TaskReport(task=1, role="active", epoch=3),
+        TaskReport(task=2, role="standby", epoch=0),
+        TaskReport(task=3, role="warmup", epoch=0),
+        TaskReport(task=4, role="active", epoch=1),
+        TaskReport(task=6, role="active", epoch=1),
+    ]
+    interim = holding_back(target, running)
+    assert interim is not None and interim.generation == 7
+    assert interim.active_epochs() == {1: 3, 4: 1}
+    assert (interim.standby, interim.warmup) == ((2, 8), (3, 9))
+    assert interim.revoking_epochs() == {5: 6, 6: 1}
+    assert holding_back(target, [*running, TaskReport(task=5, role="active", epoch=6)]) is not None
+    settled = [TaskReport(task=t, role="active", epoch=e) for t, e in target.active_epochs().items()]
+    assert holding_back(target, settled) is None

@@ -104,11 +104,15 @@ class Kube:
             body,
         )
 
-    def patch_member_spec(self, namespace: str, name: str, spec: dict[str, Any], *, uid: str) -> None:
+    def patch_member_spec(
+        self, namespace: str, name: str, spec: dict[str, Any], *, uid: str, version: str | None = None
+    ) -> None:
         """Replace the target fields of the StreamAppMember `uid`'s spec (a merge patch: `packed` is
-        written as null unless set, so a target back in list form drops the packed one it replaces)."""
+        written as null unless set, so a target back in list form drops the packed one it replaces);
+        with `version`, only while the object is at that resourceVersion (409 Conflict otherwise)."""
         self._guard()
-        body = {"metadata": _same(uid), "spec": {"packed": None, **spec}}
+        meta = {**_same(uid), **({"resourceVersion": version} if version else {})}
+        body = {"metadata": meta, "spec": {"packed": None, **spec}}
         _unless_replaced(
             lambda: self.custom.patch_namespaced_custom_object(
                 GROUP, VERSION, namespace, MEMBERS, name, body

@@ -117,6 +117,7 @@ class PodState:
     ready_since: float | None = None
     problem: str | None = None
     executor_started: float | None = None
+    executor_finished: float | None = None
 
     @staticmethod
     def of(pod: Body) -> PodState | None:
@@ -148,6 +149,7 @@ class PodState:
             ready_since=epoch_seconds(_ready_condition(status).get("lastTransitionTime")) if ready else None,
             problem=None if ready else pod_problem(status),
             executor_started=epoch_seconds(_running(status).get("startedAt")),
+            executor_finished=epoch_seconds(_last_run(status).get("finishedAt")),
         )
 
     def made(self, pod_uid: str | None, started_at: str | None) -> bool:
@@ -287,6 +289,16 @@ def _executor(status: Body) -> Body:
 def _running(status: Body) -> Body:
     """The executor container's `state.running` (empty when it is not running)."""
     return (_executor(status).get("state") or {}).get("running") or {}
+
+
+def _last_run(status: Body) -> Body:
+    """The executor container's last run that ended (`state.terminated`, else `lastState.terminated`),
+    while it is not running; empty otherwise."""
+    container = _executor(status)
+    if _running(status):
+        return {}
+    state = container.get("state") or {}
+    return state.get("terminated") or (container.get("lastState") or {}).get("terminated") or {}
 
 
 def _ready_condition(status: Body) -> Body:

@@ -24,13 +24,13 @@ from streamapp.api.member import StreamAppMemberSpec, TargetTooLarge
 from streamapp.api.meta import ObjectMeta
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
-from streamapp.controller import children, claims, enact, servicejoins, supporting
+from streamapp.controller import children, claims, enact, handover, servicejoins, supporting
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.decision import Decision, decide
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict, server_message
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import Observed, PodState, pod_states
+from streamapp.controller.observe import Observed, PodState, member_status, pod_states
 from streamapp.controller.status import (
     RECONCILE_FAILED,
     failing_status,
@@ -56,6 +56,9 @@ SCALE_OUT_INEFFECTIVE = "ScaleOutIneffective"
 BLOCKED_RETRY_SECONDS = 30.0
 """A name taken by someone else, or a pod the API server refuses, stays so until a person acts; the
 watches wake the loop when the app or its children change, so a slow retry costs nothing."""
+HANDOVER_RETRY_SECONDS = 1.0
+"""How soon a step whose new owners wait on a lost member's acknowledgement looks again (the member's
+report wakes it sooner)."""
 WRITERS = 8
 """Member targets written at once (the official client's connection pool holds 5 per core)."""
 Body = Mapping[str, Any]
@@ -148,7 +151,7 @@ def _act(
     try:
         _repair_supporting(kube, app, result, observed, memo)
         thresholds = decision.config.rebalance.lag_thresholds()
-        _write_member_specs(
+        waited = _write_member_specs(
             kube,
             app,
             result,
@@ -157,7 +160,11 @@ def _act(
             memo,
             thresholds,
             previous=decision.previous,
+            pods=pods,
+            now=now,
         )
+        if waited:
+            log.info("%s/%s: new owners wait for lost members %s to acknowledge", namespace, name, waited)
         foreign = _claims_refused(kube, app)
         if foreign is not None:
             raise ClaimRefused(foreign)
@@ -197,7 +204,8 @@ def _act(
         memo.blocked = None
         return Outcome(now, written)  # write the conditions without it at once
     scale_wake = decision.scale.wake_at if decision.scale is not None else None
-    wake = [w for w in (result.wake_at, step.wake_at, scale_wake) if w is not None]
+    handover_wake = now + HANDOVER_RETRY_SECONDS if waited else None
+    wake = [w for w in (result.wake_at, step.wake_at, scale_wake, handover_wake) if w is not None]
     return Outcome(min(wake, default=None), written)
 
 
@@ -313,7 +321,9 @@ def _write_member_specs(
     memo: Memo | None = None,
     lag_thresholds: tuple[int, ...] = (),
     previous: Assignment | None = None,
-) -> None:
+    pods: Mapping[int, PodState] | None = None,
+    now: float = 0.0,
+) -> tuple[int, ...]:
     """Write each member's target where it changed, with `retiring` set for the members handing off
     and the app's `lag_thresholds` (which copy lags its executor reports at once); create the
     StreamAppMember when missing. The writes go out side by side (`side_by_side`): a step of a large
@@ -333,15 +343,20 @@ def _write_member_specs(
     target names it active — would otherwise be skipped as unchanged or written beside the new owner,
     and a restarting executor would read the older target (seen in the chaos run). Every
     target is rendered before the first write, so one too large for etcd even packed
-    (`TargetTooLarge`) stops the step before either wave."""
+    (`TargetTooLarge`) stops the step before either wave.
+
+    A member whose pod is not alive is written only at the version the plan saw it at, and while one
+    of them has a process that may still run an older target, no member is told of a task it takes up
+    (`controller.handover`); returns the members waited on (empty when nothing waits)."""
     name, namespace = app.metadata.name, str(app.metadata.namespace)
     memo = memo or Memo()
     existing = {int(m["spec"]["memberId"]): m for m in members if "spec" in m}
     targets = memo.member_targets(result.assignment)
     replicas = app.spec.replicas
     givers = _giving_up(previous, result.assignment) if previous is not None else set()
-    releasing: list[Callable[[], None]] = []
-    writes: list[Callable[[], None]] = []
+    pods = pods or {}
+    # (member, its object, its new target, whether its target drops an ownership it holds now)
+    planned: list[tuple[int, Body | None, dict[str, Any], bool]] = []
     for member in sorted(set(range(replicas)) | set(targets) | set(existing)):
         generation = result.assignment.generation
         target = targets.get(member)
@@ -349,17 +364,47 @@ def _write_member_specs(
         current = existing.get(member)
         if current is None:
             if member < replicas or member in targets:
-                writes.append(
-                    partial(kube.create_member, namespace, children.member_object(app, member, wanted))
-                )
+                planned.append((member, None, wanted, False))
         elif member in givers or not children.same_target(current["spec"], wanted):
-            wave = releasing if member in givers or _gives_up(current["spec"], wanted) else writes
-            uid = str((current.get("metadata") or {}).get("uid") or "")
-            wave.append(
-                partial(kube.patch_member_spec, namespace, member_name(name, member), wanted, uid=uid)
+            planned.append((member, current, wanted, _gives_up(current["spec"], wanted)))
+    dropping = {member for member, _, _, drops in planned if drops}
+    waited = handover.waiting_on(
+        (
+            (
+                member,
+                pods.get(member),
+                member_status(body),
+                handover.spec_generation(body),
+                member in dropping,
             )
+            for member, body in existing.items()
+            if handover.conditional(pods.get(member))
+        ),
+        now,
+    )
+    releasing: list[Callable[[], None]] = []
+    writes: list[Callable[[], None]] = []
+    for member, current, wanted, drops in planned:
+        if waited and member not in waited and handover.takes_up(current and current.get("spec"), wanted):
+            continue  # told once the lost members it waits on acknowledged their targets
+        if current is None:
+            writes.append(partial(kube.create_member, namespace, children.member_object(app, member, wanted)))
+            continue
+        meta = current.get("metadata") or {}
+        version = meta.get("resourceVersion") if handover.conditional(pods.get(member)) else None
+        (releasing if drops or member in givers else writes).append(
+            partial(
+                kube.patch_member_spec,
+                namespace,
+                member_name(name, member),
+                wanted,
+                uid=str(meta.get("uid") or ""),
+                version=str(version) if version else None,
+            )
+        )
     side_by_side(releasing)
     side_by_side(writes)
+    return waited
 
 
 def _giving_up(previous: Assignment, planned: Assignment) -> set[int]:

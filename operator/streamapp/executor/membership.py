@@ -3,7 +3,12 @@
 The operator writes the member's target to its StreamAppMember spec; this client watches it, has the
 data plane apply it — revoked tasks finish their batch, commit and stop *before* the acknowledgement
 — and only then writes `status.observedGeneration`, which is what lets the operator hand those tasks
-to someone else. What the operator acts on (per-task role, epoch, fencing, a copy caught up) is
+to someone else. A target that makes a task active here is acknowledged *before* the task starts, on
+condition that the object is still at the version the target was read from (`confirm`): a target read
+just before the operator took the task away again — an executor starting while its member is not
+Ready, whose tasks the operator restores elsewhere — is refused by the API server, read again, and
+never run; one confirmed first is what the operator sees before it hands the task on
+(`controller.handover`). What the operator acts on (per-task role, epoch, fencing, a copy caught up) is
 reported when it changes, at most every `report_interval`; progress figures alone (lags, applied
 positions) at most every `ClientSettings.progress_interval`. Every report names the pod that made it,
 so the operator can ignore reports from before a restart. Spec and status are read and written through the `api.member`
@@ -23,13 +28,22 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Protocol
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from streamapp.api.fields import ValidationError
-from streamapp.api.member import LocalCopy, StreamAppMemberSpec, StreamAppMemberStatus, TaskReport
+from streamapp.api.member import (
+    ActiveTask,
+    LocalCopy,
+    RevokingTask,
+    StreamAppMemberSpec,
+    StreamAppMemberStatus,
+    TaskReport,
+)
 from streamapp.api.names import member_name
 from streamapp.executor.memberwatch import ClientSettings, MemberWatch, backoff_delay, describe
 
@@ -61,6 +75,55 @@ def _decisive(rows: tuple[TaskReport, ...], caught_up_at: tuple[int, ...]) -> tu
         )
         for r in rows
     )
+
+
+def holding_back(target: StreamAppMemberSpec, reports: Iterable[TaskReport]) -> StreamAppMemberSpec | None:
+    """`target` without the ownerships it adds here, or None when it adds none; pure. A task it makes
+    active that does not run here at that epoch keeps the role it has now (a copy stays a copy, an owner
+    at an older epoch keeps that epoch), and one not here is listed as revoked, so it stays away and
+    its local state is not pruned as a task gone: applied first, this does everything the target asks
+    but take up a task, which must wait for the confirmation (`confirm`)."""
+    now = {r.task: r for r in reports}
+    active: dict[int, int] = {}
+    revoking: dict[int, int] = {}
+    standby, warmup = set(target.standby), set(target.warmup)
+    adds = False
+    for task, epoch in target.active_epochs().items():
+        report = now.get(task)
+        if report is not None and report.role == "active" and report.epoch == epoch:
+            active[task] = epoch
+            continue
+        adds = True
+        role = report.role if report is not None else None
+        if report is not None and role == "active" and report.epoch is not None:
+            active[task] = report.epoch
+        elif role == "standby":
+            standby.add(task)
+        elif role == "warmup":
+            warmup.add(task)
+        else:
+            revoking[task] = epoch
+    if not adds:
+        return None
+    return replace(
+        target,
+        active=tuple(ActiveTask(task=t, epoch=e) for t, e in sorted(active.items())),
+        revoking=tuple(
+            sorted(
+                (*target.revoking, *(RevokingTask(task=t, epoch=e) for t, e in revoking.items())), key=_task
+            )
+        ),
+        standby=tuple(sorted(standby)),
+        warmup=tuple(sorted(warmup)),
+        active_tasks=None,
+        revoking_tasks=None,
+        standby_tasks=None,
+        warmup_tasks=None,
+    )
+
+
+def _task(entry: ActiveTask | RevokingTask) -> int:
+    return entry.task
 
 
 class DataPlane(Protocol):
@@ -128,6 +191,7 @@ class MembershipClient:
         self._next_progress = 0.0
         self._reassert_at = 0.0
         self._write_failures = 0
+        self._refresh_at: float | None = None
 
     def healthy(self) -> bool:
         """Whether the member's watch hears from the API server (`MemberWatch.healthy`)."""
@@ -146,6 +210,8 @@ class MembershipClient:
                 seen = None
             if seen is not None:
                 self.notice(seen)
+            else:
+                self.catch_up()
             self.report()
 
     def notice(self, body: Mapping[str, Any]) -> None:
@@ -161,17 +227,86 @@ class MembershipClient:
             log.warning("%s: ignoring a target that does not parse: %s", self.name, error)
             return
         self.seen = target
-        self.follow(target)
+        version = (body.get("metadata") or {}).get("resourceVersion")
+        self.follow(target, str(version) if version else None)
 
-    def follow(self, target: StreamAppMemberSpec) -> None:
-        """Apply a newer target, then acknowledge it (the acknowledgement is what releases revocations)."""
+    def follow(self, target: StreamAppMemberSpec, version: str | None) -> None:
+        """Apply a newer target, then acknowledge it (the acknowledgement is what releases revocations).
+        One that takes up a task is applied without it first, then confirmed against `version`, the
+        object version it was read from, and only then applied in full; unconfirmed, it is read again."""
         if target.generation <= self.applied and self.applied:
             return
+        interim = holding_back(target, self.data_plane.reports())
+        if interim is not None:
+            self.data_plane.apply(interim)
+            if not self.confirm(target.generation, version):
+                return
         self.data_plane.apply(target)
         self.applied = target.generation
         self.current = target
         self._reassert_at = 0.0
         self.report()
+
+    def confirm(self, generation: int, version: str | None) -> bool:
+        """Acknowledge `generation` if the member is still at `version` (a body read without one, which
+        the API server never serves, is acknowledged unconditionally); whether it was. A refusal (the
+        object changed since: the operator's target, or this executor's own last report) or a failure
+        has the member read again — at once, or after a backoff — and the target it then holds applied
+        (`refresh`)."""
+        since = self.data_plane.batch_running_since()
+        running = None if since is None else _stamp(since)
+        status = self._status(generation, tuple(self.data_plane.reports()), self._reported_copies, running)
+        try:
+            self.watch.write_status(status.merge_patch(), version=version)
+        except Exception as error:  # every failure alike: nothing is taken up unconfirmed
+            conflict = isinstance(error, ApiException) and error.status == 409
+            self._write_failures += 0 if conflict else 1
+            delay = 0.0 if conflict else backoff_delay(self._write_failures, self.settings)
+            self._refresh_at = self.clock() + delay
+            log.info(
+                "%s: target %d not confirmed (%s); reading the member again",
+                self.name,
+                generation,
+                "it changed since it was read" if conflict else describe(error),
+            )
+            return False
+        self._write_failures = 0
+        return True
+
+    def catch_up(self) -> None:
+        """Read the member again once due after an unconfirmed target (`confirm`)."""
+        if self._refresh_at is not None and self.clock() >= self._refresh_at:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Read the member again after an unconfirmed target, and follow what it holds now."""
+        self._refresh_at = None
+        try:
+            body = self.watch.read()
+        except Exception as error:  # read again later, like any failed call
+            self._write_failures += 1
+            self._refresh_at = self.clock() + backoff_delay(self._write_failures, self.settings)
+            log.warning("%s: reading the member failed (%s)", self.name, describe(error))
+            return
+        self.notice(body)
+
+    def _status(
+        self, generation: int, tasks: tuple[TaskReport, ...], kept: tuple[LocalCopy, ...], running: str | None
+    ) -> StreamAppMemberStatus:
+        """The report as of now, acknowledging `generation`."""
+        processing = self.data_plane.processing()
+        return StreamAppMemberStatus(
+            observed_generation=generation,
+            pod_uid=self.pod_uid,
+            started_at=self.started_at,
+            reported_at=_now(),
+            tasks=tasks,
+            local_copies=kept,
+            restore_rate=self.data_plane.restore_rate(),
+            processed_records=processing[0] if processing is not None else None,
+            busy_seconds=round(processing[1], 3) if processing is not None else None,
+            batch_running_since=running,
+        )
 
     def report(self) -> None:
         """Write the status when it changed and the interval allows — `report_interval` for what the
@@ -195,19 +330,7 @@ class MembershipClient:
         ) and now >= allowed
         if not changed and now < self._reassert_at:
             return
-        processing = self.data_plane.processing()
-        status = StreamAppMemberStatus(
-            observed_generation=self.applied,
-            pod_uid=self.pod_uid,
-            started_at=self.started_at,
-            reported_at=_now(),
-            tasks=tasks,
-            local_copies=kept,
-            restore_rate=self.data_plane.restore_rate(),
-            processed_records=processing[0] if processing is not None else None,
-            busy_seconds=round(processing[1], 3) if processing is not None else None,
-            batch_running_since=running,
-        )
+        status = self._status(self.applied, tasks, kept, running)
         try:
             self.watch.write_status(status.merge_patch())
         except Exception as error:  # every failure alike: the report must outlive all of them

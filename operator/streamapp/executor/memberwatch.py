@@ -113,8 +113,11 @@ class MemberWatch:
         contact = self._last_contact
         return contact is not None and self.clock() - contact <= self.settings.unhealthy_after
 
-    def write_status(self, patch: dict[str, Any]) -> None:
-        """Merge-patch the member's status (raises what the API raises)."""
+    def write_status(self, patch: dict[str, Any], version: str | None = None) -> None:
+        """Merge-patch the member's status (raises what the API raises); with `version`, only if the
+        object is still at that resourceVersion (the API server answers 409 Conflict otherwise)."""
+        if version is not None:
+            patch = {**patch, "metadata": {"resourceVersion": version}}
         self.custom.patch_namespaced_custom_object_status(
             GROUP,
             VERSION,
@@ -123,6 +126,20 @@ class MemberWatch:
             self.name,
             patch,
             _request_timeout=self.settings.request_timeout,
+        )
+
+    def read(self) -> Mapping[str, Any]:
+        """The member as the API server holds it now (a read from storage, not a cache)."""
+        return cast(
+            Mapping[str, Any],
+            self.custom.get_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                MEMBERS,
+                self.name,
+                _request_timeout=self.settings.request_timeout,
+            ),
         )
 
     def follow(self, stop: threading.Event, seen: Callable[[Mapping[str, Any]], None]) -> None:

@@ -141,7 +141,9 @@ class Executor:
         """Make the task set match `target`; returns the partitions released (safe to acknowledge).
 
         A task that leaves checkpoints its local store first, so it resumes from there if it returns;
-        local state of tasks gone for long is deleted (`LocalState.prune`).
+        local state of tasks gone for long is deleted (`LocalState.prune`), but not of one the target
+        lists as revoked: a target held back until confirmed lists there what it is about to take up
+        (`membership.holding_back`).
         """
         wanted = target.roles()
         with self._slots_changing:
@@ -155,7 +157,7 @@ class Executor:
             slot.retire()
         if self.context.local is not None:
             config = self.context.config
-            for partition in self.context.local.prune(set(wanted), config.retention.seconds):
+            for partition in self.context.local.prune(set(wanted) | target.revoke, config.retention.seconds):
                 if config.owner:
                     changelog.delete_mark(self.context.layout, partition, config.owner)
         for slot, role, epoch in assigned:
