@@ -25,7 +25,7 @@ _logged: dict[str, int] = {}
 
 def acked_generation(body: Mapping[str, Any]) -> int:
     """The generation a StreamAppMember's executor acknowledged, no higher than its spec.generation."""
-    target = _integer((body.get("spec") or {}).get("generation"))
+    target = target_generation(body)
     observed = _integer((body.get("status") or {}).get("observedGeneration"))
     believed = acknowledged_generation(target, observed)
     if observed > believed:
@@ -42,6 +42,11 @@ def acked_generation(body: Mapping[str, Any]) -> int:
                 believed,
             )
     return believed
+
+
+def target_generation(body: Mapping[str, Any]) -> int:
+    """The generation of the target a StreamAppMember's spec holds (0 when it says none)."""
+    return _integer((body.get("spec") or {}).get("generation"))
 
 
 def _integer(value: Any) -> int:

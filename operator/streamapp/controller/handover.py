@@ -60,14 +60,19 @@ def running(pod: PodState | None, status: StreamAppMemberStatus, now: float) -> 
 
 
 def unsettled(
-    pod: PodState | None, status: StreamAppMemberStatus, spec_generation: int, gives_up: bool, now: float
+    pod: PodState | None,
+    status: StreamAppMemberStatus,
+    acked: int,
+    spec_generation: int,
+    gives_up: bool,
+    now: float,
 ) -> bool:
     """Whether a member whose pod is not alive has a process that may run a target older than the one it
-    is to hold; pure. `gives_up`: this step takes an ownership from its current target. A process that
-    acknowledged nothing yet has taken up nothing, and must confirm whatever it takes up."""
+    is to hold; pure. `acked`: the generation it acknowledged (`acknowledgement.acked_generation`);
+    `gives_up`: this step takes an ownership from its current target. A process that acknowledged
+    nothing yet has taken up nothing, and must confirm whatever it takes up."""
     if pod is not None and (pod.alive or pod.draining):
         return False
-    acked = status.observed_generation or 0
     if acked < 1 or not running(pod, status, now):
         return False
     return gives_up or acked < spec_generation
@@ -90,12 +95,6 @@ def takes_up(current: Body | None, wanted: Body) -> bool:
     return bool(given - held)
 
 
-def spec_generation(body: Body) -> int:
-    """The generation of the target a member's spec holds (0 when it says none)."""
-    value = (body.get("spec") or {}).get("generation")
-    return int(value) if isinstance(value, int) else 0
-
-
 def conditional(pod: PodState | None) -> bool:
     """Whether a member's new target is written only at the object's version the plan saw: when its pod
     is not alive, so a process that confirmed a target meanwhile is heard before anything moves."""
@@ -103,10 +102,14 @@ def conditional(pod: PodState | None) -> bool:
 
 
 def waiting_on(
-    members: Iterable[tuple[int, PodState | None, StreamAppMemberStatus, int, bool]], now: float
+    members: Iterable[tuple[int, PodState | None, StreamAppMemberStatus, int, int, bool]], now: float
 ) -> tuple[int, ...]:
-    """The lost members the step's new owners wait on (`unsettled`), from (member, pod, status, spec
-    generation, gives up) of each member; pure."""
+    """The lost members the step's new owners wait on (`unsettled`), from (member, pod, report,
+    acknowledged generation, target generation, gives up) of each member; pure."""
     return tuple(
-        sorted(m for m, pod, status, gen, gives in members if unsettled(pod, status, gen, gives, now))
+        sorted(
+            m
+            for m, pod, status, acked, generation, gives in members
+            if unsettled(pod, status, acked, generation, gives, now)
+        )
     )

@@ -102,7 +102,11 @@ class Memo:
                 hit if hit is not None and hit.version == version else _Read(version, member_status(body))
             )
         self.reports = kept
-        return lambda body: self._read(body).status
+        return self.report
+
+    def report(self, body: Body) -> StreamAppMemberStatus:
+        """A member's report, parsed once per version of its object (after `parse_reports`)."""
+        return self._read(body).status
 
     def digest(self, body: Body) -> ReportDigest:
         """`status.digest` of a member's object, computed once per version (after `parse_reports`)."""

@@ -25,12 +25,13 @@ from streamapp.api.meta import ObjectMeta
 from streamapp.api.names import member_name, state_claim_name
 from streamapp.api.streamapp import StreamApp, StreamAppStatus
 from streamapp.controller import children, claims, enact, handover, servicejoins, supporting
+from streamapp.controller.acknowledgement import acked_generation, target_generation
 from streamapp.controller.admission import STRICT, PodPolicy, admit, admit_metadata
 from streamapp.controller.decision import Decision, decide
 from streamapp.controller.kube import EVENT_MESSAGE_LIMIT, Kube, NameConflict, server_message
 from streamapp.controller.memo import Memo
 from streamapp.controller.metrics import Metrics
-from streamapp.controller.observe import Observed, PodState, member_status, pod_states
+from streamapp.controller.observe import Observed, PodState, pod_states
 from streamapp.controller.status import (
     RECONCILE_FAILED,
     failing_status,
@@ -373,8 +374,9 @@ def _write_member_specs(
             (
                 member,
                 pods.get(member),
-                member_status(body),
-                handover.spec_generation(body),
+                memo.report(body),
+                acked_generation(body),
+                target_generation(body),
                 member in dropping,
             )
             for member, body in existing.items()
