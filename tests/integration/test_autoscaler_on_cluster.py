@@ -130,7 +130,13 @@ def test_a_scale_out_waits_on_its_warmups_and_the_raised_input_is_acted_on_only_
         assert (shown["state"]["previous"], shown["state"]["replicas"]) == (2, PARTITIONS), shown
         taken = [(task, lag) for task, member, lag in fleet.takeovers if member == 1]
         assert taken and all(lag is not None and lag <= ACCEPTABLE_LAG for _, lag in taken), taken
-        events = scale_events(api_client, namespace)
+
+        # The operator posts the Event right after it scales (`reconcile._autoscale`): wait for it.
+        def both_events() -> list[str] | None:
+            found = scale_events(api_client, namespace)
+            return found if len(found) >= 2 else None
+
+        events = wait_for(both_events, STEP_TIMEOUT_S, "the second ScaledOut Event")
         assert len(events) == 2 and any("2 → 4 members" in e for e in events), events
         assert fleet.violations.double_owned == [], fleet.violations.double_owned
         assert fleet.violations.cold_handoffs == [], fleet.violations.cold_handoffs
