@@ -142,7 +142,7 @@ def render(
         f"running the sample count (`streamapp.executor.samples.counts`) on real PySpark executors on the "
         f"process node, {s['partitions']} tasks, 2 members between scenarios, every member with a claim "
         f"(`executor.storage.size: 1Gi`), `scheduledRebalanceMaxDelay: {s['delay']}`, everything else "
-        f"default (`lostTaskRecovery: auto` under `streamapp`){_flaps(s)}. State ({_regime_words(first)}): before "
+        f"default (`lostTaskRecovery: auto` under `streamapp`){_flaps(s)}{_retention(s)}. State ({_regime_words(first)}): before "
         f"anything is measured each app's input holds the same "
         f"{s['preload']:,} records over {s['keys']:,} keys ({cal['state_rows_per_task']:,} keys per task at "
         f"the end), and each app commits it all; then input flows at {s['rate']:.0f} records/s per app (the "
@@ -249,6 +249,17 @@ def _flaps(settings: dict[str, Any]) -> str:
         f" but `flapWindow: {settings['flap_window']}`: the phases follow one another within minutes, so a member lost in the "
         "bounce and again in the permanent loss would count as flapping and the later scenarios would "
         "measure the damping (the simulator's `flapping` scenarios measure it)"
+    )
+
+
+def _retention(settings: dict[str, Any]) -> str:
+    """The apps' delta retention, when the run set it (`runner.Settings.delta_retention`)."""
+    if settings.get("delta_retention") is None:
+        return ""
+    return (
+        f", and `stateStore.deltaRetention: {settings['delta_retention']}`, which is also how long a member "
+        "keeps local state of a task that left it: a survivor keeping copies from the phases before would "
+        "replay only what it missed, and no loss would weigh waiting against a cold restore"
     )
 
 

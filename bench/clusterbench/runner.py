@@ -69,10 +69,14 @@ class Settings:
     # instead of itself (the simulator's `flapping` scenarios measure it).
     flap_window: str | None = "0s"
     # The apps' pipeline.stateStore.deltaRetention (None: the default hour), which is also how long a
-    # member keeps local state of a task that left it. The large regime keeps it to a few minutes: its
-    # phases move tasks among the same members, and a survivor still holding a copy from a phase before
-    # replays only what it missed, so a loss never tests waiting against a cold restore. Longer than a
-    # bounce, so the bounced member still replays only its delta.
+    # member keeps local state of a task that left it. The large regime keeps it to minutes: its phases
+    # move tasks among the same members, and a survivor still holding a copy from a phase before replays
+    # only what it missed, so a loss never tests waiting against a cold restore. It must outlast a
+    # bounce by far, counted from the member's last checkpoint before the kill: the restarted executor
+    # deletes local state older than this when its first target does not name the task (the
+    # baselines' delay has handed it on by then). At 3m it did not: under load the bounced member was
+    # ready 3.6 min after the kill, found its checkpoints 4 min old, deleted them, and every protocol
+    # restored the bounced tasks in full (run 1 at 9e29a38, cluster-large-notes.md).
     delta_retention: str | None = None
 
     @staticmethod
@@ -93,7 +97,7 @@ class Settings:
             regime="large",
             link_kbit=LARGE_LINK_KBIT,
             local_store="lmdb",
-            delta_retention="3m",
+            delta_retention="10m",
             eta_scale=4.0,  # restores of minutes, pre-load of millions of records (measured: ~70 min a run)
         )
 

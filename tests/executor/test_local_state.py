@@ -5,6 +5,7 @@ committed state either way."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections import Counter
@@ -241,13 +242,16 @@ def test_two_executors_cannot_share_a_local_state_directory(tmp_path: Path) -> N
     LocalState(tmp_path).close()
 
 
-def test_local_state_of_tasks_long_gone_is_pruned(tmp_path: Path) -> None:
+def test_local_state_of_tasks_long_gone_is_pruned(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     local = LocalState(tmp_path)
     for partition in (1, 2):
         local.directory(partition).mkdir(parents=True)
     assert local.prune({1}, idle_seconds=3600) == []
-    assert local.prune({1}, idle_seconds=0) == [2]
+    with caplog.at_level(logging.INFO, logger="streamapp.executor.state.localstate"):
+        assert local.prune({1}, idle_seconds=0) == [2]
     assert [p.name for p in tmp_path.glob("p=*")] == ["p=1"]
+    # Said in the log: a task back later restores in full with no fullRestoreReason to tell why.
+    assert [r.getMessage().split(",")[0] for r in caplog.records] == ["partition 2: local state deleted"]
 
 
 @pytest.mark.parametrize("kind", ["memory", "lmdb"])

@@ -25,6 +25,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -40,6 +41,8 @@ from streamapp.executor.state import storage
 from streamapp.executor.state.lmdbstore import LmdbStore
 from streamapp.executor.state.manifest import Head, Manifest
 from streamapp.executor.state.stores import KeyedStore, MemoryStore
+
+log = logging.getLogger(__name__)
 
 # The local stores this module implements (the spec's `executor.localStore` offers the same names).
 LocalStoreKind = typing.Literal["memory", "lmdb"]
@@ -246,6 +249,14 @@ class LocalState:
                 self.wipe(partition)
             finally:
                 self.release(partition)
+            # Said, because a task that comes back later restores in full without a fullRestoreReason
+            # (there was no checkpoint left to find unusable).
+            log.info(
+                "partition %d: local state deleted, its checkpoint %.0f s old (retention %.0f s)",
+                partition,
+                now - changed,
+                idle_seconds,
+            )
             deleted.append(partition)
         return deleted
 
