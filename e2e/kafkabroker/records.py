@@ -7,12 +7,14 @@ key always lands in one task. Output is read with `read_committed`, as the exact
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from streamapp.executor.io.generate import make_records
+from streamapp.executor.io.generate import GenerateSpec
+from streamapp.executor.io.kafkaclient import KafkaEndpoint
+from streamapp.executor.io.kafkafeed import KafkaFeed
 
 READ_TIMEOUT_S = 60.0
 
@@ -32,18 +34,11 @@ class Record:
 def produce(
     bootstrap: str, topic: str, partitions: int, seed: int, start: int, count: int, keys: int
 ) -> None:
-    """Records `start .. start+count-1` of the seeded stream, flushed before returning."""
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
-    names, values = make_records(seed, start, count, keys)
-    for key, value in zip(names, values, strict=True):
-        while True:
-            try:
-                producer.produce(topic, key=key, value=value, partition=zlib.crc32(key.encode()) % partitions)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    if producer.flush(READ_TIMEOUT_S) > 0:
-        raise TimeoutError(f"input to {topic} not delivered")
+    """Records `start .. start+count-1` of the seeded stream, flushed before returning: the product's own
+    feed (`streamapp generate --kafka`) writes them."""
+    spec = GenerateSpec(partitions=partitions, count=None, keys=keys, seed=seed)
+    feed = KafkaFeed(KafkaEndpoint(bootstrap, topic), spec)
+    feed.append(start, count, datetime.now(UTC))
 
 
 def read_all(bootstrap: str, topic: str, committed: bool = True) -> list[Record]:

@@ -77,7 +77,7 @@ def test_kopf_like_body_without_envelope_is_accepted() -> None:
     assert StreamApp.from_resource(body).metadata.name == "counts"
 
 
-@pytest.mark.parametrize("name", ["streamapp.yaml", "streamapp-kafka.yaml"])
+@pytest.mark.parametrize("name", ["streamapp.yaml", "kafka/streamapp-kafka.yaml"])
 def test_sample_manifest_is_a_valid_app(name: str) -> None:
     sample = next(
         doc

@@ -41,7 +41,8 @@ def test_both_scale_on_the_operators_input_lag_metric() -> None:
 
 def test_the_kafka_trigger_reads_the_group_the_executors_commit_to() -> None:
     scaled = sample("keda-kafka/scaledobject.yaml")
-    target = next(d for d in yaml.safe_load_all((SAMPLES / "streamapp-kafka.yaml").read_text()) if d)
+    documents = yaml.safe_load_all((SAMPLES / "kafka" / "streamapp-kafka.yaml").read_text())
+    target = next(d for d in documents if d and d["kind"] == "StreamApp")
     assert scaled["spec"]["scaleTargetRef"]["name"] == target["metadata"]["name"]
     trigger = scaled["spec"]["triggers"][0]["metadata"]
     source = target["spec"]["pipeline"]["source"]["kafka"]

@@ -290,7 +290,7 @@ def test_member_task_lists_are_tracked_as_one_field(objects: client.CustomObject
     assert "k:{" not in fields, "no entry per list item"
 
 
-@pytest.mark.parametrize("name", ["streamapp.yaml", "streamapp-kafka.yaml"])
+@pytest.mark.parametrize("name", ["streamapp.yaml", "kafka/streamapp-kafka.yaml"])
 def test_sample_is_accepted(objects: client.CustomObjectsApi, namespace: str, name: str) -> None:
     sample = next(
         doc

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 
 from streamapp.api.streamapp import DEFAULT_DELTA_RETENTION, DEFAULT_DELTA_RETENTION_SIZE, DEFAULT_LOCAL_STORE
 from streamapp.executor import pipeline as pipelines
-from streamapp.executor.io.generate import GenerateSpec, generate
+from streamapp.executor.io.generate import GenerateSpec, generate, pace
 from streamapp.executor.io.sink import FileSink
 from streamapp.executor.io.source import FileLog
 from streamapp.executor.runtime import LOG_FORMAT, Executor, Target
@@ -52,17 +53,37 @@ def parse_conf(items: list[str]) -> dict[str, str]:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    """Append records; without `--count`, until SIGTERM or SIGINT (a sample's input that keeps flowing)."""
+    """Append records to a file log or a Kafka topic; without `--count`, until SIGTERM or SIGINT (a
+    sample's input that keeps flowing)."""
     spec = GenerateSpec(
         partitions=args.partitions, count=args.count, rate=args.rate, keys=args.keys, seed=args.seed
     )
+    if (args.kafka is None) != (args.topic is None) or (args.create_topic and args.kafka is None):
+        print(
+            "streamapp generate: --topic and --create-topic go with --kafka (and --kafka needs --topic)",
+            file=sys.stderr,
+        )
+        return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    log = FileLog(Path(args.log))
-    first = sum(log.end_offset(p) for p in range(args.partitions))
-    end = generate(log, spec, tick=args.interval, stopped=stop.is_set)
-    print(f"appended {end - first} records; log holds {end}")
+    if args.kafka is None:
+        log = FileLog(Path(args.log))
+        first = sum(log.end_offset(p) for p in range(args.partitions))
+        end = generate(log, spec, tick=args.interval, stopped=stop.is_set)
+        print(f"appended {end - first} records; log holds {end}")
+        return 0
+    from streamapp.executor.io import kafkafeed
+    from streamapp.executor.io.kafkaclient import KafkaEndpoint, credentials
+
+    # The same credential variables as an executor's Kafka source (the StreamApp's credentialsSecret).
+    endpoint = KafkaEndpoint(args.kafka, args.topic, credentials(os.environ, "source"))
+    kafkafeed.ensure_topics(endpoint, dict.fromkeys([args.topic, *args.create_topic]), args.partitions)
+    feed = kafkafeed.KafkaFeed(endpoint, spec)
+    first = feed.end()
+    print(f"producing to {args.topic} ({args.partitions} partitions) from record {first}", flush=True)
+    end = pace(spec, first, feed.append, tick=args.interval, stopped=stop.is_set)
+    print(f"produced {end - first} records; {args.topic} holds {end}")
     return 0
 
 
@@ -185,8 +206,28 @@ def run_dataplane(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    gen = subparsers.add_parser("generate", help="append synthetic keyed records to a file log")
-    gen.add_argument("--log", required=True, help="log directory (partitions under p=<P>/)")
+    gen = subparsers.add_parser(
+        "generate", help="append synthetic keyed records to a file log or a Kafka topic"
+    )
+    where = gen.add_mutually_exclusive_group(required=True)
+    where.add_argument("--log", help="log directory (partitions under p=<P>/)")
+    where.add_argument(
+        "--kafka",
+        metavar="BOOTSTRAP",
+        help="produce to a Kafka topic on these bootstrap servers instead (with --topic); credentials from "
+        "the variables an executor's Kafka source reads",
+    )
+    gen.add_argument(
+        "--topic", help="with --kafka: the topic, created with --partitions partitions if absent"
+    )
+    gen.add_argument(
+        "--create-topic",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --kafka: another topic to create if absent, with --partitions partitions (repeatable; "
+        "e.g. the app's output topic)",
+    )
     gen.add_argument("--partitions", type=int, required=True)
     gen.add_argument("--count", type=int, help="records to append (default: until SIGTERM or Ctrl-C)")
     gen.add_argument("--rate", type=float, default=0.0, help="records per second in total; 0 = unthrottled")

@@ -3,7 +3,8 @@
 Record `i` (a global index across partitions) is a pure function of `(seed, i)` — a SplitMix64 hash picks
 its key out of `keys` and its value in 1..100 — so the same seed yields the same records however the
 appends were chunked in time. A key always lands in the same partition (`crc32(key) mod partitions`),
-as with Kafka's default partitioner. Timestamps are the wall-clock time of the append.
+as with Kafka's default partitioner. Timestamps are the wall-clock time of the append. `pace` keeps the
+rate for any destination: the file log here, a Kafka topic in `kafkafeed`.
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ def due(spec: GenerateSpec, produced: int, elapsed: float) -> int:
     return max(0, min(int(spec.rate * elapsed) - produced, spec.chunk, remaining))
 
 
+Append = Callable[[int, int, datetime], None]
+"""Writes records `start .. start+count-1` of the stream, whole, stamped with the given time."""
+
+
 def generate(
     log: FileLog,
     spec: GenerateSpec,
@@ -95,17 +100,36 @@ def generate(
     stopped: Callable[[], bool] = lambda: False,
 ) -> int:
     """Append `spec.count` records (or until `stopped()`) after what the log already holds; returns the
-    global end index. A chunk is always appended whole, so a stop never leaves the partitions
-    misaligned with the global record index. At a rate, appends are `tick` seconds apart, so the log
-    grows by one segment per partition per tick rather than by a file per record."""
+    global end index (`pace`)."""
     first = sum(log.end_offset(p) for p in range(spec.partitions))
+
+    def append(start: int, count: int, now: datetime) -> None:
+        append_chunk(log, spec, start, count, now)
+
+    return pace(spec, first, append, clock, sleep, tick, stopped)
+
+
+def pace(
+    spec: GenerateSpec,
+    first: int,
+    append: Append,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    tick: float = 0.1,
+    stopped: Callable[[], bool] = lambda: False,
+) -> int:
+    """Write `spec.count` records (or until `stopped()`) from global index `first` (what the destination
+    already holds, so a restarted generator continues the stream); returns the global end index. A
+    chunk is always written whole, so a stop never leaves the partitions misaligned with the global
+    record index. At a rate, writes are `tick` seconds apart, so the destination grows by one segment
+    (or one flush) per partition per tick rather than by one per record."""
     produced = 0
     began = clock()
     while (spec.count is None or produced < spec.count) and not stopped():
         count = due(spec, produced, clock() - began)
         if count:
-            append_chunk(log, spec, first + produced, count, datetime.now(UTC))
+            append(first + produced, count, datetime.now(UTC))
             produced += count
         if not count or spec.rate > 0:
-            sleep(tick)  # at a rate, one append per tick: what is due since then goes in one segment
+            sleep(tick)  # at a rate, one write per tick: what is due since then goes in one segment
     return first + produced
