@@ -392,3 +392,35 @@ def test_an_executor_reports_the_local_state_of_a_task_it_gave_up_until_it_runs_
     executor.apply(Target(active={0: 2}))
     assert executor.kept_copies(10) == {}
     stop(executor)
+
+
+@pytest.mark.spark
+def test_a_store_a_leaving_copy_still_holds_holds_up_only_its_own_task(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A copy that left closes its partition's store only when its last unit ends (a snapshot load
+    can take minutes); the task given that partition again waits for it without a copy worker, so the
+    other tasks restore and take over meanwhile. A large cluster run saw two such waits hold both
+    workers, and a survivor's takeover by a delta start 78 s late."""
+    del spark
+    log = FileLog(tmp_path / "log")
+    generate(log, GenerateSpec(partitions=3, count=3_000, keys=300, seed=4))
+    owner = executor_for(tmp_path, log, "a", max_batch_records=500, snapshot_every=2)
+    owner.apply(Target(active={0: 1, 1: 1, 2: 1}))
+    owner.run_until_idle()
+    local = LocalState(tmp_path / "local-b")
+    member = executor_for(tmp_path, log, "b", local=local, copy_workers=2)
+    store, _, _ = local.open(1)  # the copy of task 1 that left, still in its unit
+    member.apply(Target(warmup=frozenset({0, 1, 2})))
+    stepping = threading.Thread(target=lambda: [member.step_copies() for _ in range(4)], daemon=True)
+    stepping.start()
+    stepping.join(120)
+    assert not stepping.is_alive(), "a worker waited for the held store"
+    ends = {p: log.end_offset(p) for p in range(3)}
+    applied = {s.partition: s.applied_offset for s in member.status()}
+    assert applied == {0: ends[0], 1: 0, 2: ends[2]}, (applied, ends)
+    store.close()
+    local.release(1)  # its unit ended
+    member.step_copies()
+    assert {s.partition: s.applied_offset for s in member.status()} == ends
+    stop(member)

@@ -113,7 +113,7 @@ class LocalState:
     one volume would overwrite each other's stores and checkpoints. Within the process, one task at a
     time holds a partition's store: a task that returns while the one that left is still finishing its
     unit of work waits for it to close, so the leaver's closing checkpoint can never land next to the
-    newcomer's store.
+    newcomer's store (it waits without a copy worker: `Task.step` passes it over until then).
     """
 
     def __init__(
@@ -158,6 +158,11 @@ class LocalState:
             discarded = marker.exists()
             self.wipe(partition)
         return self._store(directory), None, discarded
+
+    def held(self, partition: int) -> bool:
+        """Whether a task of this executor holds the partition's store: `open` would wait for it."""
+        with self._released:
+            return partition in self._held
 
     def release(self, partition: int) -> None:
         """The task holding the partition's store has closed it."""

@@ -133,6 +133,11 @@ class Replica:
         self.state.clear()
         return False
 
+    def store_busy(self) -> bool:
+        """Whether `resume` would wait for another copy of the partition on this executor, one that
+        left, to close the local store: it holds it until its unit ends (`LocalState.open`)."""
+        return self.local is not None and not self.opened and self.local.held(self.partition)
+
     def _delta_larger(self, checkpoint: Head) -> bool:
         """Whether replaying the changelog after `checkpoint` reads more bytes than a full restore: the
         newest snapshot's runs and the changelog after it. A member away for long while the task was
