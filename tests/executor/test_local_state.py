@@ -396,7 +396,7 @@ def test_an_executor_reports_the_local_state_of_a_task_it_gave_up_until_it_runs_
 
 @pytest.mark.spark
 def test_a_store_a_leaving_copy_still_holds_holds_up_only_its_own_task(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A copy that left closes its partition's store only when its last unit ends (a snapshot load
     can take minutes); the task given that partition again waits for it without a copy worker, so the
@@ -413,12 +413,15 @@ def test_a_store_a_leaving_copy_still_holds_holds_up_only_its_own_task(
     store, _, _ = local.open(1)  # the copy of task 1 that left, still in its unit
     member.apply(Target(warmup=frozenset({0, 1, 2})))
     stepping = threading.Thread(target=lambda: [member.step_copies() for _ in range(4)], daemon=True)
-    stepping.start()
-    stepping.join(120)
+    with caplog.at_level(logging.INFO, logger="streamapp.executor.task"):
+        stepping.start()
+        stepping.join(120)
     assert not stepping.is_alive(), "a worker waited for the held store"
     ends = {p: log.end_offset(p) for p in range(3)}
     applied = {s.partition: s.applied_offset for s in member.status()}
     assert applied == {0: ends[0], 1: 0, 2: ends[2]}, (applied, ends)
+    waits = [r.getMessage() for r in caplog.records if "waiting for the copy that left" in r.getMessage()]
+    assert waits == ["partition 1: waiting for the copy that left to close the local store"], "said once"
     store.close()
     local.release(1)  # its unit ended
     member.step_copies()

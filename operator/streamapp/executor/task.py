@@ -216,6 +216,7 @@ class Task:
         self.owning = False
         self.fenced_by: int | None = None
         self.restored = False
+        self.store_wait_said = False  # `step` logs a wait for a held store once
         self.committed_offset = 0
         self.backlog = 0
         self.committed_records = 0
@@ -273,6 +274,11 @@ class Task:
             # minutes) and closes the store when it ends. Waiting for it here would hold a copy worker:
             # with two tasks so held, every other task's restore and takeover stood still behind them
             # (a large cluster run: a survivor's takeover by a delta started 78 s late). Next unit.
+            if not self.store_wait_said:
+                log.info(
+                    "partition %d: waiting for the copy that left to close the local store", self.partition
+                )
+                self.store_wait_said = True
             return 0
         try:
             done = self.restore()
